@@ -1,0 +1,18 @@
+// Internal: the header walk shared by parse_frame() and parse_mbuf().
+#pragma once
+
+#include "uroce/wire/parser.h"
+
+namespace uroce::wire::detail {
+
+// Validates everything up to the start of the payload from `avail`
+// contiguous bytes at `hdr`, in a frame of `frame_len` bytes. Fills all of
+// `v` but payload/mbuf/icrc fields.
+ParseError parse_headers(const uint8_t* hdr, size_t avail, size_t frame_len, PacketView& v,
+                         const ParseOptions& opts);
+
+// CRC state after the masked headers and the extension headers: what the
+// payload, pad and then the ICRC continue from.
+uint32_t icrc_through_ext(const PacketView& v);
+
+}  // namespace uroce::wire::detail
