@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what uroce needs from Debian 12 (only what is missing), then
+# configures and builds it in ./build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  meson ninja-build pkg-config g++ python3
+  libdpdk-dev libisal-dev zlib1g-dev libpcap-dev libibverbs-dev libboost-dev
+  catch2 libcli11-dev nlohmann-json3-dev
+  clang libclang-rt-14-dev        # libFuzzer + sanitizers
+  tshark python3-scapy            # what the independent packet oracle runs on
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -q
+  $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+[ -f build/build.ninja ] || meson setup build
+ninja -C build -j"$(nproc)"

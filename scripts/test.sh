@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Builds uroce and runs every test suite (unit, vectors, CLI, the independent
+# oracle, the parser fuzzer), then prints one line "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
+meson test -C build --print-errorlogs --num-processes "$(nproc)" "$@"
+status=$?
+/usr/bin/python3 scripts/test_summary.py build/meson-logs/testlog.json || status=1
+exit $status
