@@ -8,7 +8,9 @@ std::unique_ptr<PcapReader> PcapReader::open(const std::string& path, std::strin
   char errbuf[PCAP_ERRBUF_SIZE] = {};
   pcap_t* p = pcap_open_offline(path.c_str(), errbuf);
   if (p == nullptr) {
-    error = path + ": " + errbuf;
+    // libpcap names the file in some messages ("No such file") only.
+    const std::string msg = errbuf;
+    error = msg.find(path) == std::string::npos ? path + ": " + msg : msg;
     return nullptr;
   }
   return std::unique_ptr<PcapReader>(new PcapReader(p));
