@@ -1,0 +1,18 @@
+// Time source of an engine: the TSC on a real port, virtual time on the
+// simulated wire (so millisecond retransmission timers run instantly and
+// every run is reproducible). Read once per poll, not per packet.
+#pragma once
+
+#include <cstdint>
+
+namespace uroce {
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual uint64_t now_ns() const = 0;
+};
+
+inline constexpr uint64_t kNever = UINT64_MAX;
+
+}  // namespace uroce
