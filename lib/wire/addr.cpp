@@ -1,5 +1,6 @@
 #include <arpa/inet.h>
 
+#include <cctype>
 #include <cstdio>
 
 #include "uroce/wire/eth.h"
@@ -15,12 +16,16 @@ std::string MacAddr::to_string() const {
 }
 
 bool MacAddr::parse(const std::string& text, MacAddr& out) {
-  unsigned b[6];
-  char tail;
-  if (std::sscanf(text.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
-                  &tail) != 6)
-    return false;
-  for (int i = 0; i < 6; ++i) out.bytes[i] = uint8_t(b[i]);
+  // Exactly "xx:xx:xx:xx:xx:xx" with hex digits: sscanf would also take
+  // signs, spaces and "0x".
+  if (text.size() != 17) return false;
+  MacAddr m;
+  for (int i = 0; i < 6; ++i) {
+    const char* p = text.c_str() + i * 3;
+    if (!std::isxdigit(uint8_t(p[0])) || !std::isxdigit(uint8_t(p[1])) || (i < 5 && p[2] != ':')) return false;
+    m.bytes[i] = uint8_t(std::stoi(std::string(p, 2), nullptr, 16));
+  }
+  out = m;
   return true;
 }
 

@@ -49,7 +49,8 @@ ParseError parse_mbuf(const rte_mbuf* m, PacketView& v, HeaderScratch& scratch, 
   if (e != ParseError::ok) return e;
   v.mbuf = m;
   const uint32_t body_len = v.payload_len + v.pad;
-  if (m->data_len >= v.payload_off + body_len) v.payload = hdr + v.payload_off;
+  // Point into the mbuf itself, never into the scratch copy of the headers.
+  if (m->data_len >= v.payload_off + body_len) v.payload = rte_pktmbuf_mtod(m, const uint8_t*) + v.payload_off;
   uint8_t icrc[4];
   if (!copy_out(m, v.end_off - 4, 4, icrc)) return ParseError::truncated;
   v.icrc_wire = load_le32(icrc);
