@@ -1,0 +1,208 @@
+#include "engine.h"
+
+#include <rte_errno.h>
+#include <rte_mempool.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "../transport/qp.h"
+#include "../transport/transport.h"
+
+namespace uroce::engine {
+namespace {
+
+// Data room for the largest frame: VLAN + IPv6 + UDP + headers + 4096 + ICRC.
+constexpr uint16_t kDataRoom = RTE_PKTMBUF_HEADROOM + 4352;
+
+uint64_t pick_seed(uint64_t seed) {
+  if (seed) return seed;
+  std::random_device rd;
+  return (uint64_t(rd()) << 32) | rd();
+}
+
+}  // namespace
+
+Engine::Engine(const DeviceConfig& config)
+    : config_(config), mrs_(pick_seed(config.seed), config.limits.max_mr), rng_(pick_seed(config.seed) + 1) {
+  backlog_.reserve(kTxBacklog);
+}
+
+Engine::~Engine() {
+  for (rte_mbuf* m : backlog_) rte_pktmbuf_free(m);
+  if (pool_) rte_mempool_free(pool_);
+}
+
+bool Engine::init(std::string& error) {
+  static std::atomic<unsigned> instance{0};
+  const std::string name = "uroce_tx" + std::to_string(instance++);
+  pool_ = rte_pktmbuf_pool_create(name.c_str(), config_.mbufs, 256, 0, kDataRoom, SOCKET_ID_ANY);
+  if (pool_ == nullptr) {
+    error = "device " + config_.name + ": cannot create a pool of " + std::to_string(config_.mbufs) +
+            " mbufs: " + rte_strerror(rte_errno) + " (is the DPDK EAL initialised, with enough memory?)";
+    return false;
+  }
+  return true;
+}
+
+uint32_t Engine::alloc_qpn() {
+  while (by_qpn_.count(next_qpn_) || next_qpn_ < 0x11) next_qpn_ = (next_qpn_ + 1) & 0xFFFFFF;
+  return next_qpn_++;
+}
+
+void Engine::add_qp(transport::Qp* qp) {
+  by_qpn_[qp->qpn] = qp;
+  all_.push_back(qp);
+}
+
+void Engine::remove_qp(transport::Qp* qp) {
+  retired_ += qp->counters;
+  by_qpn_.erase(qp->qpn);
+  std::erase(all_, qp);
+  std::erase(ready_, qp);
+  std::erase(timed_, qp);
+}
+
+transport::Qp* Engine::find_qp(uint32_t qpn) const {
+  auto it = by_qpn_.find(qpn);
+  return it == by_qpn_.end() ? nullptr : it->second;
+}
+
+void Engine::schedule(transport::Qp* qp) {
+  if (qp->scheduled) return;
+  qp->scheduled = true;
+  ready_.push_back(qp);
+}
+
+void Engine::watch_timer(transport::Qp* qp) {
+  if (qp->timed) return;
+  qp->timed = true;
+  timed_.push_back(qp);
+}
+
+bool Engine::resolve(const wire::IpAddr& ip, wire::MacAddr& mac) const {
+  auto it = neighbors_.find(key(ip));
+  if (it == neighbors_.end()) return false;
+  mac = it->second;
+  return true;
+}
+
+rte_mbuf* Engine::alloc_mbuf() {
+  rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+  if (m == nullptr) ++counters_.tx_no_mbuf;
+  return m;
+}
+
+void Engine::transmit(rte_mbuf* m) {
+  if (backlog_.size() >= kTxBacklog) flush_tx();
+  if (backlog_.size() >= kTxBacklog) {
+    rte_pktmbuf_free(m);  // the port is stuck: drop, retransmission recovers
+    ++counters_.transport.send_err;
+    return;
+  }
+  backlog_.push_back(m);
+  ++counters_.tx_frames;
+  if (backlog_.size() >= kBurst) flush_tx();
+}
+
+void Engine::flush_tx() {
+  size_t sent = 0;
+  while (sent < backlog_.size()) {
+    const uint16_t n = uint16_t(std::min<size_t>(backlog_.size() - sent, kBurst));
+    const uint16_t k = config_.port->tx_burst(backlog_.data() + sent, n);
+    sent += k;
+    if (k < n) break;
+  }
+  backlog_.erase(backlog_.begin(), backlog_.begin() + long(sent));
+}
+
+void Engine::receive(rte_mbuf* m) {
+  ++counters_.rx_frames;
+  wire::HeaderScratch scratch;
+  wire::PacketView pkt;
+  const wire::ParseError e = wire::parse_mbuf(m, pkt, scratch);
+  if (e != wire::ParseError::ok) {
+    if (e == wire::ParseError::not_roce) ++counters_.rx_not_roce;
+    else if (e == wire::ParseError::icrc) ++counters_.rx_icrc_err;
+    else ++counters_.rx_invalid;
+    return;
+  }
+  transport::Qp* qp = find_qp(pkt.bth().dest_qp());
+  if (qp == nullptr || pkt.op->transport == wire::Transport::cnp) {
+    if (qp == nullptr) ++counters_.rx_unknown_qp;
+    return;
+  }
+  // The payload is copied out while the packet is handled, so a payload
+  // spread over segments is gathered first; our ports deliver one segment.
+  if (pkt.payload == nullptr && pkt.payload_len) {
+    ++counters_.rx_invalid;
+    return;
+  }
+  if (!qp->is_rc()) transport::ud_rx(*qp, pkt);
+  else if (pkt.op->has(wire::opf::request)) transport::responder_rx(*qp, pkt);
+  else transport::completer_rx(*qp, pkt);
+}
+
+int Engine::run_timers() {
+  int work = 0;
+  for (size_t i = 0; i < timed_.size();) {
+    transport::Qp* qp = timed_[i];
+    const bool rnr = qp->req.rnr_until != 0;
+    if (qp->comp.deadline == kNever && !rnr) {
+      qp->timed = false;
+      timed_[i] = timed_.back();
+      timed_.pop_back();
+      continue;
+    }
+    if (now_ >= qp->comp.deadline || (rnr && now_ >= qp->req.rnr_until)) {
+      transport::completer_timer(*qp);
+      ++work;
+    }
+    ++i;
+  }
+  return work;
+}
+
+int Engine::run_tx() {
+  int work = 0;
+  // QPs scheduled while we run go to the next round; each QP gets a turn.
+  // The two lists trade buffers, so this allocates nothing once warm.
+  running_.clear();
+  running_.swap(ready_);
+  for (transport::Qp* qp : running_) qp->scheduled = false;
+  for (transport::Qp* qp : running_) {
+    const uint64_t before = qp->counters.sent_pkts;
+    transport::responder_tx(*qp);
+    transport::requester_tx(*qp);
+    work += int(qp->counters.sent_pkts - before);
+    const bool backlog = !qp->resp.out.empty() || (qp->req.wqe != qp->sq.head() && !tx_has_room());
+    if (backlog) schedule(qp);
+  }
+  return work;
+}
+
+int Engine::poll() {
+  now_ = config_.clock->now_ns();
+  rte_mbuf* rx[kBurst];
+  const uint16_t n = config_.port->rx_burst(rx, kBurst);
+  for (uint16_t i = 0; i < n; ++i) {
+    receive(rx[i]);
+    rte_pktmbuf_free(rx[i]);
+  }
+  int work = n + run_timers();
+  work += run_tx();
+  flush_tx();
+  return work + int(backlog_.size() ? 1 : 0);
+}
+
+uint64_t Engine::next_deadline() const {
+  uint64_t t = kNever;
+  for (const transport::Qp* qp : timed_) {
+    t = std::min(t, qp->comp.deadline);
+    if (qp->req.rnr_until) t = std::min(t, qp->req.rnr_until);
+  }
+  if (!ready_.empty() || !backlog_.empty()) t = std::min(t, now_);
+  return t;
+}
+
+}  // namespace uroce::engine

@@ -1,0 +1,90 @@
+// The poll-mode engine behind a Device: RX burst -> parse -> dispatch to
+// the QP's responder or completer -> transport timers -> TX of whatever the
+// QPs have ready, in bursts. Single-threaded: everything runs inside poll().
+#pragma once
+
+#include <rte_mbuf.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "../memory/mr_table.h"
+#include "uroce/verbs/device.h"
+#include "uroce/wire/builder.h"
+
+namespace uroce::transport {
+struct Qp;
+}
+
+namespace uroce::engine {
+
+inline constexpr uint16_t kBurst = 32;
+
+class Engine {
+ public:
+  explicit Engine(const DeviceConfig& config);
+  ~Engine();
+  bool init(std::string& error);
+
+  int poll();
+  uint64_t next_deadline() const;
+  uint64_t now() const { return now_; }
+  const DeviceConfig& config() const { return config_; }
+
+  memory::MrTable& mrs() { return mrs_; }
+  std::mt19937_64& rng() { return rng_; }
+
+  // QPs.
+  uint32_t alloc_qpn();
+  void add_qp(transport::Qp* qp);
+  void remove_qp(transport::Qp* qp);
+  transport::Qp* find_qp(uint32_t qpn) const;
+  // The QP has packets to send (or a retry to start).
+  void schedule(transport::Qp* qp);
+  // The QP has a timer that may need checking.
+  void watch_timer(transport::Qp* qp);
+
+  // TX: an mbuf for a packet, and the queue it goes out on.
+  rte_mbuf* alloc_mbuf();
+  void transmit(rte_mbuf* m);
+  bool tx_has_room() const { return backlog_.size() < kTxBacklog; }
+
+  // Neighbours (static until ARP/ND exists).
+  void add_neighbor(const wire::IpAddr& ip, const wire::MacAddr& mac) { neighbors_[key(ip)] = mac; }
+  bool resolve(const wire::IpAddr& ip, wire::MacAddr& mac) const;
+  wire::MacAddr mac() const { return config_.port->mac(); }
+
+  DeviceCounters& counters() { return counters_; }
+  TransportCounters& retired() { return retired_; }
+  const std::vector<transport::Qp*>& qps() const { return all_; }
+
+ private:
+  static constexpr size_t kTxBacklog = 4096;
+  static std::string key(const wire::IpAddr& ip) { return std::string(ip.bytes.begin(), ip.bytes.end()); }
+
+  void receive(rte_mbuf* m);
+  int run_timers();
+  int run_tx();
+  void flush_tx();
+
+  DeviceConfig config_;
+  rte_mempool* pool_ = nullptr;
+  memory::MrTable mrs_;
+  std::mt19937_64 rng_;
+  uint64_t now_ = 0;
+  uint32_t next_qpn_ = 0x11;  // like rxe: user QPs start at 0x11
+  std::unordered_map<uint32_t, transport::Qp*> by_qpn_;
+  std::vector<transport::Qp*> all_;
+  std::vector<transport::Qp*> ready_;
+  std::vector<transport::Qp*> running_;
+  std::vector<transport::Qp*> timed_;
+  std::vector<rte_mbuf*> backlog_;
+  std::unordered_map<std::string, wire::MacAddr> neighbors_;
+  DeviceCounters counters_;
+  TransportCounters retired_;
+};
+
+}  // namespace uroce::engine

@@ -1,0 +1,38 @@
+// Address handle: where a UD send goes (ibv_create_ah). The destination
+// MAC is resolved when the handle is created, from the device's neighbour
+// table, so the send path never looks it up.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include "uroce/wire/eth.h"
+#include "uroce/wire/ip_addr.h"
+
+namespace uroce {
+
+class ProtectionDomain;
+
+class AddressHandle {
+ public:
+  ~AddressHandle();
+  AddressHandle(const AddressHandle&) = delete;
+  AddressHandle& operator=(const AddressHandle&) = delete;
+
+  const ibv_ah_attr& attr() const { return attr_; }
+  const wire::IpAddr& dgid() const { return dgid_; }
+  const wire::MacAddr& dmac() const { return dmac_; }
+  ProtectionDomain& pd() const { return *pd_; }
+
+ private:
+  friend class ProtectionDomain;
+  AddressHandle(ProtectionDomain* pd, const ibv_ah_attr& attr, const wire::IpAddr& dgid,
+                const wire::MacAddr& dmac)
+      : pd_(pd), attr_(attr), dgid_(dgid), dmac_(dmac) {}
+
+  ProtectionDomain* pd_;
+  ibv_ah_attr attr_;
+  wire::IpAddr dgid_;
+  wire::MacAddr dmac_;
+};
+
+}  // namespace uroce

@@ -1,0 +1,44 @@
+// Transport counters, named like the Linux rxe driver's hw_counters so that
+// operators can read them side by side.
+#pragma once
+
+#include <cstdint>
+
+namespace uroce {
+
+struct TransportCounters {
+  uint64_t sent_pkts = 0;
+  uint64_t rcvd_pkts = 0;
+  uint64_t duplicate_request = 0;    // responder: request PSN already executed
+  uint64_t out_of_seq_request = 0;   // responder: request PSN ahead of expected
+  uint64_t rcvd_rnr_err = 0;         // requester: RNR NAKs received
+  uint64_t send_rnr_err = 0;         // responder: RNR NAKs sent
+  uint64_t rcvd_seq_err = 0;         // requester: PSN sequence error NAKs received
+  uint64_t ack_deferred = 0;         // ACKs coalesced into a later one
+  uint64_t retry_exceeded_err = 0;
+  uint64_t retry_rnr_exceeded_err = 0;
+  uint64_t completer_retry_err = 0;  // go-back-N restarts (timeout, NAK, implied NAK)
+  uint64_t local_ack_timeout_err = 0;
+  uint64_t retransmitted_pkts = 0;
+  uint64_t send_err = 0;             // TX could not take a packet
+  uint64_t rdma_sends = 0;
+  uint64_t rdma_recvs = 0;
+  uint64_t nak_sent = 0;             // NAKs other than RNR sent by the responder
+  uint64_t rcvd_nak = 0;             // NAKs other than RNR/sequence received
+
+  TransportCounters& operator+=(const TransportCounters& o);
+};
+
+// Per device: the sum over its QPs plus what happens before a QP is found.
+struct DeviceCounters {
+  TransportCounters transport;
+  uint64_t rx_frames = 0;
+  uint64_t rx_not_roce = 0;
+  uint64_t rx_invalid = 0;       // failed parse (all reasons but icrc)
+  uint64_t rx_icrc_err = 0;
+  uint64_t rx_unknown_qp = 0;
+  uint64_t tx_frames = 0;
+  uint64_t tx_no_mbuf = 0;
+};
+
+}  // namespace uroce

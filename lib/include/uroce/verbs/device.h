@@ -1,0 +1,75 @@
+// An RDMA device (ibv_context): one packet port, its GID table, and the
+// objects created on it. The engine runs when the application calls poll()
+// (embedded mode): receive a burst, run the transport, send what is ready.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "uroce/port/clock.h"
+#include "uroce/port/packet_port.h"
+#include "uroce/verbs/counters.h"
+#include "uroce/verbs/types.h"
+#include "uroce/wire/ip_addr.h"
+
+namespace uroce {
+
+namespace engine {
+class Engine;
+}
+
+class ProtectionDomain;
+class CompletionQueue;
+
+struct DeviceConfig {
+  std::string name = "uroce0";
+  PacketPort* port = nullptr;  // not owned; must outlive the device
+  Clock* clock = nullptr;      // not owned
+  // GID table: RoCEv2 GIDs are IPv6 addresses or ::ffff:a.b.c.d.
+  std::vector<wire::IpAddr> gids;
+  uint32_t mbufs = 8191;  // TX pool size
+  // Key randomness; 0 takes a seed from std::random_device. Tests fix it.
+  uint64_t seed = 0;
+  // Transport tuning (rxe's defaults).
+  uint32_t max_unacked_psns = 128;  // requester window
+  uint32_t ack_req_every = 64;      // AckReq at least every N packets
+  DeviceLimits limits{};
+};
+
+class Device {
+ public:
+  // nullptr with a message naming the problem on failure.
+  static std::unique_ptr<Device> open(const DeviceConfig& config, std::string& error);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  std::unique_ptr<ProtectionDomain> alloc_pd();
+  // ibv_create_cq: EINVAL if cqe is 0 or above the device limit.
+  std::unique_ptr<CompletionQueue> create_cq(int cqe, int& err);
+
+  // Runs the engine once; returns the amount of work done (0 = idle).
+  int poll();
+  // Earliest transport timer (retransmission, RNR), kNever if none.
+  uint64_t next_deadline_ns() const;
+
+  // Static neighbour entry (IP -> MAC) until ARP/ND resolution exists.
+  void add_neighbor(const wire::IpAddr& ip, const wire::MacAddr& mac);
+
+  const std::string& name() const;
+  const std::vector<wire::IpAddr>& gids() const;
+  const DeviceLimits& limits() const;
+  // Sum over live and destroyed QPs plus device-level drops.
+  DeviceCounters counters() const;
+
+  engine::Engine& engine() { return *engine_; }
+
+ private:
+  explicit Device(std::unique_ptr<engine::Engine> engine);
+  std::unique_ptr<engine::Engine> engine_;
+  uint32_t next_pd_handle_ = 1;
+};
+
+}  // namespace uroce

@@ -1,0 +1,49 @@
+// A registered memory region: a byte range, its access rights and its key.
+// lkey == rkey (as in rxe); the key's upper 16 bits are random, so a remote
+// peer cannot guess a valid key from another one.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace uroce {
+
+class ProtectionDomain;
+
+class MemoryRegion {
+ public:
+  ~MemoryRegion();
+  MemoryRegion(const MemoryRegion&) = delete;
+  MemoryRegion& operator=(const MemoryRegion&) = delete;
+
+  void* addr() const { return addr_; }
+  size_t length() const { return length_; }
+  uint32_t lkey() const { return key_; }
+  uint32_t rkey() const { return key_; }
+  int access() const { return access_; }
+  ProtectionDomain& pd() const { return *pd_; }
+  // Posted work requests that reference this region and are not complete.
+  uint32_t in_use() const { return use_count_; }
+
+  // True if [addr, addr+len) lies inside the region (no overflow).
+  bool contains(uint64_t addr, uint64_t len) const {
+    const uint64_t base = reinterpret_cast<uintptr_t>(addr_);
+    return addr >= base && len <= length_ && addr - base <= length_ - len;
+  }
+
+ private:
+  friend class ProtectionDomain;
+  friend struct MrAccess;
+  MemoryRegion(ProtectionDomain* pd, void* addr, size_t length, int access, bool owned)
+      : pd_(pd), addr_(static_cast<uint8_t*>(addr)), length_(length), access_(access), owned_(owned) {}
+
+  ProtectionDomain* pd_;
+  uint8_t* addr_;
+  size_t length_;
+  int access_;
+  bool owned_;  // allocated by alloc_mr: freed with the region
+  uint32_t key_ = 0;
+  uint32_t use_count_ = 0;
+};
+
+}  // namespace uroce

@@ -1,0 +1,55 @@
+// Protection domain: the scope in which memory regions, QPs, SRQs and
+// address handles may be used together. A remote access through a QP
+// succeeds only with a key of a region in the QP's own PD.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "uroce/verbs/types.h"
+
+namespace uroce {
+
+class Device;
+class MemoryRegion;
+class QueuePair;
+class SharedReceiveQueue;
+class AddressHandle;
+
+class ProtectionDomain {
+ public:
+  ~ProtectionDomain();
+  ProtectionDomain(const ProtectionDomain&) = delete;
+  ProtectionDomain& operator=(const ProtectionDomain&) = delete;
+
+  // Registers memory the application already owns (ibv_reg_mr). access is
+  // a mask of ibv_access_flags. nullptr and err set (EINVAL, ENOMEM) on failure.
+  std::unique_ptr<MemoryRegion> reg_mr(void* addr, size_t length, int access, int& err);
+  // Allocates zeroed DPDK memory (hugepages, or the --no-huge heap) and
+  // registers it; the region frees it.
+  std::unique_ptr<MemoryRegion> alloc_mr(size_t length, int access, int& err);
+  // ibv_dereg_mr: EBUSY (and mr left as it is) while posted work uses it.
+  int dereg_mr(std::unique_ptr<MemoryRegion>& mr);
+
+  std::unique_ptr<QueuePair> create_qp(const QpInitAttr& attr, int& err);
+  std::unique_ptr<SharedReceiveQueue> create_srq(const SrqInitAttr& attr, int& err);
+  std::unique_ptr<AddressHandle> create_ah(const ibv_ah_attr& attr, int& err);
+
+  Device& device() const { return *device_; }
+  uint32_t handle() const { return handle_; }
+
+ private:
+  friend class Device;
+  friend class MemoryRegion;
+  friend class QueuePair;
+  friend class SharedReceiveQueue;
+  friend class AddressHandle;
+  ProtectionDomain(Device* device, uint32_t handle) : device_(device), handle_(handle) {}
+
+  Device* device_;
+  uint32_t handle_;
+  uint32_t children_ = 0;  // objects created in this PD and still alive
+};
+
+}  // namespace uroce

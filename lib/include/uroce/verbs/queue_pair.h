@@ -1,0 +1,57 @@
+// Queue pair (RC or UD): the verbs state machine driven by modify() with
+// ibv_qp_attr_mask bits, and the send and receive queues.
+//
+// Errors are returned as errno values, never thrown: EINVAL for a bad
+// attribute, mask or state, ENOMEM for a full queue, as a verbs user expects.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "uroce/verbs/counters.h"
+#include "uroce/verbs/types.h"
+
+namespace uroce {
+
+namespace transport {
+struct Qp;
+}
+
+class ProtectionDomain;
+
+class QueuePair {
+ public:
+  ~QueuePair();
+  QueuePair(const QueuePair&) = delete;
+  QueuePair& operator=(const QueuePair&) = delete;
+
+  // ibv_modify_qp. Entering IBV_QPS_ERR flushes every outstanding WR with
+  // IBV_WC_WR_FLUSH_ERR.
+  int modify(const ibv_qp_attr& attr, int attr_mask);
+  // ibv_query_qp.
+  int query(ibv_qp_attr& attr, int attr_mask, QpInitAttr& init) const;
+
+  // ibv_post_send / ibv_post_recv: 0, or an errno with *bad at the first WR
+  // not posted (the ones before it are posted).
+  int post_send(const SendWr* wr, const SendWr** bad);
+  int post_recv(const RecvWr* wr, const RecvWr** bad);
+
+  uint32_t qp_num() const;
+  ibv_qp_type qp_type() const;
+  ibv_qp_state state() const;
+  const TransportCounters& counters() const;
+  ProtectionDomain& pd() const { return *pd_; }
+
+  transport::Qp& impl() { return *impl_; }
+
+ private:
+  friend class ProtectionDomain;
+  QueuePair(ProtectionDomain* pd, std::unique_ptr<transport::Qp> impl);
+
+  ProtectionDomain* pd_;
+  std::unique_ptr<transport::Qp> impl_;
+};
+
+}  // namespace uroce

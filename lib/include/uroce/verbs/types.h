@@ -1,0 +1,85 @@
+// Work requests and creation attributes of the verbs API.
+//
+// Enum values and most structs are rdma-core's own (<infiniband/verbs.h>):
+// ibv_wr_opcode, ibv_send_flags, ibv_wc (completions), ibv_qp_attr and its
+// mask bits (modify/query), ibv_sge, ibv_ah_attr. Porting a verbs program is
+// then a matter of renaming calls. The work requests are uroce's own only
+// because a UD request names an AddressHandle of ours, not an ibv_ah.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+
+namespace uroce {
+
+class AddressHandle;
+class CompletionQueue;
+class SharedReceiveQueue;
+
+// Mirrors struct ibv_send_wr, field for field.
+struct SendWr {
+  uint64_t wr_id = 0;
+  SendWr* next = nullptr;
+  ibv_sge* sg_list = nullptr;
+  int num_sge = 0;
+  ibv_wr_opcode opcode = IBV_WR_SEND;
+  unsigned send_flags = 0;  // ibv_send_flags
+  uint32_t imm_data = 0;    // network byte order, as in verbs
+  uint32_t invalidate_rkey = 0;
+  union {
+    struct {
+      uint64_t remote_addr;
+      uint32_t rkey;
+    } rdma;
+    struct {
+      uint64_t remote_addr;
+      uint64_t compare_add;
+      uint64_t swap;
+      uint32_t rkey;
+    } atomic;
+    struct {
+      AddressHandle* ah;
+      uint32_t remote_qpn;
+      uint32_t remote_qkey;
+    } ud;
+  } wr{};
+};
+
+// Mirrors struct ibv_recv_wr.
+struct RecvWr {
+  uint64_t wr_id = 0;
+  RecvWr* next = nullptr;
+  ibv_sge* sg_list = nullptr;
+  int num_sge = 0;
+};
+
+// Mirrors struct ibv_qp_init_attr (ibv_qp_cap for the capacities).
+struct QpInitAttr {
+  CompletionQueue* send_cq = nullptr;
+  CompletionQueue* recv_cq = nullptr;
+  SharedReceiveQueue* srq = nullptr;
+  ibv_qp_cap cap{};          // max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data
+  ibv_qp_type qp_type = IBV_QPT_RC;  // IBV_QPT_RC or IBV_QPT_UD
+  int sq_sig_all = 0;
+};
+
+// Mirrors struct ibv_srq_init_attr's ibv_srq_attr.
+struct SrqInitAttr {
+  uint32_t max_wr = 0;
+  uint32_t max_sge = 1;
+};
+
+// Limits of a device (the subset of ibv_device_attr that applies).
+struct DeviceLimits {
+  uint32_t max_qp_wr = 16384;
+  uint32_t max_sge = 32;
+  uint32_t max_inline_data = 512;
+  uint32_t max_cqe = 1 << 20;
+  uint32_t max_qp_rd_atom = 128;
+  uint32_t max_mr = 65535;
+  uint64_t max_mr_size = uint64_t(1) << 40;
+  uint32_t max_msg_sz = 1u << 31;
+};
+
+}  // namespace uroce

@@ -1,0 +1,29 @@
+#include "access.h"
+
+namespace uroce::memory {
+
+uint8_t* resolve(const MrTable& mrs, const ProtectionDomain* pd, uint32_t key, uint64_t va, uint64_t len,
+                 int needed_access, AccessError& err) {
+  err = AccessError::ok;
+  if (len == 0) return reinterpret_cast<uint8_t*>(uintptr_t(va));
+  MemoryRegion* mr = mrs.find(key);
+  if (mr == nullptr) {
+    err = AccessError::bad_key;
+    return nullptr;
+  }
+  if (&mr->pd() != pd) {
+    err = AccessError::pd_mismatch;
+    return nullptr;
+  }
+  if ((mr->access() & needed_access) != needed_access) {
+    err = AccessError::no_permission;
+    return nullptr;
+  }
+  if (!mr->contains(va, len)) {
+    err = AccessError::out_of_bounds;
+    return nullptr;
+  }
+  return reinterpret_cast<uint8_t*>(uintptr_t(va));
+}
+
+}  // namespace uroce::memory

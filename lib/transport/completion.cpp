@@ -1,0 +1,91 @@
+#include "../engine/engine.h"
+#include "../memory/mr_access.h"
+#include "transport.h"
+#include "uroce/verbs/completion_queue.h"
+#include "uroce/verbs/shared_receive_queue.h"
+
+namespace uroce::transport {
+namespace {
+
+ibv_wc_opcode wc_opcode(ibv_wr_opcode op) {
+  switch (op) {
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM: return IBV_WC_RDMA_WRITE;
+    case IBV_WR_RDMA_READ: return IBV_WC_RDMA_READ;
+    case IBV_WR_ATOMIC_CMP_AND_SWP: return IBV_WC_COMP_SWAP;
+    case IBV_WR_ATOMIC_FETCH_AND_ADD: return IBV_WC_FETCH_ADD;
+    default: return IBV_WC_SEND;
+  }
+}
+
+bool is_rd_atomic(ibv_wr_opcode op) {
+  return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+void flush_recv(Qp& qp, RecvWqe& wqe) {
+  ibv_wc wc{};
+  wc.wr_id = wqe.wr_id;
+  wc.status = IBV_WC_WR_FLUSH_ERR;
+  wc.opcode = IBV_WC_RECV;
+  wc.qp_num = qp.qpn;
+  complete_recv(qp, qp.rcq, wc);
+  release_sges(qp, wqe.sgl);
+}
+
+}  // namespace
+
+void release_sges(Qp& qp, const SgeList& sgl) {
+  for (int i = 0; i < sgl.num; ++i)
+    if (MemoryRegion* mr = qp.eng->mrs().find(sgl.sge[i].lkey)) MrAccess::release(*mr);
+}
+
+void complete_send(Qp& qp, SendWqe& wqe, ibv_wc_status status) {
+  if (wqe.signaled || status != IBV_WC_SUCCESS) {
+    ibv_wc wc{};
+    wc.wr_id = wqe.wr_id;
+    wc.status = status;
+    wc.opcode = wc_opcode(wqe.opcode);
+    wc.qp_num = qp.qpn;
+    if (wqe.opcode == IBV_WR_RDMA_READ) wc.byte_len = uint32_t(wqe.length);
+    if (wqe.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wqe.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) wc.byte_len = 8;
+    qp.scq->push(wc);
+  }
+  if (!(wqe.flags & IBV_SEND_INLINE)) release_sges(qp, wqe.sgl);
+  if (is_rd_atomic(wqe.opcode) && wqe.state != WqeState::posted && qp.req.rd_atomic > 0) --qp.req.rd_atomic;
+  wqe.state = WqeState::done;
+  const uint32_t next_psn = (wqe.last_psn + 1) & 0xFFFFFF;
+  qp.sq.pop();
+  // It completed while the requester was about to send it again (its
+  // responses overtook a rewind): move the requester past it.
+  if (int32_t(qp.req.wqe - qp.sq.tail()) < 0) {
+    qp.req.wqe = qp.sq.tail();
+    qp.req.offset = 0;
+    if (int32_t((next_psn - qp.req.psn) << 8) > 0) qp.req.psn = next_psn;
+  }
+}
+
+void complete_recv(Qp& qp, CompletionQueue* cq, const ibv_wc& wc) {
+  (void)qp;
+  cq->push(wc);
+}
+
+void move_to_error(Qp& qp) {
+  qp.state = IBV_QPS_ERR;
+  qp.comp.deadline = kNever;
+  while (!qp.sq.empty()) complete_send(qp, qp.sq.front(), IBV_WC_WR_FLUSH_ERR);
+  qp.req.wqe = qp.sq.tail();
+  qp.req.offset = 0;
+  if (qp.resp.have_recv) {
+    flush_recv(qp, qp.resp.recv);
+    qp.resp.have_recv = false;
+  }
+  // An SRQ's WQEs belong to the SRQ, not to this QP: they stay.
+  if (qp.srq == nullptr)
+    while (!qp.rq.wq.empty()) {
+      flush_recv(qp, qp.rq.wq.front());
+      qp.rq.wq.pop();
+    }
+  while (!qp.resp.out.empty()) qp.resp.out.pop();
+}
+
+}  // namespace uroce::transport

@@ -1,0 +1,157 @@
+#include "post.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "../engine/engine.h"
+#include "../memory/mr_access.h"
+#include "transport.h"
+#include "uroce/verbs/address_handle.h"
+#include "uroce/verbs/shared_receive_queue.h"
+
+namespace uroce::transport {
+namespace {
+
+bool rc_opcode_ok(ibv_wr_opcode op) {
+  switch (op) {
+    case IBV_WR_SEND:
+    case IBV_WR_SEND_WITH_IMM:
+    case IBV_WR_SEND_WITH_INV:
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+    case IBV_WR_RDMA_READ:
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+    case IBV_WR_ATOMIC_FETCH_AND_ADD: return true;
+    default: return false;
+  }
+}
+
+bool is_atomic(ibv_wr_opcode op) { return op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD; }
+
+uint64_t total_length(const ibv_sge* sg, int n) {
+  uint64_t total = 0;
+  for (int i = 0; i < n; ++i) total += sg[i].length;
+  return total;
+}
+
+int check_send(const Qp& qp, const SendWr& wr) {
+  const bool rc = qp.is_rc();
+  if (rc ? !rc_opcode_ok(wr.opcode) : (wr.opcode != IBV_WR_SEND && wr.opcode != IBV_WR_SEND_WITH_IMM))
+    return EINVAL;
+  if (wr.num_sge < 0 || uint32_t(wr.num_sge) > qp.init.cap.max_send_sge || (wr.num_sge && !wr.sg_list))
+    return EINVAL;
+  const uint64_t len = total_length(wr.sg_list, wr.num_sge);
+  const bool rd_atomic = wr.opcode == IBV_WR_RDMA_READ || is_atomic(wr.opcode);
+  if (wr.send_flags & IBV_SEND_INLINE)
+    if (rd_atomic || len > qp.init.cap.max_inline_data) return EINVAL;
+  if (is_atomic(wr.opcode) && (wr.num_sge != 1 || wr.sg_list[0].length != 8)) return EINVAL;
+  if (rc && rd_atomic && qp.attr.max_rd_atomic == 0) return EINVAL;
+  if (len > qp.eng->config().limits.max_msg_sz) return EINVAL;
+  if (!rc && (wr.wr.ud.ah == nullptr || &wr.wr.ud.ah->pd() != qp.pd || len > qp.attr.pmtu)) return EINVAL;
+  return 0;
+}
+
+void copy_sges(SgeList& sgl, const ibv_sge* sg, int n) {
+  sgl.num = n;
+  sgl.total = 0;
+  for (int i = 0; i < n; ++i) {
+    sgl.sge[i] = sg[i];
+    sgl.total += sg[i].length;
+  }
+}
+
+void acquire_sges(engine::Engine& eng, const SgeList& sgl) {
+  for (int i = 0; i < sgl.num; ++i)
+    if (MemoryRegion* mr = eng.mrs().find(sgl.sge[i].lkey)) MrAccess::acquire(*mr);
+}
+
+void fill_wqe(Qp& qp, const SendWr& wr, SendWqe& w) {
+  const SendWqe blank{};
+  w.state = blank.state;
+  w.read_received = 0;
+  w.rd_counted = false;
+  w.error = IBV_WC_SUCCESS;
+  w.wr_id = wr.wr_id;
+  w.opcode = wr.opcode;
+  w.flags = wr.send_flags;
+  w.imm = __builtin_bswap32(wr.imm_data);  // verbs passes it in network order
+  w.invalidate_rkey = wr.invalidate_rkey;
+  w.signaled = qp.init.sq_sig_all || (wr.send_flags & IBV_SEND_SIGNALED);
+  copy_sges(w.sgl, wr.sg_list, wr.num_sge);
+  w.length = w.sgl.total;
+  if (is_atomic(wr.opcode)) {
+    w.remote_addr = wr.wr.atomic.remote_addr;
+    w.rkey = wr.wr.atomic.rkey;
+    w.compare_add = wr.wr.atomic.compare_add;
+    w.swap = wr.wr.atomic.swap;
+  } else {
+    w.remote_addr = wr.wr.rdma.remote_addr;
+    w.rkey = wr.wr.rdma.rkey;
+  }
+  if (!qp.is_rc()) {
+    w.ud.gid = wr.wr.ud.ah->dgid();
+    w.ud.mac = wr.wr.ud.ah->dmac();
+    w.ud.qpn = wr.wr.ud.remote_qpn;
+    w.ud.qkey = wr.wr.ud.remote_qkey;
+  }
+  if (wr.send_flags & IBV_SEND_INLINE) {
+    // Inline data is read from the caller's buffers now; no key needed.
+    uint64_t off = 0;
+    for (int i = 0; i < wr.num_sge; ++i) {
+      std::memcpy(w.inline_data.data() + off, reinterpret_cast<const void*>(uintptr_t(wr.sg_list[i].addr)),
+                  wr.sg_list[i].length);
+      off += wr.sg_list[i].length;
+    }
+  } else {
+    acquire_sges(*qp.eng, w.sgl);
+  }
+}
+
+}  // namespace
+
+int post_send(Qp& qp, const SendWr* wr, const SendWr** bad) {
+  for (; wr != nullptr; wr = wr->next) {
+    int err = 0;
+    if (qp.state == IBV_QPS_RESET || qp.state == IBV_QPS_INIT || qp.state == IBV_QPS_RTR)
+      err = EINVAL;
+    else if (qp.sq.full())
+      err = ENOMEM;
+    else
+      err = check_send(qp, *wr);
+    if (err) {
+      if (bad) *bad = wr;
+      return err;
+    }
+    fill_wqe(qp, *wr, qp.sq.push());
+    // Work posted to a QP in error completes at once, flushed.
+    if (qp.state == IBV_QPS_ERR) move_to_error(qp);
+  }
+  qp.eng->schedule(&qp);
+  return 0;
+}
+
+int post_recv_to(RecvQueue& rq, engine::Engine& eng, const RecvWr& wr) {
+  if (wr.num_sge < 0 || uint32_t(wr.num_sge) > rq.max_sge || (wr.num_sge && !wr.sg_list)) return EINVAL;
+  if (rq.wq.full()) return ENOMEM;
+  RecvWqe& w = rq.wq.push();
+  w.wr_id = wr.wr_id;
+  copy_sges(w.sgl, wr.sg_list, wr.num_sge);
+  acquire_sges(eng, w.sgl);
+  return 0;
+}
+
+int post_recv(Qp& qp, const RecvWr* wr, const RecvWr** bad) {
+  for (; wr != nullptr; wr = wr->next) {
+    int err = qp.state == IBV_QPS_RESET || qp.srq != nullptr ? EINVAL : post_recv_to(qp.rq, *qp.eng, *wr);
+    if (err) {
+      if (bad) *bad = wr;
+      return err;
+    }
+    if (qp.state == IBV_QPS_ERR) move_to_error(qp);
+  }
+  return 0;
+}
+
+RecvQueue& Qp::recv_queue() { return srq ? srq->queue() : rq; }
+
+}  // namespace uroce::transport

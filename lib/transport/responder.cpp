@@ -1,0 +1,237 @@
+// Responder: executes incoming requests in PSN order (IBA 9.7.4 "responder
+// behaviour"). Every check runs before memory is touched: QP state, PSN,
+// opcode sequence, the QP's access rights, the opcode-level packet checks,
+// then key, PD, access flags and bounds of the target.
+#include <cstring>
+
+#include "../engine/engine.h"
+#include "../memory/sge_copy.h"
+#include "psn.h"
+#include "responder_out.h"
+#include "transport.h"
+#include "uroce/verbs/completion_queue.h"
+#include "uroce/verbs/shared_receive_queue.h"
+
+namespace uroce::transport {
+namespace {
+
+using namespace wire;
+
+// The requester is told, then this QP stops (IBA class C/D errors).
+void fatal(Qp& qp, NakCode code, uint32_t psn) {
+  send_nak_now(qp, make_aeth_syndrome(AethType::nak, uint8_t(code)), psn);
+  move_to_error(qp);
+}
+
+void fatal_recv(Qp& qp, NakCode code, uint32_t psn, ibv_wc_status status) {
+  if (qp.resp.have_recv) {
+    ibv_wc wc{};
+    wc.wr_id = qp.resp.recv.wr_id;
+    wc.status = status;
+    wc.opcode = IBV_WC_RECV;
+    wc.qp_num = qp.qpn;
+    complete_recv(qp, qp.rcq, wc);
+    release_sges(qp, qp.resp.recv.sgl);
+    qp.resp.have_recv = false;
+  }
+  fatal(qp, code, psn);
+}
+
+bool take_recv(Qp& qp) {
+  if (qp.resp.have_recv) return true;
+  RecvQueue& rq = qp.recv_queue();
+  if (rq.wq.empty()) return false;
+  qp.resp.recv = rq.wq.front();
+  rq.wq.pop();
+  qp.resp.have_recv = true;
+  qp.resp.recv_off = 0;
+  return true;
+}
+
+void rnr(Qp& qp, uint32_t psn) {
+  ++qp.counters.send_rnr_err;
+  queue_ack(qp, make_aeth_syndrome(AethType::rnr_nak, qp.attr.min_rnr_timer), psn);
+}
+
+// Right opcode for where we are in a message, and allowed on this QP?
+bool valid_for_qp(const Qp& qp, const OpcodeInfo& op) {
+  const uint32_t cls = op.flags & (opf::send | opf::write);
+  if (qp.resp.msg_class != 0) {
+    if (!(op.is_middle() || op.is_last()) || cls != qp.resp.msg_class) return false;
+  } else if (op.is_middle() || op.is_last()) {
+    return false;
+  }
+  const int acc = qp.attr.access_flags;
+  if (op.has(opf::write) && !(acc & IBV_ACCESS_REMOTE_WRITE)) return false;
+  if (op.has(opf::read) && !(acc & IBV_ACCESS_REMOTE_READ)) return false;
+  if (op.has(opf::atomic) && !(acc & IBV_ACCESS_REMOTE_ATOMIC)) return false;
+  if (op.has(opf::read) || op.has(opf::atomic)) return qp.attr.max_dest_rd_atomic > 0;
+  return true;
+}
+
+void finish_message(Qp& qp, const PacketView& pkt) {
+  ++qp.resp.msn;
+  qp.resp.msg_class = 0;
+  if (pkt.bth().ack_req()) queue_ack(qp, kAethAckNoCredit, pkt.bth().psn());
+}
+
+void complete_incoming(Qp& qp, const PacketView& pkt, ibv_wc_opcode opcode, uint32_t byte_len) {
+  ibv_wc wc{};
+  wc.wr_id = qp.resp.recv.wr_id;
+  wc.status = IBV_WC_SUCCESS;
+  wc.opcode = opcode;
+  wc.byte_len = byte_len;
+  wc.qp_num = qp.qpn;
+  wc.src_qp = qp.attr.dest_qpn;
+  if (pkt.op->has_ext(Ext::imm_dt)) {
+    wc.wc_flags |= IBV_WC_WITH_IMM;
+    wc.imm_data = __builtin_bswap32(pkt.imm().value());  // verbs keeps it in network order
+  }
+  if (pkt.op->has_ext(Ext::ieth)) {
+    wc.wc_flags |= IBV_WC_WITH_INV;
+    wc.invalidated_rkey = pkt.ieth().value();
+  }
+  complete_recv(qp, qp.rcq, wc);
+  release_sges(qp, qp.resp.recv.sgl);
+  qp.resp.have_recv = false;
+  ++qp.counters.rdma_recvs;
+}
+
+void on_send(Qp& qp, const PacketView& pkt) {
+  const uint32_t psn = pkt.bth().psn();
+  if (pkt.op->is_first() || pkt.op->is_only()) {
+    if (!take_recv(qp)) return rnr(qp, psn);
+    qp.resp.msg_class = opf::send;
+  }
+  if (qp.resp.recv_off + pkt.payload_len > qp.resp.recv.sgl.total)
+    return fatal_recv(qp, NakCode::invalid_request, psn, IBV_WC_LOC_LEN_ERR);
+  if (!memory::scatter(qp.eng->mrs(), qp.pd, qp.resp.recv.sgl, qp.resp.recv_off, pkt.payload, pkt.payload_len))
+    return fatal_recv(qp, NakCode::remote_operational_error, psn, IBV_WC_LOC_PROT_ERR);
+  qp.resp.recv_off += pkt.payload_len;
+  qp.resp.epsn = psn_add(psn, 1);
+  if (pkt.op->is_last() || pkt.op->is_only()) {
+    complete_incoming(qp, pkt, IBV_WC_RECV, uint32_t(qp.resp.recv_off));
+    finish_message(qp, pkt);
+  } else if (pkt.bth().ack_req()) {
+    queue_ack(qp, kAethAckNoCredit, psn);
+  }
+}
+
+void on_write(Qp& qp, const PacketView& pkt) {
+  const uint32_t psn = pkt.bth().psn();
+  const bool ends = pkt.op->is_last() || pkt.op->is_only();
+  if (ends && pkt.op->has_ext(Ext::imm_dt) && !take_recv(qp)) return rnr(qp, psn);
+  if (pkt.op->is_first() || pkt.op->is_only()) {
+    memory::AccessError err;
+    const RethView reth = pkt.reth();
+    if (!memory::resolve(qp.eng->mrs(), qp.pd, reth.rkey(), reth.va(), reth.dma_len(), IBV_ACCESS_REMOTE_WRITE,
+                         err))
+      return fatal_recv(qp, NakCode::remote_access_error, psn, IBV_WC_REM_ACCESS_ERR);
+    qp.resp.write_va = reth.va();
+    qp.resp.write_rkey = reth.rkey();
+    qp.resp.write_left = reth.dma_len();
+    qp.resp.msg_bytes = 0;
+    qp.resp.msg_class = opf::write;
+  }
+  if (pkt.payload_len > qp.resp.write_left || (ends && pkt.payload_len != qp.resp.write_left))
+    return fatal_recv(qp, NakCode::invalid_request, psn, IBV_WC_REM_INV_REQ_ERR);
+  // Resolved again for every packet: the region may have gone meanwhile.
+  memory::AccessError err;
+  uint8_t* dst = memory::resolve(qp.eng->mrs(), qp.pd, qp.resp.write_rkey, qp.resp.write_va, pkt.payload_len,
+                                 IBV_ACCESS_REMOTE_WRITE, err);
+  if (dst == nullptr) return fatal_recv(qp, NakCode::remote_access_error, psn, IBV_WC_REM_ACCESS_ERR);
+  if (pkt.payload_len) std::memcpy(dst, pkt.payload, pkt.payload_len);
+  qp.resp.write_va += pkt.payload_len;
+  qp.resp.write_left -= pkt.payload_len;
+  qp.resp.msg_bytes += pkt.payload_len;
+  qp.resp.epsn = psn_add(psn, 1);
+  if (!ends) {
+    if (pkt.bth().ack_req()) queue_ack(qp, kAethAckNoCredit, psn);
+    return;
+  }
+  if (pkt.op->has_ext(Ext::imm_dt)) complete_incoming(qp, pkt, IBV_WC_RECV_RDMA_WITH_IMM, uint32_t(qp.resp.msg_bytes));
+  finish_message(qp, pkt);
+}
+
+void on_read(Qp& qp, const PacketView& pkt) {
+  const uint32_t psn = pkt.bth().psn();
+  const RethView reth = pkt.reth();
+  memory::AccessError err;
+  if (!memory::resolve(qp.eng->mrs(), qp.pd, reth.rkey(), reth.va(), reth.dma_len(), IBV_ACCESS_REMOTE_READ, err))
+    return fatal(qp, NakCode::remote_access_error, psn);
+  const uint32_t pmtu = qp.attr.pmtu;
+  const uint32_t count = reth.dma_len() == 0 ? 1 : (reth.dma_len() + pmtu - 1) / pmtu;
+  RdAtomicResource& r = new_resource(qp);
+  r.kind = RdAtomicResource::read;
+  r.first_psn = psn;
+  r.last_psn = psn_add(psn, count - 1);
+  r.va = reth.va();
+  r.rkey = reth.rkey();
+  r.length = reth.dma_len();
+  r.msn = ++qp.resp.msn;
+  qp.resp.epsn = psn_add(psn, count);
+  queue_response(qp, r, psn);
+}
+
+void on_atomic(Qp& qp, const PacketView& pkt) {
+  const uint32_t psn = pkt.bth().psn();
+  const AtomicEthView a = pkt.atomic_eth();
+  memory::AccessError err;
+  uint8_t* p = memory::resolve(qp.eng->mrs(), qp.pd, a.rkey(), a.va(), 8, IBV_ACCESS_REMOTE_ATOMIC, err);
+  if (p == nullptr) return fatal(qp, NakCode::remote_access_error, psn);
+  auto* word = reinterpret_cast<uint64_t*>(p);
+  uint64_t orig;
+  if (pkt.bth().opcode() == op::RC_COMPARE_SWAP) {
+    orig = a.compare();
+    __atomic_compare_exchange_n(word, &orig, a.swap_add(), false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  } else {
+    orig = __atomic_fetch_add(word, a.swap_add(), __ATOMIC_SEQ_CST);
+  }
+  RdAtomicResource& r = new_resource(qp);
+  r.kind = RdAtomicResource::atomic;
+  r.first_psn = r.last_psn = psn;
+  r.orig = orig;
+  r.msn = ++qp.resp.msn;
+  qp.resp.epsn = psn_add(psn, 1);
+  queue_response(qp, r, psn);
+}
+
+// A request we executed before: answer it again, never execute it again
+// (except a READ, which is idempotent and re-read from memory).
+void on_duplicate(Qp& qp, const PacketView& pkt) {
+  ++qp.counters.duplicate_request;
+  const uint32_t psn = pkt.bth().psn();
+  if (pkt.op->has(opf::read | opf::request) || pkt.op->has(opf::atomic | opf::request)) {
+    if (RdAtomicResource* r = find_resource(qp, psn)) queue_response(qp, *r, psn);
+    return;
+  }
+  queue_ack(qp, kAethAckNoCredit, psn_add(qp.resp.epsn, kPsnMask));
+}
+
+}  // namespace
+
+void responder_rx(Qp& qp, const PacketView& pkt) {
+  if (qp.state != IBV_QPS_RTR && qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) return;
+  ++qp.counters.rcvd_pkts;
+  const uint32_t psn = pkt.bth().psn();
+  const int32_t d = psn_diff(psn, qp.resp.epsn);
+  if (d < 0) return on_duplicate(qp, pkt);
+  if (d > 0) {
+    ++qp.counters.out_of_seq_request;
+    if (!qp.resp.nak_sent) {
+      qp.resp.nak_sent = true;
+      queue_ack(qp, make_aeth_syndrome(AethType::nak, uint8_t(NakCode::psn_sequence_error)), qp.resp.epsn);
+    }
+    return;
+  }
+  qp.resp.nak_sent = false;
+  if (pkt.op->transport != Transport::rc) return;  // UC/UD opcode on an RC QP: drop
+  if (!valid_for_qp(qp, *pkt.op) || check_semantics(pkt, qp.attr.pmtu) != ParseError::ok)
+    return fatal_recv(qp, NakCode::invalid_request, psn, IBV_WC_REM_INV_REQ_ERR);
+  if (pkt.op->has(opf::send)) return on_send(qp, pkt);
+  if (pkt.op->has(opf::write)) return on_write(qp, pkt);
+  if (pkt.op->has(opf::read)) return on_read(qp, pkt);
+  return on_atomic(qp, pkt);
+}
+
+}  // namespace uroce::transport

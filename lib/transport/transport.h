@@ -1,0 +1,60 @@
+// Entry points of the transport units, called by the engine and the verbs
+// objects. All run on the engine's thread.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+
+#include "qp.h"
+#include "uroce/wire/builder.h"
+#include "uroce/wire/parser.h"
+
+struct rte_mbuf;
+
+namespace uroce::transport {
+
+// Requester (requester.cpp): sends request packets while the window, the
+// READ/ATOMIC credit and the TX queue allow.
+void requester_tx(Qp& qp);
+// Go back to `psn` and resend from there (go-back-N).
+void requester_rewind(Qp& qp, uint32_t psn);
+
+// Completer (completer.cpp): ACKs, NAKs, READ responses, atomic ACKs.
+void completer_rx(Qp& qp, const wire::PacketView& pkt);
+// Local ACK timeout and the end of an RNR wait.
+void completer_timer(Qp& qp);
+
+// Responder (responder.cpp, responder_out.cpp).
+void responder_rx(Qp& qp, const wire::PacketView& pkt);
+void responder_tx(Qp& qp);
+
+// UD (ud.cpp).
+void ud_send(Qp& qp);
+void ud_rx(Qp& qp, const wire::PacketView& pkt);
+
+// Completions and errors (completion.cpp).
+void complete_send(Qp& qp, SendWqe& wqe, ibv_wc_status status);
+void complete_recv(Qp& qp, CompletionQueue* cq, const ibv_wc& wc);
+void release_sges(Qp& qp, const SgeList& sgl);
+void move_to_error(Qp& qp);
+
+// Packet construction (packet.cpp).
+struct OutPacket {
+  rte_mbuf* m = nullptr;
+  uint8_t* payload = nullptr;
+  wire::FrameLayout lay;
+};
+// Headers for fields f (f.payload_len bytes to follow) in a fresh mbuf.
+bool start_packet(Qp& qp, const wire::PacketFields& f, OutPacket& out);
+// Pad, ICRC, hand to the engine's TX queue.
+void finish_packet(Qp& qp, OutPacket& out);
+// Fields of a packet of this QP: the QP's header template plus a BTH.
+wire::PacketFields packet_fields(const Qp& qp, uint8_t opcode, uint32_t psn, uint32_t payload_len);
+
+// Timer values.
+uint64_t ack_timeout_ns(uint8_t timeout);   // 4.096 us * 2^timeout; 0 = no timer
+uint64_t rnr_timer_ns(uint8_t code);        // IBA table of the 5-bit RNR NAK timer
+uint32_t mtu_bytes(ibv_mtu mtu);            // 0 if not a valid enum
+
+}  // namespace uroce::transport

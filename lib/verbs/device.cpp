@@ -1,0 +1,78 @@
+#include "uroce/verbs/device.h"
+
+#include <cerrno>
+
+#include "../engine/engine.h"
+#include "../transport/qp.h"
+#include "uroce/verbs/completion_queue.h"
+#include "uroce/verbs/protection_domain.h"
+
+namespace uroce {
+
+std::unique_ptr<Device> Device::open(const DeviceConfig& config, std::string& error) {
+  if (config.port == nullptr || config.clock == nullptr) {
+    error = "device " + config.name + ": a packet port and a clock are required";
+    return nullptr;
+  }
+  if (config.gids.empty()) {
+    error = "device " + config.name + ": the GID table is empty (give it an IPv4 or IPv6 address)";
+    return nullptr;
+  }
+  auto engine = std::make_unique<engine::Engine>(config);
+  if (!engine->init(error)) return nullptr;
+  return std::unique_ptr<Device>(new Device(std::move(engine)));
+}
+
+Device::Device(std::unique_ptr<engine::Engine> engine) : engine_(std::move(engine)) {}
+Device::~Device() = default;
+
+std::unique_ptr<ProtectionDomain> Device::alloc_pd() {
+  return std::unique_ptr<ProtectionDomain>(new ProtectionDomain(this, next_pd_handle_++));
+}
+
+std::unique_ptr<CompletionQueue> Device::create_cq(int cqe, int& err) {
+  if (cqe <= 0 || uint32_t(cqe) > engine_->config().limits.max_cqe) {
+    err = EINVAL;
+    return nullptr;
+  }
+  err = 0;
+  return std::unique_ptr<CompletionQueue>(new CompletionQueue(uint32_t(cqe)));
+}
+
+int Device::poll() { return engine_->poll(); }
+uint64_t Device::next_deadline_ns() const { return engine_->next_deadline(); }
+void Device::add_neighbor(const wire::IpAddr& ip, const wire::MacAddr& mac) { engine_->add_neighbor(ip, mac); }
+const std::string& Device::name() const { return engine_->config().name; }
+const std::vector<wire::IpAddr>& Device::gids() const { return engine_->config().gids; }
+const DeviceLimits& Device::limits() const { return engine_->config().limits; }
+
+DeviceCounters Device::counters() const {
+  DeviceCounters c = engine_->counters();
+  c.transport = engine_->retired();
+  for (const transport::Qp* qp : engine_->qps()) c.transport += qp->counters;
+  return c;
+}
+
+TransportCounters& TransportCounters::operator+=(const TransportCounters& o) {
+  sent_pkts += o.sent_pkts;
+  rcvd_pkts += o.rcvd_pkts;
+  duplicate_request += o.duplicate_request;
+  out_of_seq_request += o.out_of_seq_request;
+  rcvd_rnr_err += o.rcvd_rnr_err;
+  send_rnr_err += o.send_rnr_err;
+  rcvd_seq_err += o.rcvd_seq_err;
+  ack_deferred += o.ack_deferred;
+  retry_exceeded_err += o.retry_exceeded_err;
+  retry_rnr_exceeded_err += o.retry_rnr_exceeded_err;
+  completer_retry_err += o.completer_retry_err;
+  local_ack_timeout_err += o.local_ack_timeout_err;
+  retransmitted_pkts += o.retransmitted_pkts;
+  send_err += o.send_err;
+  rdma_sends += o.rdma_sends;
+  rdma_recvs += o.rdma_recvs;
+  nak_sent += o.nak_sent;
+  rcvd_nak += o.rcvd_nak;
+  return *this;
+}
+
+}  // namespace uroce

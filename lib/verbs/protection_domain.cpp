@@ -1,0 +1,163 @@
+#include "uroce/verbs/protection_domain.h"
+
+#include <rte_malloc.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+
+#include "../engine/engine.h"
+#include "../memory/mr_access.h"
+#include "../transport/qp.h"
+#include "uroce/verbs/address_handle.h"
+#include "uroce/verbs/completion_queue.h"
+#include "uroce/verbs/device.h"
+#include "uroce/verbs/memory_region.h"
+#include "uroce/verbs/queue_pair.h"
+#include "uroce/verbs/shared_receive_queue.h"
+
+namespace uroce {
+namespace {
+
+constexpr int kAccessMask = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                            IBV_ACCESS_REMOTE_ATOMIC;
+
+// verbs: remote write or atomic access requires local write access.
+bool access_ok(int access) {
+  if (access & ~kAccessMask) return false;
+  if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) && !(access & IBV_ACCESS_LOCAL_WRITE))
+    return false;
+  return true;
+}
+
+bool cap_ok(const QpInitAttr& a, const DeviceLimits& lim) {
+  const ibv_qp_cap& c = a.cap;
+  if (c.max_send_wr == 0 || c.max_send_wr > lim.max_qp_wr || c.max_send_sge > lim.max_sge) return false;
+  if (c.max_inline_data > lim.max_inline_data) return false;
+  if (a.srq == nullptr && (c.max_recv_wr == 0 || c.max_recv_wr > lim.max_qp_wr || c.max_recv_sge > lim.max_sge))
+    return false;
+  return true;
+}
+
+}  // namespace
+
+ProtectionDomain::~ProtectionDomain() {
+  if (children_ != 0) {
+    std::fprintf(stderr, "uroce: protection domain destroyed while %u object(s) created in it are alive\n",
+                 children_);
+    std::abort();
+  }
+}
+
+std::unique_ptr<MemoryRegion> ProtectionDomain::reg_mr(void* addr, size_t length, int access, int& err) {
+  const DeviceLimits& lim = device_->limits();
+  if (addr == nullptr || length == 0 || length > lim.max_mr_size || !access_ok(access)) {
+    err = EINVAL;
+    return nullptr;
+  }
+  ++children_;  // balanced by ~MemoryRegion, also when registration fails below
+  std::unique_ptr<MemoryRegion> mr(new MemoryRegion(this, addr, length, access, false));
+  const uint32_t key = device_->engine().mrs().insert(mr.get());
+  if (key == 0) {
+    err = ENOMEM;  // key table full
+    return nullptr;
+  }
+  MrAccess::set_key(*mr, key);
+  err = 0;
+  return mr;
+}
+
+std::unique_ptr<MemoryRegion> ProtectionDomain::alloc_mr(size_t length, int access, int& err) {
+  if (length == 0 || length > device_->limits().max_mr_size || !access_ok(access)) {
+    err = EINVAL;
+    return nullptr;
+  }
+  void* mem = rte_zmalloc("uroce_mr", length, 64);
+  if (mem == nullptr) {
+    err = ENOMEM;
+    return nullptr;
+  }
+  auto mr = reg_mr(mem, length, access, err);
+  if (!mr) {
+    rte_free(mem);
+    return nullptr;
+  }
+  mr->owned_ = true;
+  return mr;
+}
+
+int ProtectionDomain::dereg_mr(std::unique_ptr<MemoryRegion>& mr) {
+  if (!mr || &mr->pd() != this) return EINVAL;
+  if (mr->in_use() != 0) return EBUSY;
+  mr.reset();
+  return 0;
+}
+
+std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, int& err) {
+  engine::Engine& eng = device_->engine();
+  const bool type_ok = attr.qp_type == IBV_QPT_RC || attr.qp_type == IBV_QPT_UD;
+  if (!type_ok || !attr.send_cq || !attr.recv_cq || !cap_ok(attr, device_->limits()) ||
+      (attr.srq && &attr.srq->pd() != this)) {
+    err = EINVAL;
+    return nullptr;
+  }
+  auto qp = std::make_unique<transport::Qp>();
+  qp->eng = &eng;
+  qp->pd = this;
+  qp->scq = attr.send_cq;
+  qp->rcq = attr.recv_cq;
+  qp->srq = attr.srq;
+  qp->init = attr;
+  if (qp->init.cap.max_send_sge == 0) qp->init.cap.max_send_sge = 1;
+  qp->qpn = eng.alloc_qpn();
+  qp->sq.reset(attr.cap.max_send_wr);
+  qp->rq.wq.reset(attr.srq ? 0 : attr.cap.max_recv_wr);
+  qp->rq.max_sge = attr.cap.max_recv_sge ? attr.cap.max_recv_sge : 1;
+  qp->resp.out.reset(8);
+  qp->hdr.bth.pkey = wire::kDefaultPkey;
+  attr.send_cq->attach();
+  attr.recv_cq->attach();
+  if (attr.srq) attr.srq->attach();
+  eng.add_qp(qp.get());
+  ++children_;
+  err = 0;
+  return std::unique_ptr<QueuePair>(new QueuePair(this, std::move(qp)));
+}
+
+std::unique_ptr<SharedReceiveQueue> ProtectionDomain::create_srq(const SrqInitAttr& attr, int& err) {
+  const DeviceLimits& lim = device_->limits();
+  if (attr.max_wr == 0 || attr.max_wr > lim.max_qp_wr || attr.max_sge == 0 || attr.max_sge > lim.max_sge) {
+    err = EINVAL;
+    return nullptr;
+  }
+  ++children_;
+  err = 0;
+  return std::unique_ptr<SharedReceiveQueue>(new SharedReceiveQueue(this, attr));
+}
+
+std::unique_ptr<AddressHandle> ProtectionDomain::create_ah(const ibv_ah_attr& attr, int& err) {
+  if (!attr.is_global || attr.grh.sgid_index >= device_->gids().size()) {
+    err = EINVAL;
+    return nullptr;
+  }
+  const wire::IpAddr dgid = wire::IpAddr::from_v6(attr.grh.dgid.raw);
+  wire::MacAddr dmac;
+  if (!device_->engine().resolve(dgid, dmac)) {
+    err = EHOSTUNREACH;
+    return nullptr;
+  }
+  ++children_;
+  err = 0;
+  return std::unique_ptr<AddressHandle>(new AddressHandle(this, attr, dgid, dmac));
+}
+
+MemoryRegion::~MemoryRegion() {
+  if (use_count_ != 0)
+    std::fprintf(stderr, "uroce: memory region 0x%x destroyed while %u posted work request(s) use it; "
+                 "they will complete with a protection error\n", key_, use_count_);
+  if (key_ != 0) pd_->device().engine().mrs().remove(key_);
+  if (owned_) rte_free(addr_);
+  --pd_->children_;
+}
+
+}  // namespace uroce

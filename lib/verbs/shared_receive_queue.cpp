@@ -1,0 +1,40 @@
+#include "uroce/verbs/shared_receive_queue.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "../transport/post.h"
+#include "../transport/recv_queue.h"
+#include "uroce/verbs/device.h"
+#include "uroce/verbs/protection_domain.h"
+
+namespace uroce {
+
+SharedReceiveQueue::SharedReceiveQueue(ProtectionDomain* pd, const SrqInitAttr& attr)
+    : pd_(pd), max_sge_(attr.max_sge), queue_(std::make_unique<transport::RecvQueue>()) {
+  queue_->wq.reset(attr.max_wr);
+  queue_->max_sge = attr.max_sge;
+}
+
+SharedReceiveQueue::~SharedReceiveQueue() {
+  if (users_ != 0) {
+    std::fprintf(stderr, "uroce: shared receive queue destroyed while %u QP(s) still use it\n", users_);
+    std::abort();
+  }
+  --pd_->children_;
+}
+
+int SharedReceiveQueue::post_recv(const RecvWr* wr, const RecvWr** bad) {
+  for (; wr != nullptr; wr = wr->next) {
+    if (int err = transport::post_recv_to(*queue_, pd_->device().engine(), *wr)) {
+      if (bad) *bad = wr;
+      return err;
+    }
+  }
+  return 0;
+}
+
+uint32_t SharedReceiveQueue::max_wr() const { return queue_->wq.capacity(); }
+uint32_t SharedReceiveQueue::posted() const { return queue_->wq.size(); }
+
+}  // namespace uroce
