@@ -136,11 +136,11 @@ BuildError build_headers(const PacketFields& f, std::span<uint8_t> out, FrameLay
 uint32_t compute_icrc(const uint8_t* headers, const FrameLayout& lay,
                       std::span<const std::span<const uint8_t>> pieces) {
   static constexpr uint8_t kZeros[4] = {};
-  uint32_t crc = icrc_masked_headers(headers + lay.l3_off, lay.l4_off - lay.l3_off, lay.ipv6);
-  const size_t ext_off = lay.bth_off + kBthLen;
-  crc = crc32(crc, headers + ext_off, lay.payload_off - ext_off);
-  for (auto piece : pieces) crc = crc32(crc, piece.data(), piece.size());
-  return crc32(crc, kZeros, lay.pad);
+  const size_t ext_len = lay.payload_off - (lay.bth_off + kBthLen);
+  uint32_t crc = icrc_masked_headers(headers + lay.l3_off, lay.l4_off - lay.l3_off, lay.ipv6, ext_len);
+  for (auto piece : pieces)
+    if (!piece.empty()) crc = crc32(crc, piece.data(), piece.size());
+  return lay.pad ? crc32(crc, kZeros, lay.pad) : crc;
 }
 
 BuildError build_frame(const PacketFields& f, std::span<const uint8_t> payload, std::span<uint8_t> out,

@@ -18,7 +18,8 @@ ParseError parse_frame(std::span<const uint8_t> frame, PacketView& v, const Pars
   }
   if (opts.verify_icrc) {
     uint32_t crc = detail::icrc_through_ext(v);
-    v.icrc_calc = crc32(crc, v.payload, v.payload_len + v.pad);
+    const uint32_t body = v.payload_len + v.pad;
+    v.icrc_calc = body ? crc32(crc, v.payload, body) : crc;
     if (v.icrc_calc != v.icrc_wire) return ParseError::icrc;
   }
   return ParseError::ok;

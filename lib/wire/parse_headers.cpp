@@ -105,9 +105,7 @@ ParseError parse_headers(const uint8_t* hdr, size_t avail, size_t frame_len, Pac
 
 uint32_t icrc_through_ext(const PacketView& v) {
   const size_t ip_hdr_len = v.l4_off - v.l3_off;
-  uint32_t crc = icrc_masked_headers(v.headers + v.l3_off, ip_hdr_len, v.ipv6);
-  const uint8_t* ext = v.headers + v.bth_off + kBthLen;
-  return crc32(crc, ext, v.payload_off - (v.bth_off + kBthLen));
+  return icrc_masked_headers(v.headers + v.l3_off, ip_hdr_len, v.ipv6, v.payload_off - (v.bth_off + kBthLen));
 }
 
 }  // namespace uroce::wire::detail

@@ -27,13 +27,16 @@ const char* crc32_impl_name();  // the one crc32() uses
 // same state before zlib's final inversion.)
 inline constexpr uint32_t kIcrcSeed = 0x2144DF1C;
 
-// Largest header span icrc_masked_headers() accepts: IPv4 with options.
-inline constexpr size_t kIcrcMaxMaskedLen = 60 + 8 + 12;
+// Largest header span icrc_masked_headers() accepts: IPv4 with options,
+// UDP, BTH and the longest extension headers.
+inline constexpr size_t kIcrcMaxMaskedLen = 60 + 8 + 12 + 28;
 
-// CRC state after LRH stand-in + IP + UDP + BTH, with TOS/TTL/IPv4 checksum
-// (or IPv6 TC/flow label/hop limit), UDP checksum and BTH byte 4 masked.
-// `l3` points at the IP header, `ip_hdr_len` is 20..60 or 40 for IPv6; the
-// UDP header and BTH follow it contiguously.
-uint32_t icrc_masked_headers(const uint8_t* l3, size_t ip_hdr_len, bool ipv6);
+// CRC state after LRH stand-in + IP + UDP + BTH (+ `ext_len` bytes of
+// extension headers), with TOS/TTL/IPv4 checksum (or IPv6 TC/flow
+// label/hop limit), UDP checksum and BTH byte 4 masked. `l3` points at the
+// IP header, `ip_hdr_len` is 20..60 or 40 for IPv6; UDP, BTH and the
+// extension headers follow contiguously. Hashing the extension headers in
+// the same call saves a short CRC call, which is slow for a few bytes.
+uint32_t icrc_masked_headers(const uint8_t* l3, size_t ip_hdr_len, bool ipv6, size_t ext_len = 0);
 
 }  // namespace uroce::wire
