@@ -10,6 +10,7 @@ packages=(
   catch2 libcli11-dev nlohmann-json3-dev
   clang libclang-rt-14-dev        # libFuzzer + sanitizers
   tshark python3-scapy            # what the independent packet oracle runs on
+  iproute2                        # network namespaces and veth pairs for the port tests
 )
 
 missing=()

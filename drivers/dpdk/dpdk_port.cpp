@@ -1,0 +1,118 @@
+// DpdkPort::open: find or probe the device, configure it (port_setup.cpp),
+// and give it back on destruction.
+#include "uroce/port/dpdk_port.h"
+
+#include <rte_dev.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include <cstdio>
+
+#include "open_ports.h"
+#include "port_setup.h"
+#include "uroce/port/eal.h"
+
+namespace uroce {
+namespace {
+
+bool looks_like_pci(const std::string& name) { return name.find(':') != std::string::npos; }
+
+std::string probe_advice(const std::string& name) {
+  if (looks_like_pci(name))
+    return "a PCI device must be listed in EalConfig::pci (--pci) and bound to a DPDK-capable driver "
+           "(vfio-pci, or mlx5_core for ConnectX); see docs/ports.md";
+  return "check the vdev driver name (net_ring, net_memif, net_af_packet, net_af_xdp, net_tap) and its "
+         "arguments (e.g. iface= must name an existing interface); EAL's log above says why";
+}
+
+// The ethdev port of a device name, after probing if needed.
+bool find_port(const std::string& name, uint16_t& port_id) {
+  if (rte_eth_dev_get_port_by_name(name.c_str(), &port_id) == 0) return true;
+  rte_dev_iterator it{};
+  if (rte_eth_iterator_init(&it, name.c_str()) != 0) return false;
+  const uint16_t id = rte_eth_iterator_next(&it);
+  rte_eth_iterator_cleanup(&it);
+  if (id == RTE_MAX_ETHPORTS) return false;
+  port_id = id;
+  return true;
+}
+
+}  // namespace
+
+std::unique_ptr<DpdkPort> DpdkPort::open(const DpdkPortConfig& config, std::string& error) {
+  const std::string name = config.dev.substr(0, config.dev.find(','));
+  if (name.empty()) {
+    error = "port: no device given (a PCI address, or a vdev such as net_af_packet0,iface=eth1)";
+    return nullptr;
+  }
+  if (!eal_initialized()) {
+    error = "port " + config.dev + ": the DPDK EAL is not initialised (call eal_init first)";
+    return nullptr;
+  }
+
+  uint16_t port_id = 0;
+  rte_device* probed = nullptr;
+  if (!find_port(name, port_id)) {
+    const int rc = rte_dev_probe(config.dev.c_str());
+    if (rc < 0 && rc != -EEXIST) {
+      error = "port " + config.dev + ": probe failed: " + rte_strerror(-rc) + "; " + probe_advice(name);
+      return nullptr;
+    }
+    if (!find_port(name, port_id)) {
+      error = "port " + config.dev + ": probed, but no ethdev port is named " + name + "; " + probe_advice(name);
+      return nullptr;
+    }
+    rte_eth_dev_info info{};
+    if (rc == 0 && rte_eth_dev_info_get(port_id, &info) == 0 && !looks_like_pci(name)) probed = info.device;
+  }
+  auto release_probed = [&] {
+    if (probed) {
+      rte_eth_dev_close(port_id);
+      rte_dev_remove(probed);
+    }
+  };
+
+  if (!dpdk::claim_port(port_id)) {
+    error = "port " + config.dev + ": ethdev port " + std::to_string(port_id) + " (" + name +
+            ") is already open in this process";
+    return nullptr;
+  }
+
+  dpdk::PortSetup setup;
+  if (!dpdk::setup_port(port_id, config.dev, config, setup, error)) {
+    dpdk::release_port(port_id);
+    release_probed();
+    return nullptr;
+  }
+
+  std::unique_ptr<DpdkPort> port(new DpdkPort());
+  port->port_id_ = port_id;
+  port->name_ = name;
+  port->driver_ = setup.driver;
+  port->mac_ = setup.mac;
+  port->mtu_ = setup.mtu;
+  port->pool_ = setup.pool;
+  port->remove_on_close_ = probed;
+  port->notices_ = std::move(setup.notices);
+  for (const std::string& n : port->notices_) std::fprintf(stderr, "uroce: port %s: %s\n", config.dev.c_str(), n.c_str());
+  return port;
+}
+
+DpdkPort::~DpdkPort() {
+  rte_eth_dev_stop(port_id_);
+  rte_eth_dev_close(port_id_);
+  if (remove_on_close_) rte_dev_remove(remove_on_close_);
+  if (pool_) rte_mempool_free(pool_);
+  dpdk::release_port(port_id_);
+}
+
+uint16_t DpdkPort::rx_burst(rte_mbuf** pkts, uint16_t n) { return rte_eth_rx_burst(port_id_, 0, pkts, n); }
+uint16_t DpdkPort::tx_burst(rte_mbuf** pkts, uint16_t n) { return rte_eth_tx_burst(port_id_, 0, pkts, n); }
+
+bool DpdkPort::link_up() const {
+  rte_eth_link link{};
+  return rte_eth_link_get_nowait(port_id_, &link) == 0 && link.link_status == RTE_ETH_LINK_UP;
+}
+
+}  // namespace uroce

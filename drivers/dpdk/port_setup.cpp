@@ -1,0 +1,145 @@
+#include "port_setup.h"
+
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "mtu_plan.h"
+
+namespace uroce::dpdk {
+namespace {
+
+std::string err_text(int rc) { return std::string(rte_strerror(rc < 0 ? -rc : rc)); }
+
+rte_mempool* make_pool(uint32_t n, uint16_t data_room, int socket) {
+  static std::atomic<unsigned> serial{0};
+  const std::string name = "uroce_rx" + std::to_string(serial.fetch_add(1));
+  const unsigned cache = std::min<unsigned>(256, n / 2);
+  return rte_pktmbuf_pool_create(name.c_str(), n, cache, 0, data_room, socket);
+}
+
+}  // namespace
+
+bool setup_port(uint16_t port_id, const std::string& label, const DpdkPortConfig& config, PortSetup& out,
+                std::string& error) {
+  rte_eth_dev_info info{};
+  int rc = rte_eth_dev_info_get(port_id, &info);
+  if (rc != 0) {
+    error = "port " + label + ": cannot read device info: " + err_text(rc);
+    return false;
+  }
+  out.driver = info.driver_name ? info.driver_name : "";
+
+  MtuPlan plan;
+  if (!plan_mtu(info, config.dev, config.mtu, label, plan, error)) return false;
+  out.notices = plan.notices;
+  out.mtu = plan.mtu;
+
+  uint16_t rxd = config.rx_desc, txd = config.tx_desc;
+  if (config.rx_mbufs < uint32_t(rxd) + 64) {
+    error = "port " + label + ": rx_mbufs (" + std::to_string(config.rx_mbufs) +
+            ") must exceed rx_desc (" + std::to_string(rxd) + ") by at least a few bursts";
+    return false;
+  }
+
+  rte_eth_conf conf{};
+  conf.rxmode.mtu = plan.ethdev_mtu;
+  // The library needs no offload; chained TX mbufs are allowed where the
+  // port supports them.
+  if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+  rc = rte_eth_dev_configure(port_id, 1, 1, &conf);
+  if (rc != 0) {
+    error = "port " + label + ": rte_eth_dev_configure (1 queue pair, MTU " + std::to_string(plan.ethdev_mtu) +
+            ") failed: " + err_text(rc);
+    return false;
+  }
+  rc = rte_eth_dev_adjust_nb_rx_tx_desc(port_id, &rxd, &txd);
+  if (rc != 0) {
+    error = "port " + label + ": cannot adjust descriptor counts: " + err_text(rc);
+    return false;
+  }
+
+  const int socket = rte_eth_dev_socket_id(port_id);
+  rte_mempool* pool = make_pool(config.rx_mbufs, plan.data_room, socket);
+  if (pool == nullptr) {
+    error = "port " + label + ": cannot create an RX pool of " + std::to_string(config.rx_mbufs) + " mbufs of " +
+            std::to_string(plan.data_room) + " bytes: " + err_text(rte_errno) +
+            " (lower rx_mbufs, or give EAL more memory)";
+    return false;
+  }
+  auto fail = [&](const std::string& what, int code) {
+    error = "port " + label + ": " + what + ": " + err_text(code);
+    rte_mempool_free(pool);
+    return false;
+  };
+
+  rc = rte_eth_rx_queue_setup(port_id, 0, rxd, socket < 0 ? SOCKET_ID_ANY : unsigned(socket), nullptr, pool);
+  if (rc != 0) return fail("RX queue setup (" + std::to_string(rxd) + " descriptors, mbuf data room " +
+                               std::to_string(plan.data_room) + ") failed", rc);
+  rc = rte_eth_tx_queue_setup(port_id, 0, txd, socket < 0 ? SOCKET_ID_ANY : unsigned(socket), nullptr);
+  if (rc != 0) return fail("TX queue setup (" + std::to_string(txd) + " descriptors) failed", rc);
+
+  // The ring PMD has no MAC of its own (all zeros) and cannot set one; it
+  // has no address filter either, so the MAC lives in software there.
+  const bool ring = out.driver == "net_ring";
+  bool soft_mac = false;
+  if (config.mac) {
+    rte_ether_addr addr;
+    std::memcpy(addr.addr_bytes, config.mac->bytes.data(), 6);
+    rc = rte_eth_dev_default_mac_addr_set(port_id, &addr);
+    if (rc == -ENOTSUP && !ring) {
+      // Receive frames for the new MAC through promiscuous mode instead.
+      const int prc = rte_eth_promiscuous_enable(port_id);
+      if (prc != 0) return fail("cannot set MAC " + config.mac->to_string() + " nor turn promiscuous mode on", prc);
+      out.notices.push_back(out.driver + " cannot change its MAC: using " + config.mac->to_string() +
+                            " in software, with promiscuous mode on");
+    } else if (rc != 0 && !ring) {
+      return fail("cannot set MAC " + config.mac->to_string(), rc);
+    }
+    soft_mac = rc != 0;
+  }
+
+  if (plan.set_mtu) {
+    rc = rte_eth_dev_set_mtu(port_id, plan.ethdev_mtu);
+    if (rc == -ENOTSUP) {
+      // The ring PMD has no wire and no MTU; for the others say so.
+      if (out.driver != "net_ring")
+        out.notices.push_back(out.driver + " does not implement MTU changes: the device's own MTU applies (" +
+                              std::to_string(plan.mtu) + " assumed)");
+    } else if (rc != 0) {
+      return fail("cannot set MTU " + std::to_string(plan.ethdev_mtu), rc);
+    }
+  }
+
+  if (config.mac && !soft_mac) {
+    // Only frames for the overriding MAC are wanted.
+    rc = rte_eth_promiscuous_disable(port_id);
+    if (rc != 0 && rc != -ENOTSUP) out.notices.push_back("cannot turn promiscuous mode off: " + err_text(rc));
+  }
+
+  rc = rte_eth_dev_start(port_id);
+  if (rc != 0) return fail("rte_eth_dev_start failed", rc);
+
+  if (soft_mac) {
+    out.mac = *config.mac;
+  } else {
+    rte_ether_addr addr{};
+    rc = rte_eth_macaddr_get(port_id, &addr);
+    if (rc != 0) {
+      rte_eth_dev_stop(port_id);
+      return fail("cannot read the MAC address", rc);
+    }
+    std::memcpy(out.mac.bytes.data(), addr.addr_bytes, 6);
+    if (ring && rte_is_zero_ether_addr(&addr)) {
+      // A distinct, locally administered unicast MAC per ring port.
+      out.mac.bytes = {0x02, 'u', 'r', 0, uint8_t(port_id >> 8), uint8_t(port_id)};
+    }
+  }
+  out.pool = pool;
+  return true;
+}
+
+}  // namespace uroce::dpdk

@@ -1,0 +1,28 @@
+// Configuration of an ethdev port for uroce: one RX and one TX queue, an
+// RX pool sized for the MTU, the MTU and MAC, then start.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "uroce/port/dpdk_port.h"
+
+struct rte_mempool;
+
+namespace uroce::dpdk {
+
+struct PortSetup {
+  uint16_t mtu = 0;
+  std::string driver;
+  wire::MacAddr mac{};
+  rte_mempool* pool = nullptr;  // owned by the caller after success
+  std::vector<std::string> notices;
+};
+
+// `label` names the port in messages. On failure nothing is left
+// allocated, the port is not started, and `error` says why.
+bool setup_port(uint16_t port_id, const std::string& label, const DpdkPortConfig& config, PortSetup& out,
+                std::string& error);
+
+}  // namespace uroce::dpdk

@@ -1,0 +1,83 @@
+// A DPDK ethdev port as a PacketPort: one RX and one TX queue, the port's
+// own RX mempool sized for the MTU, and no offloads the library needs
+// (checksums and ICRC are computed in software). Opened from a PCI address
+// or a vdev string; see docs/ports.md.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "uroce/port/packet_port.h"
+#include "uroce/wire/eth.h"
+
+struct rte_device;
+
+namespace uroce {
+
+struct DpdkPortConfig {
+  // A PCI address ("0000:3b:00.0", also listed in EalConfig::pci) or a
+  // vdev string, e.g. "net_af_packet0,iface=veth0".
+  std::string dev{};
+  // Requested Ethernet MTU; clamped to what the PMD supports, with a notice.
+  uint16_t mtu = 1500;
+  uint16_t rx_desc = 1024, tx_desc = 1024;
+  uint32_t rx_mbufs = 8191;
+  // Overrides the port's MAC (and turns promiscuous mode off if it can).
+  std::optional<wire::MacAddr> mac{};
+};
+
+class DpdkPort final : public PacketPort {
+ public:
+  // nullptr and a message naming the device and the reason on failure.
+  static std::unique_ptr<DpdkPort> open(const DpdkPortConfig& config, std::string& error);
+  // Stops and closes the port, frees its RX pool; a vdev this port probed
+  // is removed (so the same vdev string can be opened again). Destroy the
+  // Device using this port first: received mbufs come from this port's pool.
+  ~DpdkPort() override;
+  DpdkPort(const DpdkPort&) = delete;
+  DpdkPort& operator=(const DpdkPort&) = delete;
+
+  uint16_t rx_burst(rte_mbuf** pkts, uint16_t n) override;  // queue 0
+  uint16_t tx_burst(rte_mbuf** pkts, uint16_t n) override;  // queue 0
+  wire::MacAddr mac() const override { return mac_; }
+  uint16_t mtu() const override { return mtu_; }
+
+  uint16_t port_id() const { return port_id_; }
+  // The ethdev name (PCI address or vdev name, without arguments).
+  const std::string& name() const { return name_; }
+  bool link_up() const;
+  // The PMD driver name, e.g. "net_af_packet", "mlx5_pci".
+  const std::string& driver() const { return driver_; }
+  // What open() adjusted or could not do (also printed on stderr).
+  const std::vector<std::string>& notices() const { return notices_; }
+
+ private:
+  DpdkPort() = default;
+  friend bool open_ring_pair(const std::string&, uint16_t, std::unique_ptr<DpdkPort>&,
+                             std::unique_ptr<DpdkPort>&, std::string&);
+  friend struct DpdkPortBuilder;
+
+  uint16_t port_id_ = 0;
+  std::string name_;
+  std::string driver_;
+  wire::MacAddr mac_{};
+  uint16_t mtu_ = 0;
+  rte_mempool* pool_ = nullptr;
+  rte_device* remove_on_close_ = nullptr;  // a vdev we probed
+  std::shared_ptr<void> keep_alive_;         // the rings of a ring pair
+  std::vector<std::string> notices_;
+};
+
+// Two ethdev ports joined back to back by two rte_rings (the ring PMD,
+// rte_eth_from_rings): what one sends the other receives, by pointer, in
+// order, never dropped while the ring has room. Real ethdev ports with no
+// NIC and no hugepages. `name` (at most 20 characters, no commas) names
+// the ethdev ports "net_ring_<name>_a" and "net_ring_<name>_b". The ring
+// PMD has no MAC: each port gets a locally administered one (02:75:72:...).
+bool open_ring_pair(const std::string& name, uint16_t mtu, std::unique_ptr<DpdkPort>& a,
+                    std::unique_ptr<DpdkPort>& b, std::string& error);
+
+}  // namespace uroce

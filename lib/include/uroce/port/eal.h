@@ -1,0 +1,43 @@
+// Start-up of the DPDK EAL for applications that use real ports: once per
+// process, with hugepages when the machine has them and without otherwise,
+// and never with more of the machine than it needs (no PCI scan unless
+// asked, no telemetry socket, nothing left behind in /dev/hugepages).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace uroce {
+
+struct EalConfig {
+  // Extra EAL arguments from the user (--eal "ARGS", split on spaces). They
+  // win: a flag given here replaces the default chosen for the same thing
+  // (lcores, memory mode, log level, file prefix, PCI policy).
+  std::vector<std::string> args{};
+  // PCI devices to allow (-a); when empty, --no-pci.
+  std::vector<std::string> pci{};
+  // Default: "uroce-<pid>".
+  std::string file_prefix{};
+  // --log-level=error unless the user set a log level.
+  bool quiet = false;
+};
+
+// Starts the EAL once per process; a second call (or a call after someone
+// else started it) returns true and does nothing.
+//
+// With hugepages (a mounted hugetlbfs with free pages): --in-memory.
+// Without: --no-huge -m 512 --no-shconf and a one-line notice on stderr.
+// Always --no-telemetry. Unless the user passes -l/-c/--lcores, lcore 0
+// runs on the CPUs the process may already use (its affinity mask), so
+// `taskset` decides where a uroce process polls.
+//
+// On failure: false and a message with what EAL reported, the EAL command
+// line, and what to do.
+bool eal_init(const EalConfig& config, std::string& error);
+
+// A hugetlbfs mount whose page size has free pages, writable by us.
+bool eal_hugepages_available();
+
+bool eal_initialized();
+
+}  // namespace uroce

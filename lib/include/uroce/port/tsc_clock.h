@@ -1,0 +1,25 @@
+// Real time for an engine on a real port: the TSC, as DPDK calibrated it
+// (rte_get_tsc_cycles / rte_get_tsc_hz). All TscClocks of a process agree.
+#pragma once
+
+#include <cstdint>
+
+#include "uroce/port/clock.h"
+
+namespace uroce {
+
+class TscClock final : public Clock {
+ public:
+  // Reads the TSC frequency; the EAL must be initialised. Without it
+  // (frequency 0) the clock falls back to std::chrono::steady_clock.
+  TscClock();
+
+  // Nanoseconds since the TSC started (boot), or the steady clock's epoch.
+  uint64_t now_ns() const override;
+  uint64_t hz() const { return hz_; }
+
+ private:
+  uint64_t hz_;
+};
+
+}  // namespace uroce

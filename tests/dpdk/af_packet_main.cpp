@@ -1,0 +1,36 @@
+// Main of the af_packet test program: it needs root (a private network
+// namespace and veth pairs), so it exits 77 (meson: skipped) with a
+// message when not root; then it starts the EAL through eal_init itself.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <rte_eal.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "uroce/port/eal.h"
+#include "veth_netns.h"
+
+int main(int argc, char** argv) {
+  if (geteuid() != 0) {
+    std::fprintf(stderr, "SKIP: the af_packet test needs root (it creates a network namespace and veth pairs)\n");
+    return 77;
+  }
+  if (uroce::test::find_ip_tool().empty()) {
+    std::fprintf(stderr, "FAIL: the af_packet test needs the ip tool (apt-get install iproute2)\n");
+    return 1;
+  }
+  std::string error;
+  if (!uroce::test::enter_private_netns(error)) {
+    std::fprintf(stderr, "FAIL: %s\n", error.c_str());
+    return 1;
+  }
+  if (!uroce::eal_init({.quiet = true}, error)) {
+    std::fprintf(stderr, "FAIL: %s\n", error.c_str());
+    return 1;
+  }
+  const int rc = Catch::Session().run(argc, argv);
+  rte_eal_cleanup();
+  return rc;
+}
