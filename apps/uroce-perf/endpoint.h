@@ -1,0 +1,55 @@
+// One side of a benchmark: PD, CQ, a registered buffer and the QPs, set up
+// and connected the verbs way. PeerInfo is what perftest exchanges over TCP.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "options.h"
+#include "uroce/verbs/verbs.h"
+
+namespace uroce::perf {
+
+struct PeerInfo {
+  uint32_t qpn = 0;
+  uint32_t psn = 0;
+  uint32_t rkey = 0;
+  uint64_t vaddr = 0;
+  uint32_t out_reads = 0;
+  wire::IpAddr gid;
+};
+
+class Endpoint {
+ public:
+  // buf_bytes per QP; nullptr and a message on failure.
+  static std::unique_ptr<Endpoint> create(Device& dev, const Options& o, uint64_t buf_bytes, uint32_t psn_seed,
+                                          std::string& error);
+  ~Endpoint();
+
+  PeerInfo info(size_t qp) const;
+  // INIT -> RTR -> RTS towards `remote`; 0 or an errno.
+  int connect(size_t qp, const PeerInfo& remote, const Options& o, ibv_mtu mtu);
+
+  Device& device() { return *dev_; }
+  CompletionQueue& cq() { return *cq_; }
+  QueuePair& qp(size_t i) { return *qps_[i]; }
+  size_t qp_count() const { return qps_.size(); }
+  uint8_t* buf(size_t qp) { return static_cast<uint8_t*>(mr_->addr()) + qp * buf_bytes_; }
+  uint64_t addr(size_t qp) const { return reinterpret_cast<uintptr_t>(mr_->addr()) + qp * buf_bytes_; }
+  uint32_t lkey() const { return mr_->lkey(); }
+  uint64_t buf_bytes() const { return buf_bytes_; }
+  uint32_t recvs_outstanding = 0;  // receives posted and not yet consumed
+
+ private:
+  Endpoint() = default;
+  Device* dev_ = nullptr;
+  uint64_t buf_bytes_ = 0;
+  std::vector<uint32_t> psns_;
+  std::unique_ptr<ProtectionDomain> pd_;
+  std::unique_ptr<CompletionQueue> cq_;
+  std::unique_ptr<MemoryRegion> mr_;
+  std::vector<std::unique_ptr<QueuePair>> qps_;
+};
+
+}  // namespace uroce::perf

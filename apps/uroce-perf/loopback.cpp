@@ -1,0 +1,47 @@
+#include "loopback.h"
+
+namespace uroce::perf {
+
+bool Loopback::open(uint16_t mtu, const std::string& pcap_path, std::string& error) {
+  if (!open_ring_pair("uroce_lb", mtu, port_a, port_b, error)) return false;
+  PacketPort* a = port_a.get();
+  PacketPort* b = port_b.get();
+  if (!pcap_path.empty()) {
+    pcap = capture::PcapWriter::create(pcap_path, error);
+    if (!pcap) return false;
+    // One end of the link sees every frame once: what it sends and what
+    // it receives.
+    cap_a = std::make_unique<capture::CapturingPort>(*port_a, *pcap, clock);
+    a = cap_a.get();
+  }
+  wire::IpAddr ip_s, ip_c;
+  wire::IpAddr::parse("192.168.77.1", ip_s);
+  wire::IpAddr::parse("192.168.77.2", ip_c);
+  DeviceConfig cs;
+  cs.name = "uroce_lb0";
+  cs.port = b;
+  cs.clock = &clock;
+  cs.gids = {ip_s};
+  DeviceConfig cc = cs;
+  cc.name = "uroce_lb1";
+  cc.port = a;
+  cc.gids = {ip_c};
+  server = Device::open(cs, error);
+  if (!server) return false;
+  client = Device::open(cc, error);
+  if (!client) return false;
+  server->add_neighbor(ip_c, port_a->mac());
+  client->add_neighbor(ip_s, port_b->mac());
+  return true;
+}
+
+Loopback::~Loopback() {
+  client.reset();
+  server.reset();
+  if (pcap) {
+    std::string err;
+    pcap->flush(err);
+  }
+}
+
+}  // namespace uroce::perf

@@ -1,0 +1,33 @@
+// --loopback: both endpoints in this process, each with its own engine,
+// joined by a pair of real DPDK ethdev ports (the ring PMD) so nothing
+// needs a NIC or hugepages.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "uroce/capture/capturing_port.h"
+#include "uroce/capture/pcap_file.h"
+#include "uroce/port/dpdk_port.h"
+#include "uroce/port/tsc_clock.h"
+#include "uroce/verbs/device.h"
+
+namespace uroce::perf {
+
+struct Loopback {
+  TscClock clock;
+  std::unique_ptr<DpdkPort> port_a, port_b;
+  std::unique_ptr<capture::PcapWriter> pcap;
+  std::unique_ptr<capture::CapturingPort> cap_a, cap_b;
+  std::unique_ptr<Device> server, client;
+
+  // Ethernet MTU of the link; pcap_path empty for no capture.
+  bool open(uint16_t mtu, const std::string& pcap_path, std::string& error);
+  void poll() {
+    client->poll();
+    server->poll();
+  }
+  ~Loopback();
+};
+
+}  // namespace uroce::perf

@@ -1,0 +1,107 @@
+// uroce-perf: perftest's benchmarks (ib_write_bw, ib_read_lat, ...) over
+// uroce, with perftest's flags, banner and result table.
+#include <cstdio>
+#include <sstream>
+
+#include "endpoint.h"
+#include "loopback.h"
+#include "options.h"
+#include "report.h"
+#include "runner.h"
+#include "uroce/port/eal.h"
+
+using namespace uroce;
+using namespace uroce::perf;
+
+namespace {
+
+int fail(const std::string& msg) {
+  std::fprintf(stderr, "uroce-perf: %s\n", msg.c_str());
+  return 1;
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::istringstream in(s);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+ibv_mtu mtu_enum(uint32_t bytes) {
+  switch (bytes) {
+    case 256: return IBV_MTU_256;
+    case 512: return IBV_MTU_512;
+    case 2048: return IBV_MTU_2048;
+    case 4096: return IBV_MTU_4096;
+    default: return IBV_MTU_1024;
+  }
+}
+
+uint64_t buffer_bytes(const Options& o) {
+  uint64_t biggest = 0;
+  for (uint64_t s : sizes(o)) biggest = std::max(biggest, s);
+  return (2 * biggest + 4095) / 4096 * 4096;  // LAT tests use two halves
+}
+
+int run_loopback(const Options& o) {
+  EalConfig eal;
+  eal.args = split(o.eal);
+  eal.quiet = true;
+  std::string error;
+  if (!eal_init(eal, error)) return fail(error);
+  const uint32_t mtu = o.mtu ? o.mtu : 1024;
+  Loopback lb;
+  // Jumbo link when the path MTU needs it, like a real setup would.
+  if (!lb.open(mtu > 1024 ? 9000 : 1500, o.pcap, error)) return fail(error);
+  const uint64_t bytes = buffer_bytes(o);
+  auto server = Endpoint::create(*lb.server, o, bytes, 0x5E, error);
+  if (!server) return fail("server: " + error);
+  auto client = Endpoint::create(*lb.client, o, bytes, 0xC1, error);
+  if (!client) return fail("client: " + error);
+  for (size_t q = 0; q < o.num_qps; ++q) {
+    if (int err = server->connect(q, client->info(q), o, mtu_enum(mtu)))
+      return fail("connecting the server QP failed: " + std::string(strerror(err)));
+    if (int err = client->connect(q, server->info(q), o, mtu_enum(mtu)))
+      return fail("connecting the client QP failed: " + std::string(strerror(err)));
+  }
+  print_banner(o, "uroce_lb1 (net_ring loopback)", mtu, client->info(0), server->info(0));
+  const PollFn poll = [&] { lb.poll(); };
+  std::vector<BwResult> bw;
+  std::vector<LatResult> lat;
+  std::string failure;
+  o.kind == Kind::bw ? print_bw_header(o) : print_lat_header();
+  for (uint64_t size : sizes(o)) {
+    if (o.kind == Kind::bw) {
+      bw.push_back(run_bw(*client, *server, poll, o, size));
+      print_bw_row(o, bw.back());
+      failure = bw.back().error;
+    } else {
+      lat.push_back(run_lat(*client, *server, poll, o, size));
+      print_lat_row(lat.back());
+      failure = lat.back().error;
+    }
+    if (!failure.empty()) break;
+  }
+  print_footer();
+  if (!write_json(o, bw, lat, error)) return fail(error);
+  const DeviceCounters c = lb.client->counters();
+  std::printf(" uroce: %lu packets sent, %lu received, %lu retransmitted%s\n",
+              (unsigned long)c.transport.sent_pkts, (unsigned long)c.transport.rcvd_pkts,
+              (unsigned long)c.transport.retransmitted_pkts, o.verify && failure.empty() ? "; data verified" : "");
+  if (!failure.empty()) return fail(failure);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (int rc = parse_options(argc, argv, o); rc >= 0) return rc;
+  if (!o.loopback) {
+    std::fprintf(stderr,
+                 "uroce-perf: client/server mode over a real port (--dev) is not available yet: it needs the\n"
+                 "out-of-band exchange. Run both ends in one process with --loopback.\n");
+    return 2;
+  }
+  return run_loopback(o);
+}

@@ -1,0 +1,87 @@
+#include "options.h"
+
+#include <CLI/CLI.hpp>
+
+#include <map>
+
+namespace uroce::perf {
+namespace {
+
+struct TestSpec {
+  Verb verb;
+  Kind kind;
+};
+
+const std::map<std::string, TestSpec> kTests = {
+    {"send_bw", {Verb::send, Kind::bw}},     {"write_bw", {Verb::write, Kind::bw}},
+    {"read_bw", {Verb::read, Kind::bw}},     {"atomic_bw", {Verb::atomic, Kind::bw}},
+    {"send_lat", {Verb::send, Kind::lat}},   {"write_lat", {Verb::write, Kind::lat}},
+    {"read_lat", {Verb::read, Kind::lat}},
+};
+
+}  // namespace
+
+int parse_options(int argc, char** argv, Options& o) {
+  CLI::App app{"uroce-perf: perftest-compatible RDMA benchmarks over uroce.\n"
+               "Server: uroce-perf TEST [options]; client: uroce-perf TEST [options] SERVER;\n"
+               "both in one process over a virtual link: uroce-perf TEST --loopback [options]"};
+  app.set_version_flag("--version", "uroce-perf " UROCE_VERSION);
+  std::string atomic_type = "FETCH_AND_ADD";
+  app.add_option("test", o.test, "write_bw | read_bw | send_bw | atomic_bw | write_lat | read_lat | send_lat")
+      ->required()
+      ->check(CLI::IsMember({"send_bw", "write_bw", "read_bw", "atomic_bw", "send_lat", "write_lat", "read_lat"}));
+  app.add_option("server", o.server, "server address (client mode)");
+  auto* size = app.add_option("-s,--size", o.size, "message size (BW default 65536, LAT default 2)")
+                   ->check(CLI::Range(uint64_t(1), uint64_t(1) << 31));
+  app.add_flag("-a,--all", o.all_sizes, "run sizes from 2 to 2^23");
+  auto* iters = app.add_option("-n,--iters", o.iters, "iterations (BW default 5000, LAT default 1000)")
+                    ->check(CLI::Range(uint64_t(5), uint64_t(100000000)));
+  app.add_option("-D,--duration", o.duration, "run for this many seconds instead of -n")->check(CLI::Range(1, 3600));
+  app.add_option("-m,--mtu", o.mtu, "path MTU (256..4096)")->check(CLI::IsMember({256, 512, 1024, 2048, 4096}));
+  app.add_option("-t,--tx-depth", o.tx_depth, "send queue depth (128)")->check(CLI::Range(1, 15000));
+  app.add_option("-Q,--cq-mod", o.cq_mod, "signal every N sends (100)")->check(CLI::Range(1, 1024));
+  app.add_option("-q,--qp", o.num_qps, "number of QPs (1)")->check(CLI::Range(1, 1024));
+  app.add_option("-l,--post_list", o.post_list, "WRs per post call (1)")->check(CLI::Range(1, 1024));
+  app.add_option("-I,--inline_size", o.inline_size, "max inline size (0)")->check(CLI::Range(0, 512));
+  app.add_option("-u,--qp-timeout", o.qp_timeout, "local ACK timeout exponent (14)")->check(CLI::Range(0, 31));
+  app.add_option("-x,--gid-index", o.gid_index, "GID index (0)")->check(CLI::Range(0, 0));
+  app.add_option("-p,--port", o.tcp_port, "TCP port of the exchange (18515)");
+  app.add_option("-A,--atomic_type", atomic_type, "CMP_AND_SWAP | FETCH_AND_ADD")
+      ->check(CLI::IsMember({"CMP_AND_SWAP", "FETCH_AND_ADD"}));
+  app.add_flag("--report_gbits", o.report_gbits, "report Gb/s instead of MB/s");
+  app.add_flag("--out_json", o.out_json, "also print the results as JSON");
+  app.add_option("--out_json_file", o.out_json_file, "write the JSON results to this file");
+  app.add_option("--dev", o.dev, "port: a PCI address or a DPDK vdev string");
+  app.add_option("--ip", o.ip, "this endpoint's IPv4 or IPv6 address");
+  app.add_option("--mac", o.mac, "this endpoint's MAC address");
+  app.add_option("--eal", o.eal, "extra DPDK EAL arguments, quoted");
+  app.add_option("--pcap", o.pcap, "write every RoCE frame sent and received to this pcap");
+  app.add_flag("--verify", o.verify, "fill and check data end to end; exit 1 on any mismatch");
+  app.add_flag("--loopback", o.loopback, "server and client in this process over a virtual link (no NIC)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  const TestSpec spec = kTests.at(o.test);
+  o.verb = spec.verb;
+  o.kind = spec.kind;
+  o.cmp_and_swap = atomic_type == "CMP_AND_SWAP";
+  if (o.kind == Kind::lat) {
+    if (size->count() == 0) o.size = 2;
+    if (iters->count() == 0) o.iters = 1000;
+  }
+  if (o.verb == Verb::atomic) o.size = 8;
+  if (o.verify && o.inline_size > 0 && o.verb == Verb::read) o.inline_size = 0;
+  return -1;
+}
+
+std::vector<uint64_t> sizes(const Options& o) {
+  if (!o.all_sizes || o.verb == Verb::atomic) return {o.size};
+  std::vector<uint64_t> v;
+  for (uint64_t s = 2; s <= (uint64_t(1) << 23); s <<= 1) v.push_back(s);
+  return v;
+}
+
+}  // namespace uroce::perf

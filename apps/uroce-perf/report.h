@@ -1,0 +1,25 @@
+// perftest's banner and result tables, and the same results as JSON.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "endpoint.h"
+#include "runner.h"
+
+namespace uroce::perf {
+
+void print_banner(const Options& o, const std::string& device, uint32_t mtu, const PeerInfo& local,
+                  const PeerInfo& remote);
+void print_bw_header(const Options& o);
+void print_bw_row(const Options& o, const BwResult& r);
+void print_lat_header();
+void print_lat_row(const LatResult& r);
+void print_footer();
+
+// --out_json / --out_json_file: one object with the parameters and a row
+// per size. Returns false (with error) if the file cannot be written.
+bool write_json(const Options& o, const std::vector<BwResult>& bw, const std::vector<LatResult>& lat,
+                std::string& error);
+
+}  // namespace uroce::perf

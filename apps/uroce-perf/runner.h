@@ -1,0 +1,40 @@
+// The measured loops. Both endpoints may live in this process (loopback):
+// `poll` runs the engines, whatever drives them.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "endpoint.h"
+#include "options.h"
+
+namespace uroce::perf {
+
+using PollFn = std::function<void()>;
+
+struct BwResult {
+  uint64_t size = 0;
+  uint64_t iters = 0;      // completed messages, all QPs
+  double seconds = 0;
+  double peak_bps = 0;     // bytes per second
+  double avg_bps = 0;
+  double msg_rate = 0;     // messages per second
+  std::string error;       // a WC error or a verification failure
+};
+
+struct LatResult {
+  uint64_t size = 0;
+  std::vector<double> usec;  // one sample per iteration (one-way for SEND/WRITE, full for READ)
+  std::string error;
+};
+
+BwResult run_bw(Endpoint& client, Endpoint& server, const PollFn& poll, const Options& o, uint64_t size);
+LatResult run_lat(Endpoint& client, Endpoint& server, const PollFn& poll, const Options& o, uint64_t size);
+
+// Deterministic, position-dependent bytes for --verify.
+void fill_pattern(uint8_t* p, uint64_t n, uint32_t seed);
+bool check_pattern(const uint8_t* p, uint64_t n, uint32_t seed, std::string& error);
+
+}  // namespace uroce::perf
