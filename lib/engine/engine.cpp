@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 
 #include "../transport/qp.h"
 #include "../transport/transport.h"
@@ -26,10 +27,14 @@ uint64_t pick_seed(uint64_t seed) {
 Engine::Engine(const DeviceConfig& config)
     : config_(config), mrs_(pick_seed(config.seed), config.limits.max_mr), rng_(pick_seed(config.seed) + 1) {
   backlog_.reserve(kTxBacklog);
+  looped_.reserve(kTxBacklog);
+  looping_.reserve(kTxBacklog);
+  mac_ = config.port->mac();
 }
 
 Engine::~Engine() {
   for (rte_mbuf* m : backlog_) rte_pktmbuf_free(m);
+  for (rte_mbuf* m : looped_) rte_pktmbuf_free(m);
   if (pool_) rte_mempool_free(pool_);
 }
 
@@ -94,6 +99,15 @@ rte_mbuf* Engine::alloc_mbuf() {
 }
 
 void Engine::transmit(rte_mbuf* m) {
+  if (std::memcmp(rte_pktmbuf_mtod(m, const uint8_t*), mac_.bytes.data(), 6) == 0) {
+    if (looped_.size() < kTxBacklog) {
+      looped_.push_back(m);
+    } else {
+      rte_pktmbuf_free(m);  // as a full queue would: retransmission recovers
+      ++counters_.transport.send_err;
+    }
+    return;
+  }
   if (backlog_.size() >= kTxBacklog) flush_tx();
   if (backlog_.size() >= kTxBacklog) {
     rte_pktmbuf_free(m);  // the port is stuck: drop, retransmission recovers
@@ -143,6 +157,16 @@ void Engine::receive(rte_mbuf* m) {
   else transport::completer_rx(*qp, pkt);
 }
 
+int Engine::run_loopback() {
+  looping_.clear();
+  looping_.swap(looped_);
+  for (rte_mbuf* m : looping_) {
+    receive(m);
+    rte_pktmbuf_free(m);
+  }
+  return int(looping_.size());
+}
+
 int Engine::run_timers() {
   int work = 0;
   for (size_t i = 0; i < timed_.size();) {
@@ -169,14 +193,19 @@ int Engine::run_tx() {
   // The two lists trade buffers, so this allocates nothing once warm.
   running_.clear();
   running_.swap(ready_);
+  starved_ = false;
   for (transport::Qp* qp : running_) qp->scheduled = false;
   for (transport::Qp* qp : running_) {
     const uint64_t before = qp->counters.sent_pkts;
+    const uint64_t no_mbuf = counters_.tx_no_mbuf;
     transport::responder_tx(*qp);
     transport::requester_tx(*qp);
     work += int(qp->counters.sent_pkts - before);
-    const bool backlog = !qp->resp.out.empty() || (qp->req.wqe != qp->sq.head() && !tx_has_room());
+    // Stopped for want of TX room or mbufs: try again next poll.
+    const bool starved = counters_.tx_no_mbuf != no_mbuf || !tx_has_room();
+    const bool backlog = !qp->resp.out.empty() || (qp->req.wqe != qp->sq.head() && starved);
     if (backlog) schedule(qp);
+    starved_ |= starved;
   }
   return work;
 }
@@ -189,7 +218,7 @@ int Engine::poll() {
     receive(rx[i]);
     rte_pktmbuf_free(rx[i]);
   }
-  int work = n + run_timers();
+  int work = n + run_loopback() + run_timers();
   work += run_tx();
   flush_tx();
   return work + int(backlog_.size() ? 1 : 0);
@@ -201,7 +230,9 @@ uint64_t Engine::next_deadline() const {
     t = std::min(t, qp->comp.deadline);
     if (qp->req.rnr_until) t = std::min(t, qp->req.rnr_until);
   }
-  if (!ready_.empty() || !backlog_.empty()) t = std::min(t, now_);
+  // QPs waiting only for mbufs can do nothing until frames are freed, which
+  // happens on a delivery, not now: do not ask to be polled at once.
+  if ((!ready_.empty() && !starved_) || !backlog_.empty() || !looped_.empty()) t = std::min(t, now_);
   return t;
 }
 

@@ -55,7 +55,7 @@ class Engine {
   // Neighbours (static until ARP/ND exists).
   void add_neighbor(const wire::IpAddr& ip, const wire::MacAddr& mac) { neighbors_[key(ip)] = mac; }
   bool resolve(const wire::IpAddr& ip, wire::MacAddr& mac) const;
-  wire::MacAddr mac() const { return config_.port->mac(); }
+  wire::MacAddr mac() const { return mac_; }
 
   DeviceCounters& counters() { return counters_; }
   TransportCounters& retired() { return retired_; }
@@ -66,6 +66,7 @@ class Engine {
   static std::string key(const wire::IpAddr& ip) { return std::string(ip.bytes.begin(), ip.bytes.end()); }
 
   void receive(rte_mbuf* m);
+  int run_loopback();
   int run_timers();
   int run_tx();
   void flush_tx();
@@ -82,6 +83,12 @@ class Engine {
   std::vector<transport::Qp*> running_;
   std::vector<transport::Qp*> timed_;
   std::vector<rte_mbuf*> backlog_;
+  // Frames addressed to this device itself (QP to QP on one device, as
+  // rxe's loopback): handled as received on the next poll, never sent.
+  std::vector<rte_mbuf*> looped_;
+  std::vector<rte_mbuf*> looping_;
+  wire::MacAddr mac_;
+  bool starved_ = false;  // the last TX round ran out of mbufs or TX room
   std::unordered_map<std::string, wire::MacAddr> neighbors_;
   DeviceCounters counters_;
   TransportCounters retired_;

@@ -59,10 +59,15 @@ bool ack_through(Qp& qp, uint32_t psn) {
     complete_send(qp, w, IBV_WC_SUCCESS);
     advanced = true;
   }
-  if (!qp.sq.empty() && qp.sq.front().state == WqeState::in_progress && psn_le(qp.comp.una, psn) &&
-      !is_rd_atomic(qp.sq.front().opcode)) {
-    qp.comp.una = psn_add(psn, 1);  // part of a multi-packet message
-    advanced = true;
+  // An ACK inside a multi-packet SEND/WRITE (AckReq every 64 packets)
+  // acknowledges its first packets, sent in full or not yet.
+  if (!qp.sq.empty()) {
+    const SendWqe& w = qp.sq.front();
+    const bool partly = w.state == WqeState::in_progress || w.state == WqeState::sent;
+    if (partly && !is_rd_atomic(w.opcode) && psn_le(qp.comp.una, psn) && psn_le(w.first_psn, psn)) {
+      qp.comp.una = psn_add(psn, 1);
+      advanced = true;
+    }
   }
   if (advanced) progress(qp);
   return true;

@@ -18,10 +18,6 @@ ibv_wc_opcode wc_opcode(ibv_wr_opcode op) {
   }
 }
 
-bool is_rd_atomic(ibv_wr_opcode op) {
-  return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
-}
-
 void flush_recv(Qp& qp, RecvWqe& wqe) {
   ibv_wc wc{};
   wc.wr_id = wqe.wr_id;
@@ -51,7 +47,10 @@ void complete_send(Qp& qp, SendWqe& wqe, ibv_wc_status status) {
     qp.scq->push(wc);
   }
   if (!(wqe.flags & IBV_SEND_INLINE)) release_sges(qp, wqe.sgl);
-  if (is_rd_atomic(wqe.opcode) && wqe.state != WqeState::posted && qp.req.rd_atomic > 0) --qp.req.rd_atomic;
+  if (wqe.rd_counted) {
+    wqe.rd_counted = false;
+    --qp.req.rd_atomic;
+  }
   wqe.state = WqeState::done;
   const uint32_t next_psn = (wqe.last_psn + 1) & 0xFFFFFF;
   qp.sq.pop();

@@ -120,6 +120,7 @@ int post_send(Qp& qp, const SendWr* wr, const SendWr** bad) {
       err = check_send(qp, *wr);
     if (err) {
       if (bad) *bad = wr;
+      qp.eng->schedule(&qp);  // the WRs before it are posted and must go
       return err;
     }
     fill_wqe(qp, *wr, qp.sq.push());

@@ -95,6 +95,12 @@ void enter_reset(Qp& qp) {
 }
 
 void enter_rtr(Qp& qp) {
+  if (!qp.is_rc()) {
+    // UD has no path MTU attribute: a datagram may be as large as the
+    // port carries (rxe uses the port's active MTU).
+    qp.attr.path_mtu = max_path_mtu(qp.eng->config().port->mtu());
+    qp.attr.pmtu = mtu_bytes(qp.attr.path_mtu);
+  }
   qp.resp.epsn = qp.attr.rq_psn;
   const uint32_t slots = qp.attr.max_dest_rd_atomic ? qp.attr.max_dest_rd_atomic : 1;
   qp.resp.res.assign(slots, RdAtomicResource{});

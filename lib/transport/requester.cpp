@@ -54,12 +54,12 @@ void arm_ack_timer(Qp& qp) {
   qp.eng->watch_timer(&qp);
 }
 
-// A local protection error: the WQE completes with it once everything
-// before it has completed (the completer sees state failed).
+// A local protection error: the requester stops here (nothing after it may
+// reach the responder) and the WQE completes with the error once
+// everything before it has completed; then the QP enters the error state.
 void fail_wqe(Qp& qp, SendWqe& w, ibv_wc_status status) {
   w.state = WqeState::failed;
   w.error = status;
-  ++qp.req.wqe;
   qp.req.offset = 0;
 }
 
@@ -145,12 +145,22 @@ bool send_atomic_request(Qp& qp, SendWqe& w) {
   return true;
 }
 
+// Fence: is a READ or ATOMIC queued before WQE `index` still incomplete?
+// (Completed WQEs have left the queue, so any one found is outstanding.)
+bool earlier_rd_atomic(const Qp& qp, uint32_t index) {
+  for (uint32_t i = qp.sq.tail(); i != index; ++i)
+    if (is_rd_atomic(qp.sq.at(i).opcode)) return true;
+  return false;
+}
+
 // May this WQE start (or continue) now?
 bool may_send(Qp& qp, SendWqe& w) {
   if (psn_diff(qp.req.psn, qp.comp.una) >= int32_t(qp.eng->config().max_unacked_psns)) return false;
   if (w.state != WqeState::posted || qp.req.offset != 0) return true;
   if (qp.state == IBV_QPS_SQD) return false;  // draining: finish started work only
-  if ((w.flags & IBV_SEND_FENCE) && qp.req.rd_atomic > 0) return false;
+  // Fence: wait for the READ/ATOMICs posted before this WQE (credits held
+  // by later WQEs that a rewind sent back do not count).
+  if ((w.flags & IBV_SEND_FENCE) && earlier_rd_atomic(qp, qp.req.wqe)) return false;
   if (is_rd_atomic(w.opcode) && !w.rd_counted) {
     if (qp.req.rd_atomic >= qp.attr.max_rd_atomic) return false;
     w.rd_counted = true;
@@ -176,7 +186,7 @@ void requester_tx(Qp& qp) {
   if (qp.req.rnr_until > qp.eng->now()) return;
   while (qp.req.wqe != qp.sq.head() && qp.eng->tx_has_room()) {
     SendWqe& w = qp.sq.at(qp.req.wqe);
-    if (!may_send(qp, w) || !send_one(qp, w)) break;
+    if (w.state == WqeState::failed || !may_send(qp, w) || !send_one(qp, w)) break;
     arm_ack_timer(qp);
   }
   // A failed WQE at the front completes now (nothing before it waits).

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "../engine/engine.h"
+#include "../memory/mr_access.h"
 #include "../transport/post.h"
 #include "../transport/recv_queue.h"
 #include "uroce/verbs/device.h"
@@ -20,6 +22,14 @@ SharedReceiveQueue::~SharedReceiveQueue() {
   if (users_ != 0) {
     std::fprintf(stderr, "uroce: shared receive queue destroyed while %u QP(s) still use it\n", users_);
     std::abort();
+  }
+  // Receives still posted hold references to their regions: give them back.
+  memory::MrTable& mrs = pd_->device().engine().mrs();
+  while (!queue_->wq.empty()) {
+    const transport::SgeList& sgl = queue_->wq.front().sgl;
+    for (int i = 0; i < sgl.num; ++i)
+      if (MemoryRegion* mr = mrs.find(sgl.sge[i].lkey)) MrAccess::release(*mr);
+    queue_->wq.pop();
   }
   --pd_->children_;
 }

@@ -1,0 +1,196 @@
+// Transport retry exhaustion (peer gone) and RNR: counted retries, timing
+// in virtual time, and the final status.
+#include "negative_util.h"
+#include "transport/transport.h"
+
+using namespace uroce;
+using namespace uroce::vt;
+
+namespace {
+
+Opts requester(uint8_t timeout, uint8_t retry_cnt, uint8_t rnr_retry) {
+  Opts o = Pair::default_a();
+  o.timeout = timeout;
+  o.retry_cnt = retry_cnt;
+  o.rnr_retry = rnr_retry;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("Cut wire: RETRY_EXC_ERR after retry_cnt + 1 transmissions, (retry_cnt + 1) timeouts", "[rnr-retry]") {
+  for (uint8_t retry_cnt : {uint8_t(0), uint8_t(2), uint8_t(7)}) {
+    DYNAMIC_SECTION("retry_cnt " << int(retry_cnt)) {
+      Pair p(101, requester(5, retry_cnt, 7));
+      const uint64_t timeout_ns = transport::ack_timeout_ns(5);  // 131 us
+      p.fabric.wire().cut(p.port_a(), p.port_b());
+      const uint64_t t0 = p.now();
+      REQUIRE(post_send(p.a, 1, 0, 100) == 0);
+      auto wa = p.wait(p.a, 1, kSecond);
+      const uint64_t elapsed = p.now() - t0;
+      REQUIRE(wa.size() == 1);
+      CHECK(wa[0].wr_id == 1);
+      CHECK(wa[0].status == IBV_WC_RETRY_EXC_ERR);
+      CHECK(p.a.qp->state() == IBV_QPS_ERR);
+      const TransportCounters& c = p.a.qp->counters();
+      CHECK(c.sent_pkts == uint64_t(retry_cnt) + 1);
+      CHECK(c.retransmitted_pkts == retry_cnt);
+      CHECK(c.local_ack_timeout_err == uint64_t(retry_cnt) + 1);
+      CHECK(c.retry_exceeded_err == 1);
+      CHECK(p.fabric.wire().counters(p.port_a(), p.port_b()).cut == uint64_t(retry_cnt) + 1);
+      INFO("elapsed " << elapsed << " ns, timeout " << timeout_ns << " ns");
+      CHECK(elapsed >= (uint64_t(retry_cnt) + 1) * timeout_ns);
+      CHECK(elapsed <= (uint64_t(retry_cnt) + 1) * timeout_ns + 20'000);
+    }
+  }
+}
+
+TEST_CASE("Cut wire: work behind the failed WR is flushed", "[rnr-retry]") {
+  Pair p(102, requester(4, 2, 7));
+  p.fabric.wire().cut(p.port_a(), p.port_b());
+  REQUIRE(post_send(p.a, 1, 0, 100) == 0);
+  REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, 2, 0, 5000, p.b.addr(0), p.b.key(), 0) == 0);
+  REQUIRE(post_rdma(p.a, IBV_WR_RDMA_READ, 3, 0, 5000, p.b.addr(0), p.b.key()) == 0);
+  auto wa = p.wait(p.a, 3, kSecond);
+  REQUIRE(wa.size() == 3);
+  CHECK(wa[0].status == IBV_WC_RETRY_EXC_ERR);
+  CHECK(wa[1].wr_id == 2);
+  CHECK(wa[1].status == IBV_WC_WR_FLUSH_ERR);
+  CHECK(wa[2].wr_id == 3);
+  CHECK(wa[2].status == IBV_WC_WR_FLUSH_ERR);
+  CHECK(p.a.qp->state() == IBV_QPS_ERR);
+  CHECK(p.a.qp->counters().retry_exceeded_err == 1);
+}
+
+TEST_CASE("Peer QP destroyed: RETRY_EXC_ERR, the peer device drops the requests", "[rnr-retry]") {
+  Pair p(103, requester(5, 3, 7));
+  p.b.qp.reset();
+  REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, 1, 0, 100, 0x1000, 0x100) == 0);
+  auto wa = p.wait(p.a, 1, kSecond);
+  REQUIRE(wa.size() == 1);
+  CHECK(wa[0].status == IBV_WC_RETRY_EXC_ERR);
+  CHECK(p.a.qp->counters().sent_pkts == 4);
+  CHECK(p.b.dev->counters().rx_unknown_qp == 4);
+}
+
+TEST_CASE("A loss shorter than the retry budget is recovered, retries counted", "[rnr-retry]") {
+  Pair p(104, requester(5, 3, 7));
+  fill(p.a.buf(), 1000, 1);
+  p.fabric.wire().cut(p.port_a(), p.port_b());
+  REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, 1, 0, 1000, p.b.addr(0), p.b.key()) == 0);
+  // Two timeouts pass with the wire down (the retransmissions they trigger
+  // are lost too), then it comes back: the third retransmission, the last
+  // retry_cnt allows, gets through.
+  p.fabric.run_until([&] { return p.a.qp->counters().local_ack_timeout_err == 2; }, kSecond);
+  p.fabric.wire().cut(p.port_a(), p.port_b(), false);
+  auto wa = p.wait(p.a, 1, kSecond);
+  REQUIRE(wa.size() == 1);
+  CHECK(wa[0].status == IBV_WC_SUCCESS);
+  CHECK(p.a.qp->counters().retransmitted_pkts == 3);
+  CHECK(p.a.qp->counters().local_ack_timeout_err == 3);
+  CHECK(std::memcmp(p.a.buf(), p.b.buf(), 1000) == 0);
+}
+
+TEST_CASE("RNR with rnr_retry 7: retries until a receive is posted, then succeeds", "[rnr-retry]") {
+  Pair p(105);  // b's min_rnr_timer is 1 (10 us)
+  fill(p.a.buf(), 3000, 2);
+  REQUIRE(post_send(p.a, 1, 0, 3000) == 0);
+  p.fabric.run_until([&] { return p.a.qp->counters().rcvd_rnr_err >= 20; }, kSecond);
+  CHECK(p.a.qp->counters().rcvd_rnr_err >= 20);
+  CHECK(p.b.qp->counters().send_rnr_err >= 20);
+  CHECK(drain(*p.a.cq).empty());
+  CHECK(p.a.qp->state() == IBV_QPS_RTS);
+  REQUIRE(post_recv(p.b, 9, 100, 4000) == 0);
+  auto wb = p.wait(p.b, 1);
+  REQUIRE(wb.size() == 1);
+  CHECK(wb[0].status == IBV_WC_SUCCESS);
+  CHECK(wb[0].byte_len == 3000);
+  CHECK(std::memcmp(p.a.buf(), p.b.buf(100), 3000) == 0);
+  auto wa = p.wait(p.a, 1);
+  REQUIRE(wa.size() == 1);
+  CHECK(wa[0].status == IBV_WC_SUCCESS);
+  CHECK(p.a.qp->counters().retry_rnr_exceeded_err == 0);
+}
+
+TEST_CASE("RNR on WRITE_WITH_IMM without a receive, then success", "[rnr-retry]") {
+  Pair p(106);
+  fill(p.a.buf(), 2000, 3);
+  ibv_sge s = sge(p.a, 0, 2000);
+  SendWr wr = make_wr(IBV_WR_RDMA_WRITE_WITH_IMM, 1, &s);
+  wr.wr.rdma.remote_addr = p.b.addr(50000);
+  wr.wr.rdma.rkey = p.b.key();
+  wr.imm_data = htonl(3);
+  REQUIRE(post(p.a, wr) == 0);
+  p.fabric.run_until([&] { return p.a.qp->counters().rcvd_rnr_err >= 3; }, kSecond);
+  CHECK(p.a.qp->counters().rcvd_rnr_err >= 3);
+  REQUIRE(post_recv(p.b, 9, 0, 0) == 0);
+  auto wb = p.wait(p.b, 1);
+  REQUIRE(wb.size() == 1);
+  CHECK(wb[0].status == IBV_WC_SUCCESS);
+  CHECK(wb[0].opcode == IBV_WC_RECV_RDMA_WITH_IMM);
+  CHECK(wb[0].byte_len == 2000);
+  CHECK(std::memcmp(p.a.buf(), p.b.buf(50000), 2000) == 0);
+}
+
+TEST_CASE("RNR with rnr_retry 0 and 2: RNR_RETRY_EXC_ERR after 1 and 3 RNR NAKs", "[rnr-retry]") {
+  for (uint8_t rnr_retry : {uint8_t(0), uint8_t(2)}) {
+    DYNAMIC_SECTION("rnr_retry " << int(rnr_retry)) {
+      Pair p(107, requester(10, 7, rnr_retry));
+      const Snapshot snap = fill_and_snapshot(p);
+      REQUIRE(post_send(p.a, 1, 0, 100) == 0);
+      REQUIRE(post_send(p.a, 2, 0, 100) == 0);
+      auto wa = p.wait(p.a, 2, kSecond);
+      REQUIRE(wa.size() == 2);
+      CHECK(wa[0].wr_id == 1);
+      CHECK(wa[0].status == IBV_WC_RNR_RETRY_EXC_ERR);
+      CHECK(wa[1].status == IBV_WC_WR_FLUSH_ERR);
+      CHECK(p.a.qp->state() == IBV_QPS_ERR);
+      CHECK(p.a.qp->counters().rcvd_rnr_err == uint64_t(rnr_retry) + 1);
+      CHECK(p.a.qp->counters().retry_rnr_exceeded_err == 1);
+      CHECK(p.b.qp->counters().send_rnr_err >= uint64_t(rnr_retry) + 1);
+      CHECK(snap.changed(1) == -1);
+    }
+  }
+}
+
+TEST_CASE("The RNR wait honours the responder's min_rnr_timer", "[rnr-retry]") {
+  for (uint8_t code : {uint8_t(3), uint8_t(14), uint8_t(18)}) {
+    DYNAMIC_SECTION("min_rnr_timer " << int(code)) {
+      Opts ob = Pair::default_b();
+      ob.min_rnr_timer = code;
+      Pair p(108, requester(10, 7, 7), ob);  // ACK timeout 4.19 ms
+      const uint64_t wait_ns = transport::rnr_timer_ns(code);
+      REQUIRE(post_send(p.a, 1, 0, 100) == 0);
+      std::vector<uint64_t> nak_at, sent;
+      for (int k = 1; k <= 4; ++k) {
+        REQUIRE(p.fabric.run_until([&] { return p.a.qp->counters().rcvd_rnr_err >= uint64_t(k); }, kSecond));
+        nak_at.push_back(p.now());
+        sent.push_back(p.a.qp->counters().sent_pkts);
+      }
+      for (size_t k = 1; k < nak_at.size(); ++k) {
+        INFO("between RNR NAK " << k << " and " << k + 1 << ": " << nak_at[k] - nak_at[k - 1] << " ns, timer "
+                                << wait_ns << " ns");
+        CHECK(nak_at[k] - nak_at[k - 1] >= wait_ns);
+        CHECK(nak_at[k] - nak_at[k - 1] <= wait_ns + 20'000);  // plus a round trip
+        CHECK(sent[k] - sent[k - 1] == 1);                     // one retry per wait, nothing in between
+      }
+      // The ACK timer does not fire during RNR waits.
+      CHECK(p.a.qp->counters().local_ack_timeout_err == 0);
+      REQUIRE(post_recv(p.b, 1, 0, 100) == 0);
+      auto wa = p.wait(p.a, 1, kSecond);
+      REQUIRE(wa.size() == 1);
+      CHECK(wa[0].status == IBV_WC_SUCCESS);
+    }
+  }
+}
+
+TEST_CASE("timeout 0 means no local ACK timeout: no retransmission, no error, ever", "[rnr-retry]") {
+  Pair p(109, requester(0, 1, 7));
+  p.fabric.wire().cut(p.port_a(), p.port_b());
+  REQUIRE(post_send(p.a, 1, 0, 100) == 0);
+  p.run_for(20 * kSecond);
+  CHECK(drain(*p.a.cq).empty());
+  CHECK(p.a.qp->state() == IBV_QPS_RTS);
+  CHECK(p.a.qp->counters().sent_pkts == 1);
+  CHECK(p.a.qp->counters().local_ack_timeout_err == 0);
+}

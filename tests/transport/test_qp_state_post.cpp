@@ -1,0 +1,262 @@
+// Posting work requests: which states accept them, what is refused at post
+// time (EINVAL/ENOMEM with *bad at the first WR not posted, the earlier ones
+// posted and executed), and the flush on entering ERR.
+#include <cerrno>
+
+#include "verbs_test_util.h"
+
+using namespace uroce;
+using namespace uroce::vt;
+
+TEST_CASE("post_send is EINVAL in RESET, INIT and RTR; post_recv is EINVAL in RESET only", "[qp-state]") {
+  sim::SimFabric fabric(41);
+  Device& da = fabric.add_device("10.0.0.1", small_device());
+  Device& db = fabric.add_device("10.0.0.2", small_device());
+  Opts o;
+  Node a = make_node(da, o);
+  ibv_sge s = sge(a, 0, 16);
+  SendWr wr = make_wr(IBV_WR_SEND, 1, &s);
+  RecvWr rwr;
+  rwr.wr_id = 2;
+  rwr.sg_list = &s;
+  rwr.num_sge = 1;
+  const SendWr* bad = nullptr;
+  const RecvWr* rbad = nullptr;
+
+  CHECK(a.qp->post_send(&wr, &bad) == EINVAL);
+  CHECK(bad == &wr);
+  CHECK(a.qp->post_recv(&rwr, &rbad) == EINVAL);
+  CHECK(rbad == &rwr);
+  REQUIRE(a.qp->modify(init_attr(o), kRcInitMask) == 0);
+  bad = nullptr;
+  CHECK(a.qp->post_send(&wr, &bad) == EINVAL);
+  CHECK(bad == &wr);
+  CHECK(a.qp->post_recv(&rwr, &rbad) == 0);  // receives may be posted from INIT on
+  REQUIRE(a.qp->modify(rtr_attr(o, db, 0x55, 0), kRcRtrMask) == 0);
+  bad = nullptr;
+  CHECK(a.qp->post_send(&wr, &bad) == EINVAL);
+  CHECK(bad == &wr);
+  CHECK(a.qp->post_recv(&rwr, &rbad) == 0);
+  CHECK(drain(*a.cq).empty());
+}
+
+TEST_CASE("A full send queue is ENOMEM at the first WR that does not fit; the earlier ones run", "[qp-state]") {
+  Opts oa = Pair::default_a();
+  oa.max_send_wr = 4;
+  Pair p(42, oa);
+  SendWr wrs[6];
+  ibv_sge sg[6];
+  for (int i = 0; i < 6; ++i) {
+    sg[i] = sge(p.a, size_t(i) * 64, 64);
+    wrs[i] = make_wr(IBV_WR_RDMA_WRITE, 100 + i, &sg[i]);
+    wrs[i].wr.rdma.remote_addr = p.b.addr(size_t(i) * 64);
+    wrs[i].wr.rdma.rkey = p.b.key();
+    if (i) wrs[i - 1].next = &wrs[i];
+  }
+  fill(p.a.buf(), 6 * 64, 3);
+  p.run_for(100'000);  // the QP is idle: nothing pending from connecting
+  const SendWr* bad = nullptr;
+  CHECK(p.a.qp->post_send(&wrs[0], &bad) == ENOMEM);
+  CHECK(bad == &wrs[4]);
+  auto wc = p.wait(p.a, 4, kSecond);
+  INFO("seed " << p.seed);
+  REQUIRE(wc.size() == 4);
+  for (int i = 0; i < 4; ++i) {
+    CHECK(wc[size_t(i)].wr_id == uint64_t(100 + i));
+    CHECK(wc[size_t(i)].status == IBV_WC_SUCCESS);
+  }
+  CHECK(std::memcmp(p.a.buf(), p.b.buf(), 4 * 64) == 0);
+  CHECK(p.b.buf()[4 * 64] == 0);  // the fifth was not posted
+  // Room again: the rest goes through.
+  CHECK(p.a.qp->post_send(&wrs[4], &bad) == 0);
+  wc = p.wait(p.a, 2, kSecond);
+  REQUIRE(wc.size() == 2);
+  CHECK(wc[1].wr_id == 105);
+}
+
+TEST_CASE("A full receive queue is ENOMEM at the first WR that does not fit", "[qp-state]") {
+  Opts ob = Pair::default_b();
+  ob.max_recv_wr = 4;
+  Pair p(43, Pair::default_a(), ob);
+  RecvWr r[6];
+  ibv_sge sg[6];
+  for (int i = 0; i < 6; ++i) {
+    sg[i] = sge(p.b, size_t(i) * 100, 100);
+    r[i].wr_id = 200 + uint64_t(i);
+    r[i].sg_list = &sg[i];
+    r[i].num_sge = 1;
+    if (i) r[i - 1].next = &r[i];
+  }
+  const RecvWr* bad = nullptr;
+  CHECK(p.b.qp->post_recv(&r[0], &bad) == ENOMEM);
+  CHECK(bad == &r[4]);
+  for (int i = 0; i < 4; ++i) REQUIRE(post_send(p.a, uint64_t(i), size_t(i) * 10, 10) == 0);
+  auto wc = p.wait(p.b, 4, kSecond);
+  INFO("seed " << p.seed);
+  REQUIRE(wc.size() == 4);
+  for (int i = 0; i < 4; ++i) {
+    CHECK(wc[size_t(i)].wr_id == uint64_t(200 + i));
+    CHECK(wc[size_t(i)].status == IBV_WC_SUCCESS);
+  }
+}
+
+TEST_CASE("Work requests refused at post time: EINVAL, *bad at the culprit, earlier ones posted", "[qp-state]") {
+  Opts oa = Pair::default_a();
+  oa.max_send_sge = 2;
+  oa.max_inline = 64;
+  Pair p(44, oa);
+  ibv_sge ok = sge(p.a, 0, 8);
+  ibv_sge three[3] = {sge(p.a, 0, 8), sge(p.a, 8, 8), sge(p.a, 16, 8)};
+  ibv_sge big = sge(p.a, 0, 65);
+  ibv_sge four = sge(p.a, 0, 4);
+
+  SendWr too_many_sge = make_wr(IBV_WR_SEND, 1, three);
+  too_many_sge.num_sge = 3;
+  SendWr inline_too_big = make_wr(IBV_WR_SEND, 2, &big, IBV_SEND_SIGNALED | IBV_SEND_INLINE);
+  SendWr inline_read = make_wr(IBV_WR_RDMA_READ, 3, &ok, IBV_SEND_SIGNALED | IBV_SEND_INLINE);
+  inline_read.wr.rdma.remote_addr = p.b.addr();
+  inline_read.wr.rdma.rkey = p.b.key();
+  SendWr atomic_short = make_wr(IBV_WR_ATOMIC_FETCH_AND_ADD, 4, &four);
+  atomic_short.wr.atomic.remote_addr = p.b.addr();
+  atomic_short.wr.atomic.rkey = p.b.key();
+  SendWr atomic_long = make_wr(IBV_WR_ATOMIC_CMP_AND_SWP, 5, &big);
+  atomic_long.wr.atomic.remote_addr = p.b.addr();
+  atomic_long.wr.atomic.rkey = p.b.key();
+  SendWr local_inv = make_wr(IBV_WR_LOCAL_INV, 6, &ok);
+  SendWr bind_mw = make_wr(IBV_WR_BIND_MW, 7, &ok);
+  SendWr negative_sge = make_wr(IBV_WR_SEND, 8, &ok);
+  negative_sge.num_sge = -1;
+  SendWr null_list = make_wr(IBV_WR_SEND, 9, nullptr);
+  null_list.num_sge = 1;
+  ibv_sge huge = sge(p.a, 0, 0x80000001u);  // above max_msg_sz (2^31)
+  SendWr too_long = make_wr(IBV_WR_RDMA_WRITE, 11, &huge);
+  too_long.wr.rdma.remote_addr = p.b.addr();
+  too_long.wr.rdma.rkey = p.b.key();
+
+  for (SendWr* w : {&too_many_sge, &inline_too_big, &inline_read, &atomic_short, &atomic_long, &local_inv, &bind_mw,
+                    &negative_sge, &null_list, &too_long}) {
+    INFO("wr_id " << w->wr_id);
+    const SendWr* bad = nullptr;
+    CHECK(p.a.qp->post_send(w, &bad) == EINVAL);
+    CHECK(bad == w);
+  }
+  // Inline at exactly the limit is fine.
+  ibv_sge at_limit = sge(p.a, 0, 64);
+  REQUIRE(post_recv(p.b, 50, 0, 64) == 0);
+  CHECK(post(p.a, make_wr(IBV_WR_SEND, 10, &at_limit, IBV_SEND_SIGNALED | IBV_SEND_INLINE)) == 0);
+  auto wc = p.wait(p.a, 1, kSecond);
+  REQUIRE(wc.size() == 1);
+  CHECK(wc[0].wr_id == 10);
+  CHECK(wc[0].status == IBV_WC_SUCCESS);
+
+  // A chain [good, bad, good]: the first is posted and runs, the rest not.
+  SendWr chain[3];
+  ibv_sge cs[3] = {sge(p.a, 0, 8), sge(p.a, 8, 4), sge(p.a, 16, 8)};
+  chain[0] = make_wr(IBV_WR_RDMA_WRITE, 20, &cs[0]);
+  chain[1] = make_wr(IBV_WR_ATOMIC_FETCH_AND_ADD, 21, &cs[1]);  // 4-byte atomic
+  chain[2] = make_wr(IBV_WR_RDMA_WRITE, 22, &cs[2]);
+  for (int i = 0; i < 3; ++i) {
+    chain[i].wr.rdma.remote_addr = p.b.addr(1000 + size_t(i) * 8);
+    chain[i].wr.rdma.rkey = p.b.key();
+  }
+  chain[1].wr.atomic.remote_addr = p.b.addr(2000);
+  chain[1].wr.atomic.rkey = p.b.key();
+  chain[0].next = &chain[1];
+  chain[1].next = &chain[2];
+  const SendWr* bad = nullptr;
+  CHECK(p.a.qp->post_send(&chain[0], &bad) == EINVAL);
+  CHECK(bad == &chain[1]);
+  wc = p.wait(p.a, 1, kSecond);
+  REQUIRE(wc.size() == 1);
+  CHECK(wc[0].wr_id == 20);
+  CHECK(wc[0].status == IBV_WC_SUCCESS);
+  p.run_for(10'000'000);
+  CHECK(drain(*p.a.cq).empty());
+  CHECK(p.a.qp->state() == IBV_QPS_RTS);
+
+  // Receive side: too many SGEs.
+  RecvWr r;
+  r.sg_list = three;
+  r.num_sge = 5;  // max_recv_sge is 4
+  const RecvWr* rbad = nullptr;
+  CHECK(p.b.qp->post_recv(&r, &rbad) == EINVAL);
+  CHECK(rbad == &r);
+}
+
+TEST_CASE("Entering ERR flushes every outstanding send and receive, in order", "[qp-state]") {
+  Pair p(45);
+  // Nothing runs between posting and the modify, so all are outstanding.
+  std::vector<uint64_t> sends, recvs;
+  for (int i = 0; i < 10; ++i) {
+    const unsigned flags = i % 3 == 0 ? 0u : unsigned(IBV_SEND_SIGNALED);
+    REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, 100 + uint64_t(i), size_t(i) * 8, 8, p.b.addr(), p.b.key(), flags) ==
+            0);
+    sends.push_back(100 + uint64_t(i));
+  }
+  for (int i = 0; i < 5; ++i) {
+    REQUIRE(post_recv(p.a, 200 + uint64_t(i), size_t(i) * 100, 100) == 0);
+    recvs.push_back(200 + uint64_t(i));
+  }
+  ibv_qp_attr e{};
+  e.qp_state = IBV_QPS_ERR;
+  REQUIRE(p.a.qp->modify(e, IBV_QP_STATE) == 0);
+  CHECK(p.a.qp->state() == IBV_QPS_ERR);
+  auto wc = drain(*p.a.cq);
+  std::vector<uint64_t> got_s, got_r;
+  for (const ibv_wc& w : wc) {
+    INFO("wr_id " << w.wr_id);
+    CHECK(w.status == IBV_WC_WR_FLUSH_ERR);
+    CHECK(w.qp_num == p.a.qp->qp_num());
+    (w.wr_id >= 200 ? got_r : got_s).push_back(w.wr_id);
+  }
+  CHECK(got_s == sends);  // unsignaled ones too
+  CHECK(got_r == recvs);
+  // Work posted while in ERR completes at once, flushed.
+  REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, 300, 0, 8, p.b.addr(), p.b.key(), 0) == 0);
+  REQUIRE(post_recv(p.a, 301, 0, 8) == 0);
+  wc = drain(*p.a.cq);
+  REQUIRE(wc.size() == 2);
+  CHECK(wc[0].wr_id == 300);
+  CHECK(wc[0].status == IBV_WC_WR_FLUSH_ERR);
+  CHECK(wc[1].wr_id == 301);
+  CHECK(wc[1].status == IBV_WC_WR_FLUSH_ERR);
+  p.run_for(10'000'000);
+  CHECK(drain(*p.a.cq).empty());
+  CHECK(p.b.buf()[0] == 0);  // nothing was written by the flushed WRITEs
+  CHECK(p.a.mr->in_use() == 0);
+
+  // ERR -> RESET -> INIT -> RTR -> RTS, and the QP works again.
+  ibv_qp_attr r{};
+  r.qp_state = IBV_QPS_RESET;
+  REQUIRE(p.a.qp->modify(r, IBV_QP_STATE) == 0);
+  CHECK(p.a.qp->state() == IBV_QPS_RESET);
+  connect(*p.a.qp, p.optsa, *p.b.dev, p.b.qp->qp_num(), p.optsb.sq_psn);
+  fill(p.a.buf(), 4096, 9);
+  REQUIRE(post_recv(p.b, 400, 0, 4096) == 0);
+  REQUIRE(post_send(p.a, 401, 0, 3000) == 0);
+  REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, 402, 0, 3000, p.b.addr(8192), p.b.key()) == 0);
+  wc = p.wait(p.a, 2, kSecond);
+  REQUIRE(wc.size() == 2);
+  CHECK(wc[0].wr_id == 401);
+  CHECK(wc[0].status == IBV_WC_SUCCESS);
+  CHECK(wc[1].wr_id == 402);
+  CHECK(wc[1].status == IBV_WC_SUCCESS);
+  auto wb = p.wait(p.b, 1, kSecond);
+  REQUIRE(wb.size() == 1);
+  CHECK(wb[0].byte_len == 3000);
+  CHECK(std::memcmp(p.a.buf(), p.b.buf(), 3000) == 0);
+  CHECK(std::memcmp(p.a.buf(), p.b.buf(8192), 3000) == 0);
+}
+
+TEST_CASE("RESET drops outstanding work without completions and releases its regions", "[qp-state]") {
+  Pair p(46);
+  for (int i = 0; i < 4; ++i)
+    REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, uint64_t(i), 0, 8, p.b.addr(), p.b.key()) == 0);
+  REQUIRE(post_recv(p.a, 9, 0, 8) == 0);
+  CHECK(p.a.mr->in_use() > 0);
+  ibv_qp_attr r{};
+  r.qp_state = IBV_QPS_RESET;
+  REQUIRE(p.a.qp->modify(r, IBV_QP_STATE) == 0);
+  CHECK(drain(*p.a.cq).empty());
+  CHECK(p.a.mr->in_use() == 0);
+}

@@ -1,0 +1,201 @@
+// Shared receive queues: RC QPs attached to one SRQ consume its receives in
+// posting order; a QP with an SRQ refuses its own post_recv.
+#include <cerrno>
+
+#include "verbs_test_util.h"
+
+using namespace uroce;
+using namespace uroce::vt;
+
+namespace {
+
+struct SrqRig {
+  explicit SrqRig(uint64_t seed_, uint32_t srq_wr = 64) : seed(seed_), fabric(seed_) {
+    Device& da = fabric.add_device("10.0.0.1", small_device());
+    Device& db = fabric.add_device("10.0.0.2", small_device());
+    pda = da.alloc_pd();
+    pdb = db.alloc_pd();
+    int err = -1;
+    cqa = da.create_cq(1024, err);
+    REQUIRE(err == 0);
+    cqb = db.create_cq(1024, err);
+    REQUIRE(err == 0);
+    mra = pda->alloc_mr(1 << 20, kAllAccess, err);
+    REQUIRE(err == 0);
+    mrb = pdb->alloc_mr(1 << 20, kAllAccess, err);
+    REQUIRE(err == 0);
+    SrqInitAttr sa;
+    sa.max_wr = srq_wr;
+    sa.max_sge = 2;
+    srq = pdb->create_srq(sa, err);
+    REQUIRE(err == 0);
+    Opts o;
+    for (int i = 0; i < 2; ++i) {
+      qa[i] = make_rc_qp(*pda, cqa.get(), o);
+      qb[i] = make_rc_qp(*pdb, cqb.get(), o, srq.get());
+    }
+    for (int i = 0; i < 2; ++i) {
+      Opts oa = o, ob = o;
+      oa.sq_psn = 0x100 * uint32_t(i + 1);
+      ob.sq_psn = 0xFFFF00 + uint32_t(i);
+      connect(*qa[i], oa, db, qb[i]->qp_num(), ob.sq_psn);
+      connect(*qb[i], ob, da, qa[i]->qp_num(), oa.sq_psn);
+    }
+  }
+  int srq_recv(uint64_t wr_id, size_t off, uint32_t len) {
+    ibv_sge s{reinterpret_cast<uintptr_t>(mrb->addr()) + off, len, mrb->lkey()};
+    RecvWr wr;
+    wr.wr_id = wr_id;
+    wr.sg_list = &s;
+    wr.num_sge = 1;
+    const RecvWr* bad = nullptr;
+    return srq->post_recv(&wr, &bad);
+  }
+  int send(int i, uint64_t wr_id, size_t off, uint32_t len) {
+    ibv_sge s{reinterpret_cast<uintptr_t>(mra->addr()) + off, len, mra->lkey()};
+    SendWr wr = make_wr(IBV_WR_SEND, wr_id, &s);
+    const SendWr* bad = nullptr;
+    return qa[size_t(i)]->post_send(&wr, &bad);
+  }
+  uint8_t* a(size_t off) { return static_cast<uint8_t*>(mra->addr()) + off; }
+  uint8_t* b(size_t off) { return static_cast<uint8_t*>(mrb->addr()) + off; }
+
+  uint64_t seed;
+  sim::SimFabric fabric;
+  std::unique_ptr<ProtectionDomain> pda, pdb;
+  std::unique_ptr<CompletionQueue> cqa, cqb;
+  std::unique_ptr<MemoryRegion> mra, mrb;
+  std::unique_ptr<SharedReceiveQueue> srq;
+  std::unique_ptr<QueuePair> qa[2], qb[2];
+};
+
+}  // namespace
+
+TEST_CASE("Two RC QPs on one SRQ consume its receives in posting order", "[ud-srq]") {
+  SrqRig r(141);
+  INFO("seed " << r.seed);
+  fill(r.a(0), 1 << 16, 1);
+  for (int i = 0; i < 8; ++i) REQUIRE(r.srq_recv(100 + uint64_t(i), size_t(i) * 4096, 4096) == 0);
+  CHECK(r.srq->posted() == 8);
+  for (int i = 0; i < 8; ++i) {
+    const int q = (i * 3 / 2) % 2;  // 0 1 1 0 0 1 1 0: both QPs, in a mixed order
+    INFO("message " << i << " via QP " << q);
+    REQUIRE(r.send(q, uint64_t(i), size_t(i) * 1000, 500 + uint32_t(i) * 300) == 0);
+    auto wb = wait_cq(r.fabric, *r.cqb, 1);
+    REQUIRE(wb.size() == 1);
+    CHECK(wb[0].status == IBV_WC_SUCCESS);
+    CHECK(wb[0].wr_id == 100 + uint64_t(i));  // the oldest receive, whichever QP took it
+    CHECK(wb[0].qp_num == r.qb[q]->qp_num());
+    CHECK(wb[0].byte_len == 500 + uint32_t(i) * 300);
+    CHECK(std::memcmp(r.b(size_t(i) * 4096), r.a(size_t(i) * 1000), 500 + size_t(i) * 300) == 0);
+    REQUIRE(wait_cq(r.fabric, *r.cqa, 1).size() == 1);
+  }
+  CHECK(r.srq->posted() == 0);
+}
+
+TEST_CASE("Sends from both QPs at once use each SRQ receive exactly once", "[ud-srq]") {
+  SrqRig r(142);
+  fill(r.a(0), 1 << 16, 2);
+  for (int i = 0; i < 20; ++i) REQUIRE(r.srq_recv(100 + uint64_t(i), size_t(i) * 2048, 2048) == 0);
+  for (int i = 0; i < 10; ++i) {
+    REQUIRE(r.send(0, uint64_t(i), 0, 1000) == 0);
+    REQUIRE(r.send(1, 100 + uint64_t(i), 1000, 1000) == 0);
+  }
+  auto wb = wait_cq(r.fabric, *r.cqb, 20);
+  REQUIRE(wb.size() == 20);
+  std::vector<int> per_qp(2);
+  for (size_t i = 0; i < wb.size(); ++i) {
+    CHECK(wb[i].status == IBV_WC_SUCCESS);
+    CHECK(wb[i].wr_id == 100 + i);  // handed out in posting order
+    const int q = wb[i].qp_num == r.qb[0]->qp_num() ? 0 : 1;
+    ++per_qp[size_t(q)];
+    CHECK(std::memcmp(r.b(i * 2048), r.a(size_t(q) * 1000), 1000) == 0);
+  }
+  CHECK(per_qp[0] == 10);
+  CHECK(per_qp[1] == 10);
+}
+
+TEST_CASE("post_recv on a QP with an SRQ is EINVAL; the SRQ has its own limits", "[ud-srq]") {
+  SrqRig r(143, 4);
+  ibv_sge s{reinterpret_cast<uintptr_t>(r.mrb->addr()), 64, r.mrb->lkey()};
+  RecvWr wr;
+  wr.sg_list = &s;
+  wr.num_sge = 1;
+  const RecvWr* bad = nullptr;
+  CHECK(r.qb[0]->post_recv(&wr, &bad) == EINVAL);
+  CHECK(bad == &wr);
+  CHECK(r.srq->posted() == 0);
+  // Capacity 4: a chain of 6 stops at the fifth.
+  RecvWr chain[6];
+  for (int i = 0; i < 6; ++i) {
+    chain[i].wr_id = uint64_t(i);
+    chain[i].sg_list = &s;
+    chain[i].num_sge = 1;
+    if (i) chain[i - 1].next = &chain[i];
+  }
+  CHECK(r.srq->post_recv(&chain[0], &bad) == ENOMEM);
+  CHECK(bad == &chain[4]);
+  CHECK(r.srq->posted() == 4);
+  // More SGEs than max_sge.
+  ibv_sge three[3] = {s, s, s};
+  RecvWr wide;
+  wide.sg_list = three;
+  wide.num_sge = 3;
+  CHECK(r.srq->post_recv(&wide, &bad) == EINVAL);
+  CHECK(bad == &wide);
+}
+
+TEST_CASE("An empty SRQ makes the responder send RNR NAKs until a receive is posted", "[ud-srq]") {
+  SrqRig r(144);
+  fill(r.a(0), 1000, 3);
+  REQUIRE(r.send(1, 1, 0, 1000) == 0);
+  r.fabric.run_until([&] { return r.qa[1]->counters().rcvd_rnr_err >= 3; }, kSecond);
+  CHECK(r.qa[1]->counters().rcvd_rnr_err >= 3);
+  REQUIRE(r.srq_recv(9, 0, 1000) == 0);
+  auto wb = wait_cq(r.fabric, *r.cqb, 1);
+  REQUIRE(wb.size() == 1);
+  CHECK(wb[0].status == IBV_WC_SUCCESS);
+  CHECK(wb[0].qp_num == r.qb[1]->qp_num());
+  CHECK(std::memcmp(r.b(0), r.a(0), 1000) == 0);
+}
+
+TEST_CASE("A QP entering ERR does not flush the SRQ's receives", "[ud-srq]") {
+  SrqRig r(145);
+  for (int i = 0; i < 3; ++i) REQUIRE(r.srq_recv(100 + uint64_t(i), size_t(i) * 2048, 2048) == 0);
+  ibv_qp_attr e{};
+  e.qp_state = IBV_QPS_ERR;
+  REQUIRE(r.qb[0]->modify(e, IBV_QP_STATE) == 0);
+  CHECK(drain(*r.cqb).empty());
+  CHECK(r.srq->posted() == 3);
+  REQUIRE(r.send(1, 1, 0, 100) == 0);
+  auto wb = wait_cq(r.fabric, *r.cqb, 1);
+  REQUIRE(wb.size() == 1);
+  CHECK(wb[0].wr_id == 100);
+  CHECK(wb[0].status == IBV_WC_SUCCESS);
+  CHECK(r.srq->posted() == 2);
+}
+
+TEST_CASE("Destroying an SRQ with posted receives releases their regions", "[ud-srq]") {
+  sim::SimFabric fabric(146);
+  Device& d = fabric.add_device("10.0.0.1", small_device());
+  auto pd = d.alloc_pd();
+  std::vector<uint8_t> mem(4096);
+  int err = -1;
+  auto mr = pd->reg_mr(mem.data(), mem.size(), IBV_ACCESS_LOCAL_WRITE, err);
+  REQUIRE(err == 0);
+  SrqInitAttr sa;
+  sa.max_wr = 8;
+  auto srq = pd->create_srq(sa, err);
+  REQUIRE(err == 0);
+  ibv_sge s{reinterpret_cast<uintptr_t>(mem.data()), 4096, mr->lkey()};
+  RecvWr wr;
+  wr.sg_list = &s;
+  wr.num_sge = 1;
+  const RecvWr* bad = nullptr;
+  REQUIRE(srq->post_recv(&wr, &bad) == 0);
+  REQUIRE(srq->post_recv(&wr, &bad) == 0);
+  CHECK(pd->dereg_mr(mr) == EBUSY);  // in use by the posted receives
+  srq.reset();                       // ibv_destroy_srq: its receives are gone
+  CHECK(mr->in_use() == 0);
+  CHECK(pd->dereg_mr(mr) == 0);
+}

@@ -1,0 +1,101 @@
+// Memory keys: unguessable (random upper 16 bits), unique, dead once the
+// region is gone, and 0 never valid.
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "engine/engine.h"
+#include "memory/mr_table.h"
+#include "verbs_test_util.h"
+
+using namespace uroce;
+
+TEST_CASE("MR keys: unique, random upper half, dead after dereg, 0 never valid", "[units]") {
+  sim::SimFabric fabric(11);
+  Device& dev = fabric.add_device("10.0.0.1", vt::small_device());
+  auto pd = dev.alloc_pd();
+  const memory::MrTable& mrs = dev.engine().mrs();
+  std::vector<uint8_t> mem(4096);
+
+  std::vector<std::unique_ptr<MemoryRegion>> regions;
+  std::set<uint32_t> keys, uppers, slots;
+  const int n = 3000;
+  for (int i = 0; i < n; ++i) {
+    int err = -1;
+    auto mr = pd->reg_mr(mem.data(), mem.size(), IBV_ACCESS_LOCAL_WRITE, err);
+    REQUIRE(err == 0);
+    CHECK(mr->lkey() == mr->rkey());
+    CHECK(mr->lkey() != 0);
+    CHECK(mrs.find(mr->lkey()) == mr.get());
+    keys.insert(mr->lkey());
+    uppers.insert(mr->lkey() >> 16);
+    slots.insert(mr->lkey() & 0xFFFF);
+    regions.push_back(std::move(mr));
+  }
+  CHECK(keys.size() == size_t(n));  // no two keys equal
+  // 3000 draws of 16 random bits: a handful of collisions at most.
+  CHECK(uppers.size() > size_t(n) * 9 / 10);
+  CHECK(mrs.find(0) == nullptr);
+  // Slot 0 with any upper half is never a key.
+  for (uint32_t up : {0x0001u, 0x1234u, 0xFFFFu}) CHECK(mrs.find(up << 16) == nullptr);
+
+  // A key with the right slot and a wrong upper half is rejected.
+  const uint32_t k0 = regions[10]->lkey();
+  for (uint32_t flip : {0x00010000u, 0x80000000u, 0xFFFF0000u}) CHECK(mrs.find(k0 ^ flip) == nullptr);
+
+  // Deregistered: the key is gone, and stays gone when the slot is reused.
+  std::vector<uint32_t> dead;
+  for (int i = 0; i < 100; ++i) {
+    dead.push_back(regions[size_t(i)]->lkey());
+    REQUIRE(pd->dereg_mr(regions[size_t(i)]) == 0);
+    CHECK(regions[size_t(i)] == nullptr);
+  }
+  for (uint32_t k : dead) CHECK(mrs.find(k) == nullptr);
+  std::vector<std::unique_ptr<MemoryRegion>> again;
+  for (int i = 0; i < 100; ++i) {
+    int err = -1;
+    again.push_back(pd->reg_mr(mem.data(), mem.size(), IBV_ACCESS_LOCAL_WRITE, err));
+    REQUIRE(err == 0);
+    CHECK(keys.count(again.back()->lkey()) == 0);  // never a key handed out before
+  }
+  for (uint32_t k : dead) CHECK(mrs.find(k) == nullptr);
+  again.clear();
+  regions.clear();
+}
+
+TEST_CASE("The key table is bounded by max_mr", "[units]") {
+  sim::SimFabric fabric(12);
+  DeviceConfig cfg = vt::small_device();
+  cfg.limits.max_mr = 4;
+  Device& dev = fabric.add_device("10.0.0.1", cfg);
+  auto pd = dev.alloc_pd();
+  std::vector<uint8_t> mem(64);
+  std::vector<std::unique_ptr<MemoryRegion>> regions;
+  for (int i = 0; i < 4; ++i) {
+    int err = -1;
+    regions.push_back(pd->reg_mr(mem.data(), mem.size(), 0, err));
+    REQUIRE(err == 0);
+  }
+  int err = 0;
+  auto fifth = pd->reg_mr(mem.data(), mem.size(), 0, err);
+  CHECK(err == ENOMEM);
+  CHECK(fifth == nullptr);
+  REQUIRE(pd->dereg_mr(regions[0]) == 0);
+  auto again = pd->reg_mr(mem.data(), mem.size(), 0, err);
+  CHECK(err == 0);
+  CHECK(again != nullptr);
+  again.reset();
+  regions.clear();
+}
+
+TEST_CASE("MrTable alone: insert fails with 0 when full", "[units]") {
+  memory::MrTable t(99, 3);
+  std::vector<uint32_t> keys;
+  for (int i = 0; i < 3; ++i) keys.push_back(t.insert(nullptr));
+  for (uint32_t k : keys) CHECK(k != 0);
+  CHECK(t.insert(nullptr) == 0);
+  CHECK(t.find(0) == nullptr);
+}
