@@ -13,10 +13,6 @@ namespace {
 
 using namespace wire;
 
-bool is_rd_atomic(ibv_wr_opcode op) {
-  return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
-}
-
 // The first PSN of the front WQE that has not been answered.
 uint32_t resume_psn(const Qp& qp, const SendWqe& w) {
   if (w.opcode != IBV_WR_RDMA_READ) return w.first_psn;

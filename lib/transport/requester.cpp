@@ -11,10 +11,6 @@ namespace {
 
 using namespace wire;
 
-bool is_rd_atomic(ibv_wr_opcode op) {
-  return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
-}
-
 // RC opcode for a SEND or WRITE packet at this place in its message.
 uint8_t data_opcode(ibv_wr_opcode wr, bool first, bool last) {
   const bool write = wr == IBV_WR_RDMA_WRITE || wr == IBV_WR_RDMA_WRITE_WITH_IMM;

@@ -62,6 +62,12 @@ struct SendWqe {
   ibv_wc_status error = IBV_WC_SUCCESS;  // local error found while sending
 };
 
+// READ and the atomics: they hold a READ/ATOMIC credit and complete only
+// with their response.
+inline bool is_rd_atomic(ibv_wr_opcode op) {
+  return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
 struct RecvWqe {
   uint64_t wr_id = 0;
   SgeList sgl;
