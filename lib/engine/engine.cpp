@@ -35,7 +35,10 @@ Engine::Engine(const DeviceConfig& config)
 Engine::~Engine() {
   for (rte_mbuf* m : backlog_) rte_pktmbuf_free(m);
   for (rte_mbuf* m : looped_) rte_pktmbuf_free(m);
-  if (pool_) rte_mempool_free(pool_);
+  // Frames of this pool may still sit in a port's queues (a NIC's TX ring,
+  // the peer end of a ring pair) and be freed into it later: then the pool
+  // must outlive the device, so it is left to the process's exit.
+  if (pool_ && rte_mempool_in_use_count(pool_) == 0) rte_mempool_free(pool_);
 }
 
 bool Engine::init(std::string& error) {
