@@ -8,7 +8,10 @@ namespace uroce::sim {
 SimFabric::SimFabric(uint64_t seed, uint16_t mtu) : wire_(clock_, seed), mtu_(mtu) {}
 
 SimFabric::~SimFabric() {
-  devices_.clear();  // devices free their mbufs before the wire goes
+  // Frames in flight belong to the devices' pools: free them first, so each
+  // device can free its pool.
+  wire_.drop_all();
+  devices_.clear();
 }
 
 Device& SimFabric::add_device(const std::string& ip, DeviceConfig config) {

@@ -19,7 +19,9 @@ SimPort::SimPort(SimWire& wire, uint32_t index, wire::MacAddr mac, uint16_t mtu)
   queue_ = Queue(Later{}, std::move(storage));
 }
 
-SimPort::~SimPort() {
+SimPort::~SimPort() { drop_all(); }
+
+void SimPort::drop_all() {
   while (!queue_.empty()) {
     rte_pktmbuf_free(queue_.top().m);
     queue_.pop();

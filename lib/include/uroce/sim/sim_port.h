@@ -27,6 +27,8 @@ class SimPort final : public PacketPort {
  public:
   SimPort(SimWire& wire, uint32_t index, wire::MacAddr mac, uint16_t mtu);
   ~SimPort() override;
+  // Frees every frame still queued for this port (in flight to it).
+  void drop_all();
   SimPort(const SimPort&) = delete;
   SimPort& operator=(const SimPort&) = delete;
 

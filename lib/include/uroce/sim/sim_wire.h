@@ -69,6 +69,11 @@ class SimWire {
   // Earliest delivery time of any frame in flight, or kNever.
   uint64_t next_delivery_ns() const;
   size_t in_flight() const;
+  // Frees every frame in flight, e.g. before the devices that own their
+  // pools go away.
+  void drop_all() {
+    for (auto& p : ports_) p->drop_all();
+  }
 
   const SimCounters& counters(const SimPort& from, const SimPort& to) const;
   const SimCounters& totals() const { return totals_; }
