@@ -21,6 +21,7 @@ ibv_wr_opcode opcode_of(const Options& o) {
     case Verb::write: return IBV_WR_RDMA_WRITE;
     case Verb::read: return IBV_WR_RDMA_READ;
     case Verb::atomic: return o.cmp_and_swap ? IBV_WR_ATOMIC_CMP_AND_SWP : IBV_WR_ATOMIC_FETCH_AND_ADD;
+    case Verb::raw: break;  // raw.cpp, no WRs
   }
   return IBV_WR_SEND;
 }
@@ -181,6 +182,7 @@ void BwRun::verify() {
           r_.error = "remote counter is " + std::to_string(v) + ", expected " + std::to_string(qps_[q].completed);
         break;
       }
+      case Verb::raw: break;
     }
   }
 }

@@ -1,11 +1,14 @@
 // uroce-perf: perftest's benchmarks (ib_write_bw, ib_read_lat, ...) over
 // uroce, with perftest's flags, banner and result table.
+#include <rte_mbuf.h>
+
 #include <cstdio>
 #include <sstream>
 
 #include "endpoint.h"
 #include "loopback.h"
 #include "options.h"
+#include "raw.h"
 #include "report.h"
 #include "runner.h"
 #include "uroce/port/eal.h"
@@ -43,6 +46,37 @@ uint64_t buffer_bytes(const Options& o) {
   return (2 * biggest + 4095) / 4096 * 4096;  // LAT tests use two halves
 }
 
+// raw_bw / raw_lat on the loopback link's ports; the engines stay idle.
+int run_raw(const Options& o, Loopback& lb) {
+  rte_mempool* pool =
+      rte_pktmbuf_pool_create("uroce_raw", 8191, 256, 0, RTE_PKTMBUF_HEADROOM + 9100, SOCKET_ID_ANY);
+  if (pool == nullptr) return fail("cannot create the raw frame pool (give EAL more memory with --eal \"-m MB\")");
+  PacketPort& a = lb.cap_a ? static_cast<PacketPort&>(*lb.cap_a) : *lb.port_a;
+  PacketPort& b = *lb.port_b;
+  std::vector<BwResult> bw;
+  std::vector<LatResult> lat;
+  std::string failure, error;
+  o.kind == Kind::bw ? print_bw_header(o) : print_lat_header();
+  for (uint64_t s : sizes(o)) {
+    const uint64_t size = raw_frame_size(s, a.mtu());
+    if (o.kind == Kind::bw) {
+      bw.push_back(run_raw_bw(a, b, pool, o, size));
+      print_bw_row(o, bw.back());
+      failure = bw.back().error;
+    } else {
+      lat.push_back(run_raw_lat(a, b, pool, o, size));
+      print_lat_row(lat.back());
+      failure = lat.back().error;
+    }
+    if (!failure.empty()) break;
+  }
+  print_footer();
+  if (!write_json(o, bw, lat, error)) return fail(error);
+  if (!failure.empty()) return fail(failure);
+  if (o.verify) std::printf(" uroce: raw frames in order and intact; data verified\n");
+  return 0;
+}
+
 int run_loopback(const Options& o) {
   EalConfig eal;
   eal.args = split(o.eal);
@@ -65,6 +99,7 @@ int run_loopback(const Options& o) {
       return fail("connecting the client QP failed: " + std::string(strerror(err)));
   }
   print_banner(o, "uroce_lb1 (net_ring loopback)", mtu, client->info(0), server->info(0));
+  if (o.verb == Verb::raw) return run_raw(o, lb);
   const PollFn poll = [&] { lb.poll(); };
   std::vector<BwResult> bw;
   std::vector<LatResult> lat;

@@ -16,7 +16,8 @@ const std::map<std::string, TestSpec> kTests = {
     {"send_bw", {Verb::send, Kind::bw}},     {"write_bw", {Verb::write, Kind::bw}},
     {"read_bw", {Verb::read, Kind::bw}},     {"atomic_bw", {Verb::atomic, Kind::bw}},
     {"send_lat", {Verb::send, Kind::lat}},   {"write_lat", {Verb::write, Kind::lat}},
-    {"read_lat", {Verb::read, Kind::lat}},
+    {"read_lat", {Verb::read, Kind::lat}},   {"raw_bw", {Verb::raw, Kind::bw}},
+    {"raw_lat", {Verb::raw, Kind::lat}},
 };
 
 }  // namespace
@@ -27,9 +28,12 @@ int parse_options(int argc, char** argv, Options& o) {
                "both in one process over a virtual link: uroce-perf TEST --loopback [options]"};
   app.set_version_flag("--version", "uroce-perf " UROCE_VERSION);
   std::string atomic_type = "FETCH_AND_ADD";
-  app.add_option("test", o.test, "write_bw | read_bw | send_bw | atomic_bw | write_lat | read_lat | send_lat")
+  app.add_option("test", o.test,
+                 "write_bw | read_bw | send_bw | atomic_bw | write_lat | read_lat | send_lat, or raw_bw | raw_lat "
+                 "(plain Ethernet frames of -s bytes, clamped to 64..MTU+14: the link's own limit)")
       ->required()
-      ->check(CLI::IsMember({"send_bw", "write_bw", "read_bw", "atomic_bw", "send_lat", "write_lat", "read_lat"}));
+      ->check(CLI::IsMember({"send_bw", "write_bw", "read_bw", "atomic_bw", "send_lat", "write_lat", "read_lat",
+                             "raw_bw", "raw_lat"}));
   app.add_option("server", o.server, "server address (client mode)");
   auto* size = app.add_option("-s,--size", o.size, "message size (BW default 65536, LAT default 2)")
                    ->check(CLI::Range(uint64_t(1), uint64_t(1) << 31));

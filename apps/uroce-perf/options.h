@@ -9,11 +9,11 @@
 
 namespace uroce::perf {
 
-enum class Verb { send, write, read, atomic };
+enum class Verb { send, write, read, atomic, raw };
 enum class Kind { bw, lat };
 
 struct Options {
-  std::string test;  // write_bw, read_lat, ...
+  std::string test;  // write_bw, read_lat, ..., raw_bw, raw_lat
   Verb verb = Verb::write;
   Kind kind = Kind::bw;
   bool all_sizes = false;           // -a: 2 .. 2^23

@@ -17,6 +17,7 @@ const char* verb_name(const Options& o) {
     case Verb::write: return "RDMA_Write";
     case Verb::read: return "RDMA_Read";
     case Verb::atomic: return "Atomic";
+    case Verb::raw: return "Raw Ethernet";
   }
   return "";
 }
@@ -74,9 +75,11 @@ void print_banner(const Options& o, const std::string& device, uint32_t mtu, con
   std::printf(" rdma_cm QPs\t : OFF\n");
   std::printf(" Data ex. method : %s\n", o.loopback ? "in-process (loopback)" : "Ethernet");
   std::printf("%s", kLine);
-  print_address("local", local);
-  print_address("remote", remote);
-  std::printf("%s", kLine);
+  if (o.verb != Verb::raw) {
+    print_address("local", local);
+    print_address("remote", remote);
+    std::printf("%s", kLine);
+  }
 }
 
 void print_bw_header(const Options& o) {

@@ -48,6 +48,14 @@ case $case_ in
     grep -q "BW average\[Gb/sec\]" "$out" || fail "--report_gbits header missing"
     /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=d['results'][0]; assert r['bytes']==65536 and r['iterations']==100 and r['bw_average']>0, d" "$work/r.json" \
       || fail "bad JSON results" ;;
+  raw)
+    run_ok raw_bw --loopback --verify -n 20000
+    [ "$(row_count)" = 1 ] || fail "raw_bw: expected one result row"
+    grep -qE '^ 1514 +20000 ' "$out" || fail "raw_bw: 65536 should clamp to the 1514-byte frame of MTU 1500"
+    run_ok raw_bw --loopback --verify -n 2000 -s 9014 -m 4096
+    grep -qE '^ 9014 +2000 ' "$out" || fail "raw_bw: 9014-byte frames on the jumbo link"
+    run_ok raw_lat --loopback --verify -n 2000 -s 10
+    grep -qE '^ 64 +2000 ' "$out" || fail "raw_lat: 10 bytes should clamp to a 64-byte frame" ;;
   usage-errors)
     for args in "" "nosuch_bw --loopback" "write_bw --loopback -m 1000" "write_bw --loopback -n 1" "write_bw --bogus"; do
       timeout 30 "$perf" $args >"$out" 2>&1
