@@ -34,7 +34,11 @@ struct QpState {
 class BwRun {
  public:
   BwRun(Endpoint& c, Endpoint& s, const PollFn& poll, const Options& o, uint64_t size)
-      : c_(c), s_(s), poll_(poll), o_(o), size_(size), qps_(c.qp_count()) {}
+      : c_(c), s_(s), poll_(poll), o_(o), size_(size), qps_(c.qp_count()) {
+    // Everything the measured loop needs is ready before it starts.
+    for (size_t q = 0; q < qps_.size(); ++q) peers_.push_back(s.info(q));
+    marks_.reserve(o.duration ? 1 << 20 : o.iters * qps_.size() / std::max<uint32_t>(o.cq_mod, 1) + 64);
+  }
 
   BwResult run();
 
@@ -53,6 +57,7 @@ class BwRun {
   const Options& o_;
   uint64_t size_;
   std::vector<QpState> qps_;
+  std::vector<PeerInfo> peers_;  // the server's QP addresses, one per QP
   BwResult r_;
   std::vector<std::pair<double, uint64_t>> marks_;  // (time, completed) for the peak
   Clock::time_point t0_;
@@ -109,7 +114,7 @@ void BwRun::post(size_t q) {
       const bool last = !o_.duration && idx + 1 == o_.iters;
       w.send_flags = (o_.duration || (idx + 1) % o_.cq_mod == 0 || last) ? IBV_SEND_SIGNALED : 0;
       if (size_ <= o_.inline_size && (o_.verb == Verb::send || o_.verb == Verb::write)) w.send_flags |= IBV_SEND_INLINE;
-      const PeerInfo peer = s_.info(q);
+      const PeerInfo& peer = peers_[q];
       if (o_.verb == Verb::atomic) {
         w.wr.atomic.remote_addr = peer.vaddr;
         w.wr.atomic.rkey = peer.rkey;

@@ -3,6 +3,7 @@
 #include <rte_mbuf.h>
 
 #include <cstdio>
+#include <cstring>
 #include <sstream>
 
 #include "endpoint.h"

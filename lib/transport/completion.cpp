@@ -24,7 +24,7 @@ void flush_recv(Qp& qp, RecvWqe& wqe) {
   wc.status = IBV_WC_WR_FLUSH_ERR;
   wc.opcode = IBV_WC_RECV;
   wc.qp_num = qp.qpn;
-  complete_recv(qp, qp.rcq, wc);
+  complete_recv(qp, wc);
   release_sges(qp, wqe.sgl);
 }
 
@@ -63,10 +63,7 @@ void complete_send(Qp& qp, SendWqe& wqe, ibv_wc_status status) {
   }
 }
 
-void complete_recv(Qp& qp, CompletionQueue* cq, const ibv_wc& wc) {
-  (void)qp;
-  cq->push(wc);
-}
+void complete_recv(Qp& qp, const ibv_wc& wc) { qp.rcq->push(wc); }
 
 void move_to_error(Qp& qp) {
   qp.state = IBV_QPS_ERR;

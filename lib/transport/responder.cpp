@@ -30,7 +30,7 @@ void fatal_recv(Qp& qp, NakCode code, uint32_t psn, ibv_wc_status status) {
     wc.status = status;
     wc.opcode = IBV_WC_RECV;
     wc.qp_num = qp.qpn;
-    complete_recv(qp, qp.rcq, wc);
+    complete_recv(qp, wc);
     release_sges(qp, qp.resp.recv.sgl);
     qp.resp.have_recv = false;
   }
@@ -91,7 +91,7 @@ void complete_incoming(Qp& qp, const PacketView& pkt, ibv_wc_opcode opcode, uint
     wc.wc_flags |= IBV_WC_WITH_INV;
     wc.invalidated_rkey = pkt.ieth().value();
   }
-  complete_recv(qp, qp.rcq, wc);
+  complete_recv(qp, wc);
   release_sges(qp, qp.resp.recv.sgl);
   qp.resp.have_recv = false;
   ++qp.counters.rdma_recvs;

@@ -35,7 +35,8 @@ void ud_rx(Qp& qp, const wire::PacketView& pkt);
 
 // Completions and errors (completion.cpp).
 void complete_send(Qp& qp, SendWqe& wqe, ibv_wc_status status);
-void complete_recv(Qp& qp, CompletionQueue* cq, const ibv_wc& wc);
+// Into the QP's receive CQ.
+void complete_recv(Qp& qp, const ibv_wc& wc);
 void release_sges(Qp& qp, const SgeList& sgl);
 void move_to_error(Qp& qp);
 

@@ -91,7 +91,7 @@ void ud_rx(Qp& qp, const PacketView& pkt) {
   else if (!memory::scatter(mrs, qp.pd, wqe.sgl, 0, grh, kGrhLen) ||
            !memory::scatter(mrs, qp.pd, wqe.sgl, kGrhLen, pkt.payload, pkt.payload_len))
     wc.status = IBV_WC_LOC_PROT_ERR;
-  complete_recv(qp, qp.rcq, wc);
+  complete_recv(qp, wc);
   release_sges(qp, wqe.sgl);
   if (wc.status == IBV_WC_SUCCESS) ++qp.counters.rdma_recvs;
 }
