@@ -28,7 +28,7 @@ Device& SimFabric::add_device(const std::string& ip, DeviceConfig config) {
   std::string error;
   auto dev = Device::open(config, error);
   if (!dev) throw std::runtime_error(error);
-  for (size_t i = 0; i < devices_.size(); ++i) {
+  for (size_t i = 0; i < devices_.size() && static_neighbors; ++i) {
     dev->add_neighbor(ips_[i], ports_[i]->mac());
     devices_[i]->add_neighbor(addr, mac);
   }

@@ -9,6 +9,7 @@
 
 #include "../transport/qp.h"
 #include "../transport/transport.h"
+#include "uroce/wire/neighbor.h"
 
 namespace uroce::engine {
 namespace {
@@ -25,7 +26,10 @@ uint64_t pick_seed(uint64_t seed) {
 }  // namespace
 
 Engine::Engine(const DeviceConfig& config)
-    : config_(config), mrs_(pick_seed(config.seed), config.limits.max_mr), rng_(pick_seed(config.seed) + 1) {
+    : config_(config),
+      mrs_(pick_seed(config.seed), config.limits.max_mr),
+      rng_(pick_seed(config.seed) + 1),
+      neighbors_(uint64_t(config.neighbor_retry_ms) * 1000000, uint64_t(config.neighbor_timeout_ms) * 1000000) {
   backlog_.reserve(kTxBacklog);
   looped_.reserve(kTxBacklog);
   looping_.reserve(kTxBacklog);
@@ -88,11 +92,59 @@ void Engine::watch_timer(transport::Qp* qp) {
   timed_.push_back(qp);
 }
 
-bool Engine::resolve(const wire::IpAddr& ip, wire::MacAddr& mac) const {
-  auto it = neighbors_.find(key(ip));
-  if (it == neighbors_.end()) return false;
-  mac = it->second;
-  return true;
+NeighborState Engine::resolve_neighbor(const wire::IpAddr& ip) {
+  if (neighbors_.start(ip, config_.clock->now_ns())) send_neighbor_request(ip);
+  return neighbors_.state(ip);
+}
+
+bool Engine::is_own_gid(const wire::IpAddr& ip) const {
+  return std::find(config_.gids.begin(), config_.gids.end(), ip) != config_.gids.end();
+}
+
+void Engine::send_frame(const uint8_t* frame, size_t len) {
+  rte_mbuf* m = alloc_mbuf();
+  if (m == nullptr) return;  // resolution retries; a requester asks again
+  std::memcpy(rte_pktmbuf_append(m, uint16_t(len)), frame, len);
+  ++counters_.tx_neighbor;
+  transmit(m);
+}
+
+void Engine::send_neighbor_request(const wire::IpAddr& ip) {
+  uint8_t frame[wire::kNeighborFrameMax];
+  // Ask from the GID of the same family; without one there is no asking.
+  for (const wire::IpAddr& own : config_.gids) {
+    if (own.is_v4_mapped() != ip.is_v4_mapped()) continue;
+    send_frame(frame, ip.is_v4_mapped() ? wire::build_arp_request(frame, mac_, own, ip)
+                                        : wire::build_nd_solicit(frame, mac_, own, ip));
+    return;
+  }
+}
+
+void Engine::neighbor_rx(const rte_mbuf* m) {
+  wire::NeighborMsg msg;
+  if (m->nb_segs != 1 || !wire::parse_neighbor(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, msg)) {
+    ++counters_.rx_not_roce;
+    return;
+  }
+  ++counters_.rx_neighbor;
+  const bool asks_us = (msg.kind == wire::NeighborMsg::Kind::arp_request ||
+                        msg.kind == wire::NeighborMsg::Kind::nd_solicit) &&
+                       is_own_gid(msg.target) && msg.reply_ip != wire::IpAddr{};  // not a DAD probe
+  // Learn from replies we asked for and from requests aimed at us (the
+  // asker will talk to us next), as Linux does; never from anything else.
+  if (msg.has_sender_mac && (asks_us || neighbors_.learning(msg.sender_ip))) neighbors_.set(msg.sender_ip, msg.sender_mac);
+  if (!asks_us) return;
+  uint8_t frame[wire::kNeighborFrameMax];
+  send_frame(frame, msg.kind == wire::NeighborMsg::Kind::arp_request
+                        ? wire::build_arp_reply(frame, mac_, msg.target, msg)
+                        : wire::build_nd_advert(frame, mac_, msg.target, msg));
+}
+
+int Engine::run_neighbors() {
+  neighbors_due_.clear();
+  neighbors_.expire(now_, neighbors_due_);
+  for (const wire::IpAddr& ip : neighbors_due_) send_neighbor_request(ip);
+  return int(neighbors_due_.size());
 }
 
 rte_mbuf* Engine::alloc_mbuf() {
@@ -139,7 +191,7 @@ void Engine::receive(rte_mbuf* m) {
   wire::PacketView pkt;
   const wire::ParseError e = wire::parse_mbuf(m, pkt, scratch);
   if (e != wire::ParseError::ok) {
-    if (e == wire::ParseError::not_roce) ++counters_.rx_not_roce;
+    if (e == wire::ParseError::not_roce) neighbor_rx(m);
     else if (e == wire::ParseError::icrc) ++counters_.rx_icrc_err;
     else ++counters_.rx_invalid;
     return;
@@ -221,7 +273,7 @@ int Engine::poll() {
     receive(rx[i]);
     rte_pktmbuf_free(rx[i]);
   }
-  int work = n + run_loopback() + run_timers();
+  int work = n + run_loopback() + run_timers() + run_neighbors();
   work += run_tx();
   flush_tx();
   return work + int(backlog_.size() ? 1 : 0);
@@ -233,6 +285,7 @@ uint64_t Engine::next_deadline() const {
     t = std::min(t, qp->comp.deadline);
     if (qp->req.rnr_until) t = std::min(t, qp->req.rnr_until);
   }
+  t = std::min(t, neighbors_.next_deadline());
   // QPs waiting only for mbufs can do nothing until frames are freed, which
   // happens on a delivery, not now: do not ask to be polled at once.
   if ((!ready_.empty() && !starved_) || !backlog_.empty() || !looped_.empty()) t = std::min(t, now_);

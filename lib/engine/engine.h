@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../memory/mr_table.h"
+#include "neighbor_table.h"
 #include "uroce/verbs/device.h"
 #include "uroce/wire/builder.h"
 
@@ -52,9 +53,10 @@ class Engine {
   void transmit(rte_mbuf* m);
   bool tx_has_room() const { return backlog_.size() < kTxBacklog; }
 
-  // Neighbours (static until ARP/ND exists).
-  void add_neighbor(const wire::IpAddr& ip, const wire::MacAddr& mac) { neighbors_[key(ip)] = mac; }
-  bool resolve(const wire::IpAddr& ip, wire::MacAddr& mac) const;
+  // Neighbours: static entries, ARP/ND resolution, answers for our GIDs.
+  void add_neighbor(const wire::IpAddr& ip, const wire::MacAddr& mac) { neighbors_.set(ip, mac); }
+  bool resolve(const wire::IpAddr& ip, wire::MacAddr& mac) const { return neighbors_.lookup(ip, mac); }
+  NeighborState resolve_neighbor(const wire::IpAddr& ip);
   wire::MacAddr mac() const { return mac_; }
 
   DeviceCounters& counters() { return counters_; }
@@ -63,9 +65,12 @@ class Engine {
 
  private:
   static constexpr size_t kTxBacklog = 4096;
-  static std::string key(const wire::IpAddr& ip) { return std::string(ip.bytes.begin(), ip.bytes.end()); }
-
   void receive(rte_mbuf* m);
+  void neighbor_rx(const rte_mbuf* m);
+  void send_neighbor_request(const wire::IpAddr& ip);
+  void send_frame(const uint8_t* frame, size_t len);
+  bool is_own_gid(const wire::IpAddr& ip) const;
+  int run_neighbors();
   int run_loopback();
   int run_timers();
   int run_tx();
@@ -89,7 +94,8 @@ class Engine {
   std::vector<rte_mbuf*> looping_;
   wire::MacAddr mac_;
   bool starved_ = false;  // the last TX round ran out of mbufs or TX room
-  std::unordered_map<std::string, wire::MacAddr> neighbors_;
+  NeighborTable neighbors_;
+  std::vector<wire::IpAddr> neighbors_due_;
   DeviceCounters counters_;
   TransportCounters retired_;
 };

@@ -41,7 +41,10 @@ int build_template(Qp& qp, const ibv_ah_attr& ah) {
   const wire::IpAddr& sgid = gids[ah.grh.sgid_index];
   if (dgid.is_v4_mapped() != sgid.is_v4_mapped()) return EINVAL;
   wire::MacAddr dmac;
-  if (!qp.eng->resolve(dgid, dmac)) return EHOSTUNREACH;
+  if (!qp.eng->resolve(dgid, dmac)) {
+    qp.eng->resolve_neighbor(dgid);  // so that a retry can succeed
+    return EHOSTUNREACH;
+  }
   wire::PacketFields& f = qp.hdr;
   f.eth.src = qp.eng->mac();
   f.eth.dst = dmac;

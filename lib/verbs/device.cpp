@@ -42,6 +42,8 @@ std::unique_ptr<CompletionQueue> Device::create_cq(int cqe, int& err) {
 int Device::poll() { return engine_->poll(); }
 uint64_t Device::next_deadline_ns() const { return engine_->next_deadline(); }
 void Device::add_neighbor(const wire::IpAddr& ip, const wire::MacAddr& mac) { engine_->add_neighbor(ip, mac); }
+
+NeighborState Device::resolve_neighbor(const wire::IpAddr& ip) { return engine_->resolve_neighbor(ip); }
 const std::string& Device::name() const { return engine_->config().name; }
 const std::vector<wire::IpAddr>& Device::gids() const { return engine_->config().gids; }
 const DeviceLimits& Device::limits() const { return engine_->config().limits; }

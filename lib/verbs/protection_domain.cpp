@@ -143,6 +143,7 @@ std::unique_ptr<AddressHandle> ProtectionDomain::create_ah(const ibv_ah_attr& at
   const wire::IpAddr dgid = wire::IpAddr::from_v6(attr.grh.dgid.raw);
   wire::MacAddr dmac;
   if (!device_->engine().resolve(dgid, dmac)) {
+    device_->engine().resolve_neighbor(dgid);  // so that a retry can succeed
     err = EHOSTUNREACH;
     return nullptr;
   }

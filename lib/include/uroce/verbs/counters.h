@@ -33,7 +33,9 @@ struct TransportCounters {
 struct DeviceCounters {
   TransportCounters transport;
   uint64_t rx_frames = 0;
-  uint64_t rx_not_roce = 0;
+  uint64_t rx_not_roce = 0;       // neither RoCE nor ARP/ND
+  uint64_t rx_neighbor = 0;       // ARP/ND frames handled
+  uint64_t tx_neighbor = 0;       // ARP/ND requests and replies sent
   uint64_t rx_invalid = 0;       // failed parse (all reasons but icrc)
   uint64_t rx_icrc_err = 0;
   uint64_t rx_unknown_qp = 0;

@@ -35,6 +35,9 @@ struct DeviceConfig {
   // Transport tuning (rxe's defaults).
   uint32_t max_unacked_psns = 128;  // requester window
   uint32_t ack_req_every = 64;      // AckReq at least every N packets
+  // ARP/ND: a request every retry_ms until a reply or timeout_ms.
+  uint32_t neighbor_retry_ms = 200;
+  uint32_t neighbor_timeout_ms = 3000;
   DeviceLimits limits{};
 };
 
@@ -55,8 +58,14 @@ class Device {
   // Earliest transport timer (retransmission, RNR), kNever if none.
   uint64_t next_deadline_ns() const;
 
-  // Static neighbour entry (IP -> MAC) until ARP/ND resolution exists.
+  // A static neighbour entry (IP -> MAC); it also answers any resolution.
   void add_neighbor(const wire::IpAddr& ip, const wire::MacAddr& mac);
+  // Starts ARP (IPv4-mapped) or neighbour solicitation (IPv6) for `ip`
+  // unless its MAC is known; poll() sends, repeats and times it out. The
+  // device answers ARP/ND for its own GIDs whenever it polls. A QP can
+  // reach RTR towards a GID only once its MAC is reachable (else
+  // EHOSTUNREACH, and resolution starts).
+  NeighborState resolve_neighbor(const wire::IpAddr& ip);
 
   const std::string& name() const;
   const std::vector<wire::IpAddr>& gids() const;

@@ -82,4 +82,7 @@ struct DeviceLimits {
   uint32_t max_msg_sz = 1u << 31;
 };
 
+// Where a peer's MAC address stands (ARP for IPv4, ND for IPv6).
+enum class NeighborState { unknown, resolving, reachable, failed };
+
 }  // namespace uroce

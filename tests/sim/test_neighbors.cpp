@@ -1,0 +1,97 @@
+// ARP/ND between engines on the simulated wire: devices with no static
+// neighbour entries find each other, answer for their own addresses only,
+// retry and give up on silence, and a QP can connect once the MAC is known.
+#include <catch2/catch.hpp>
+
+#include "uroce/sim/sim_fabric.h"
+#include "uroce/verbs/verbs.h"
+
+using namespace uroce;
+
+namespace {
+
+constexpr uint64_t kMs = 1'000'000;
+
+wire::IpAddr ip(const char* text) {
+  wire::IpAddr a;
+  REQUIRE(wire::IpAddr::parse(text, a));
+  return a;
+}
+
+int to_rtr(QueuePair& qp, const wire::IpAddr& dgid) {
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.port_num = 1;
+  REQUIRE(qp.modify(a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0);
+  a = {};
+  a.qp_state = IBV_QPS_RTR;
+  a.path_mtu = IBV_MTU_1024;
+  a.dest_qp_num = 0x11;
+  a.max_dest_rd_atomic = 1;
+  a.min_rnr_timer = 12;
+  a.ah_attr.is_global = 1;
+  a.ah_attr.port_num = 1;
+  std::memcpy(a.ah_attr.grh.dgid.raw, dgid.bytes.data(), 16);
+  return qp.modify(a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+}
+
+}  // namespace
+
+TEST_CASE("Devices resolve each other by ARP and by ND", "[neighbors]") {
+  const bool v6 = GENERATE(false, true);
+  sim::SimFabric fab(7);
+  fab.static_neighbors = false;
+  Device& a = fab.add_device(v6 ? "fd00::1" : "10.0.0.1");
+  Device& b = fab.add_device(v6 ? "fd00::2" : "10.0.0.2");
+  fab.add_device(v6 ? "fd00::3" : "10.0.0.3");  // a bystander: must not answer for others
+  const wire::IpAddr ip_b = b.gids()[0];
+  CHECK(a.resolve_neighbor(ip_b) == NeighborState::resolving);
+  REQUIRE(fab.run_until([&] { return a.resolve_neighbor(ip_b) == NeighborState::reachable; }, 100 * kMs));
+  CHECK(b.counters().tx_neighbor == 1);              // one reply, from b only
+  CHECK(fab.device(2).counters().tx_neighbor == 0);  // the bystander stays quiet
+  // b learned a from the request aimed at it: no resolution needed back.
+  CHECK(b.resolve_neighbor(a.gids()[0]) == NeighborState::reachable);
+  CHECK(fab.device(2).resolve_neighbor(a.gids()[0]) == NeighborState::resolving);
+}
+
+TEST_CASE("A QP reaches RTR once its peer's MAC is resolved", "[neighbors]") {
+  sim::SimFabric fab(8);
+  fab.static_neighbors = false;
+  Device& a = fab.add_device("10.0.0.1");
+  Device& b = fab.add_device("10.0.0.2");
+  auto pd = a.alloc_pd();
+  int err = 0;
+  auto cq = a.create_cq(16, err);
+  QpInitAttr init;
+  init.send_cq = init.recv_cq = cq.get();
+  init.qp_type = IBV_QPT_RC;
+  init.cap.max_send_wr = init.cap.max_recv_wr = 4;
+  init.cap.max_send_sge = init.cap.max_recv_sge = 1;
+  auto qp = pd->create_qp(init, err);
+  INFO("create_qp errno " << err);
+  REQUIRE(qp);
+  CHECK(to_rtr(*qp, b.gids()[0]) == EHOSTUNREACH);  // and resolution starts
+  CHECK(a.resolve_neighbor(b.gids()[0]) == NeighborState::resolving);
+  REQUIRE(fab.run_until([&] { return a.resolve_neighbor(b.gids()[0]) == NeighborState::reachable; }, 100 * kMs));
+  auto qp2 = pd->create_qp(init, err);
+  CHECK(to_rtr(*qp2, b.gids()[0]) == 0);
+}
+
+TEST_CASE("Resolution of a silent address retries, then fails, and can start over", "[neighbors]") {
+  sim::SimFabric fab(9);
+  fab.static_neighbors = false;
+  DeviceConfig cfg;
+  cfg.neighbor_retry_ms = 100;
+  cfg.neighbor_timeout_ms = 1000;
+  Device& a = fab.add_device("10.0.0.1", cfg);
+  fab.add_device("10.0.0.2");
+  const wire::IpAddr nobody = ip("10.0.0.99");
+  CHECK(a.resolve_neighbor(nobody) == NeighborState::resolving);
+  fab.run_for(999 * kMs);
+  CHECK(a.resolve_neighbor(nobody) == NeighborState::resolving);
+  CHECK(a.counters().tx_neighbor == 10);  // at 0, 100, ..., 900 ms
+  fab.run_for(2 * kMs);
+  CHECK(a.resolve_neighbor(nobody) == NeighborState::resolving);  // failed, then asked again
+  CHECK(a.counters().tx_neighbor == 11);
+}
