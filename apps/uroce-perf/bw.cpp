@@ -1,19 +1,10 @@
-// Bandwidth: keep tx_depth WRs in flight per QP, signal one in cq_mod,
-// count completions (a signaled completion retires every WR before it).
-#include <algorithm>
-#include <chrono>
-#include <cstring>
+#include "bw.h"
 
-#include "runner.h"
+#include <algorithm>
+#include <cstring>
 
 namespace uroce::perf {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 ibv_wr_opcode opcode_of(const Options& o) {
   switch (o.verb) {
@@ -26,83 +17,53 @@ ibv_wr_opcode opcode_of(const Options& o) {
   return IBV_WR_SEND;
 }
 
-struct QpState {
-  uint64_t posted = 0;
-  uint64_t completed = 0;
-};
+// The bytes each side starts with: the client's are what WRITE and SEND
+// carry, the server's what READ fetches.
+uint32_t client_seed(size_t q) { return 0xC0 + uint32_t(q); }
+uint32_t server_seed(size_t q) { return 0x50 + uint32_t(q); }
 
-class BwRun {
- public:
-  BwRun(Endpoint& c, Endpoint& s, const PollFn& poll, const Options& o, uint64_t size)
-      : c_(c), s_(s), poll_(poll), o_(o), size_(size), qps_(c.qp_count()) {
-    // Everything the measured loop needs is ready before it starts.
-    for (size_t q = 0; q < qps_.size(); ++q) peers_.push_back(s.info(q));
-    marks_.reserve(o.duration ? 1 << 20 : o.iters * qps_.size() / std::max<uint32_t>(o.cq_mod, 1) + 64);
-  }
+}  // namespace
 
-  BwResult run();
-
- private:
-  bool done(Clock::time_point t0) const;
-  void post(size_t q);
-  void reap_client();
-  void reap_server();
-  void post_recv(size_t q, uint64_t id);
-  void prepare();
-  void verify();
-
-  Endpoint& c_;
-  Endpoint& s_;
-  const PollFn& poll_;
-  const Options& o_;
-  uint64_t size_;
-  std::vector<QpState> qps_;
-  std::vector<PeerInfo> peers_;  // the server's QP addresses, one per QP
-  BwResult r_;
-  std::vector<std::pair<double, uint64_t>> marks_;  // (time, completed) for the peak
-  Clock::time_point t0_;
-};
-
-void BwRun::post_recv(size_t q, uint64_t id) {
-  // The whole buffer: receives left over from a smaller size still fit.
-  ibv_sge sge{s_.addr(q), uint32_t(s_.buf_bytes()), s_.lkey()};
-  RecvWr wr;
-  wr.wr_id = id;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  const RecvWr* bad = nullptr;
-  if (s_.qp(q).post_recv(&wr, &bad) == 0) ++s_.recvs_outstanding;
+BwClient::BwClient(Endpoint& e, const std::vector<PeerInfo>& peers, const Options& o, uint64_t size)
+    : e_(e), peers_(peers), o_(o), size_(size), qps_(e.qp_count()) {
+  // Everything the measured loop needs is ready before it starts.
+  marks_.reserve(o.duration ? 1 << 20 : o.iters * qps_.size() / std::max<uint32_t>(o.cq_mod, 1) + 64);
+  r_.size = size;
 }
 
-void BwRun::prepare() {
+void BwClient::start() {
   for (size_t q = 0; q < qps_.size(); ++q) {
-    fill_pattern(c_.buf(q), size_, 0xC0 + uint32_t(q));
-    fill_pattern(s_.buf(q), size_, 0x50 + uint32_t(q));
-    if (o_.verb == Verb::write || o_.verb == Verb::send) std::memset(s_.buf(q), 0, size_);
-    if (o_.verb == Verb::read) std::memset(c_.buf(q), 0, size_);
-    if (o_.verb == Verb::atomic) std::memset(s_.buf(q), 0, 8);
-    if (o_.verb == Verb::send)
-      while (s_.recvs_outstanding < o_.tx_depth * qps_.size()) post_recv(q, 0);
+    fill_pattern(e_.buf(q), size_, client_seed(q));
+    if (o_.verb == Verb::read) std::memset(e_.buf(q), 0, size_);
   }
 }
 
-bool BwRun::done(Clock::time_point t0) const {
-  if (o_.duration) return seconds_since(t0) >= o_.duration;
+bool BwClient::done() const {
+  if (!r_.error.empty()) return true;
+  if (o_.duration) {
+    if (std::chrono::duration<double>(Clock::now() - t0_).count() < o_.duration) return false;
+    // Let what is in flight finish before anyone looks at memory.
+    for (const QpState& s : qps_)
+      if (s.completed < s.posted) return false;
+    return true;
+  }
   for (const QpState& s : qps_)
     if (s.completed < o_.iters) return false;
   return true;
 }
 
-void BwRun::post(size_t q) {
+void BwClient::post(size_t q) {
   QpState& st = qps_[q];
-  const uint64_t limit = o_.duration ? UINT64_MAX : o_.iters;
+  const bool stopping = o_.duration && std::chrono::duration<double>(Clock::now() - t0_).count() >= o_.duration;
+  const uint64_t limit = o_.duration ? (stopping ? st.posted : UINT64_MAX) : o_.iters;
   while (st.posted < limit && st.posted - st.completed + o_.post_list <= o_.tx_depth) {
     SendWr wrs[64];
     ibv_sge sges[64];
-    const uint32_t n = std::min<uint32_t>(o_.post_list, 64);
+    const uint32_t n = uint32_t(std::min<uint64_t>(std::min<uint32_t>(o_.post_list, 64), limit - st.posted));
+    const PeerInfo& peer = peers_[q];
     for (uint32_t i = 0; i < n; ++i) {
       const uint64_t idx = st.posted + i;
-      sges[i] = {c_.addr(q), uint32_t(size_), c_.lkey()};
+      sges[i] = {e_.addr(q), uint32_t(size_), e_.lkey()};
       SendWr& w = wrs[i];
       w = SendWr{};
       w.wr_id = idx;
@@ -114,7 +75,6 @@ void BwRun::post(size_t q) {
       const bool last = !o_.duration && idx + 1 == o_.iters;
       w.send_flags = (o_.duration || (idx + 1) % o_.cq_mod == 0 || last) ? IBV_SEND_SIGNALED : 0;
       if (size_ <= o_.inline_size && (o_.verb == Verb::send || o_.verb == Verb::write)) w.send_flags |= IBV_SEND_INLINE;
-      const PeerInfo& peer = peers_[q];
       if (o_.verb == Verb::atomic) {
         w.wr.atomic.remote_addr = peer.vaddr;
         w.wr.atomic.rkey = peer.rkey;
@@ -127,18 +87,18 @@ void BwRun::post(size_t q) {
       w.next = i + 1 < n ? &wrs[i + 1] : nullptr;
     }
     const SendWr* bad = nullptr;
-    if (c_.qp(q).post_send(wrs, &bad) != 0) {
-      r_.error = "post_send failed";
+    if (n == 0 || e_.qp(q).post_send(wrs, &bad) != 0) {
+      if (n) r_.error = "post_send failed";
       return;
     }
     st.posted += n;
   }
 }
 
-void BwRun::reap_client() {
+void BwClient::reap() {
   ibv_wc wc[32];
   int n;
-  while ((n = c_.cq().poll(32, wc)) > 0) {
+  while ((n = e_.cq().poll(32, wc)) > 0) {
     for (int i = 0; i < n; ++i) {
       if (wc[i].status != IBV_WC_SUCCESS) {
         r_.error = "completion with error, status " + std::to_string(wc[i].status) + " (wr_id " +
@@ -146,73 +106,30 @@ void BwRun::reap_client() {
         return;
       }
       for (size_t q = 0; q < qps_.size(); ++q)
-        if (c_.qp(q).qp_num() == wc[i].qp_num) qps_[q].completed = wc[i].wr_id + 1;
+        if (e_.qp(q).qp_num() == wc[i].qp_num) qps_[q].completed = wc[i].wr_id + 1;
     }
     uint64_t total = 0;
     for (const QpState& s : qps_) total += s.completed;
-    marks_.emplace_back(seconds_since(t0_), total);
+    marks_.emplace_back(std::chrono::duration<double>(Clock::now() - t0_).count(), total);
   }
 }
 
-void BwRun::reap_server() {
-  if (o_.verb != Verb::send) return;
-  ibv_wc wc[32];
-  int n;
-  while ((n = s_.cq().poll(32, wc)) > 0) {
-    for (int i = 0; i < n; ++i) {
-      if (wc[i].status != IBV_WC_SUCCESS) {
-        r_.error = "receive completion with error, status " + std::to_string(wc[i].status);
-        return;
-      }
-      for (size_t q = 0; q < qps_.size(); ++q) {
-        if (s_.qp(q).qp_num() != wc[i].qp_num) continue;
-        if (o_.verify && wc[i].byte_len != size_) r_.error = "received " + std::to_string(wc[i].byte_len) + " bytes";
-        --s_.recvs_outstanding;
-        post_recv(q, wc[i].wr_id);
-      }
-    }
+bool BwClient::step() {
+  if (!started_) {
+    started_ = true;
+    t0_ = Clock::now();
   }
+  for (size_t q = 0; q < qps_.size() && r_.error.empty(); ++q) post(q);
+  reap();
+  return done();
 }
 
-void BwRun::verify() {
-  for (size_t q = 0; q < qps_.size() && r_.error.empty(); ++q) {
-    switch (o_.verb) {
-      case Verb::send:
-      case Verb::write: check_pattern(s_.buf(q), size_, 0xC0 + uint32_t(q), r_.error); break;
-      case Verb::read: check_pattern(c_.buf(q), size_, 0x50 + uint32_t(q), r_.error); break;
-      case Verb::atomic: {
-        uint64_t v;
-        std::memcpy(&v, s_.buf(q), 8);
-        if (v != qps_[q].completed)
-          r_.error = "remote counter is " + std::to_string(v) + ", expected " + std::to_string(qps_[q].completed);
-        break;
-      }
-      case Verb::raw: break;
-    }
+BwResult BwClient::finish() {
+  r_.seconds = std::chrono::duration<double>(Clock::now() - t0_).count();
+  for (const QpState& s : qps_) {
+    r_.iters += s.completed;
+    r_.per_qp.push_back(s.completed);
   }
-}
-
-BwResult BwRun::run() {
-  r_.size = size_;
-  prepare();
-  t0_ = Clock::now();
-  while (!done(t0_) && r_.error.empty()) {
-    for (size_t q = 0; q < qps_.size(); ++q) post(q);
-    poll_();
-    reap_client();
-    reap_server();
-  }
-  // Duration mode: let what is in flight finish before looking at memory.
-  while (o_.duration && r_.error.empty()) {
-    bool idle = true;
-    for (const QpState& s : qps_) idle &= s.completed >= s.posted;
-    if (idle) break;
-    poll_();
-    reap_client();
-    reap_server();
-  }
-  r_.seconds = seconds_since(t0_);
-  for (const QpState& s : qps_) r_.iters += s.completed;
   r_.avg_bps = double(r_.iters) * double(size_) / r_.seconds;
   r_.msg_rate = double(r_.iters) / r_.seconds;
   // Peak: the best rate over any stretch of at least a tenth of the run.
@@ -225,14 +142,84 @@ BwResult BwRun::run() {
       r_.peak_bps = std::max(r_.peak_bps, double(marks_[i].second - marks_[j].second) * double(size_) / dt);
   }
   r_.peak_bps = std::max(r_.peak_bps, r_.avg_bps);
-  if (o_.verify && r_.error.empty()) verify();
+  if (o_.verify && r_.error.empty() && o_.verb == Verb::read)
+    for (size_t q = 0; q < qps_.size() && r_.error.empty(); ++q)
+      check_pattern(e_.buf(q), size_, server_seed(q), r_.error);
   return r_;
 }
 
-}  // namespace
+BwServer::BwServer(Endpoint& e, const Options& o, uint64_t size) : e_(e), o_(o), size_(size) {}
+
+void BwServer::post_recv(size_t q, uint64_t id) {
+  // The whole buffer: receives left over from a smaller size still fit.
+  ibv_sge sge{e_.addr(q), uint32_t(e_.buf_bytes()), e_.lkey()};
+  RecvWr wr;
+  wr.wr_id = id;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  const RecvWr* bad = nullptr;
+  if (e_.qp(q).post_recv(&wr, &bad) == 0) ++e_.recvs_outstanding;
+}
+
+void BwServer::start() {
+  for (size_t q = 0; q < e_.qp_count(); ++q) {
+    fill_pattern(e_.buf(q), size_, server_seed(q));
+    if (o_.verb == Verb::write || o_.verb == Verb::send) std::memset(e_.buf(q), 0, size_);
+    if (o_.verb == Verb::atomic) std::memset(e_.buf(q), 0, 8);
+    if (o_.verb == Verb::send)
+      while (e_.recvs_outstanding < o_.tx_depth * (q + 1)) post_recv(q, q);
+  }
+}
+
+void BwServer::step() {
+  if (o_.verb != Verb::send) return;
+  ibv_wc wc[32];
+  int n;
+  while ((n = e_.cq().poll(32, wc)) > 0) {
+    for (int i = 0; i < n; ++i) {
+      if (wc[i].status != IBV_WC_SUCCESS) {
+        if (error_.empty()) error_ = "receive completion with error, status " + std::to_string(wc[i].status);
+        continue;
+      }
+      if (o_.verify && wc[i].byte_len != size_ && error_.empty())
+        error_ = "received " + std::to_string(wc[i].byte_len) + " bytes, expected " + std::to_string(size_);
+      ++received_;
+      --e_.recvs_outstanding;
+      post_recv(wc[i].wr_id, wc[i].wr_id);
+    }
+  }
+}
+
+std::string BwServer::verify(const std::vector<uint64_t>& completed) const {
+  std::string error = error_;
+  for (size_t q = 0; q < e_.qp_count() && error.empty(); ++q) {
+    if (o_.verb == Verb::send || o_.verb == Verb::write) {
+      check_pattern(e_.buf(q), size_, client_seed(q), error);
+    } else if (o_.verb == Verb::atomic && q < completed.size()) {
+      uint64_t v;
+      std::memcpy(&v, e_.buf(q), 8);
+      if (v != completed[q])
+        error = "remote counter is " + std::to_string(v) + ", expected " + std::to_string(completed[q]);
+    }
+  }
+  return error;
+}
 
 BwResult run_bw(Endpoint& client, Endpoint& server, const PollFn& poll, const Options& o, uint64_t size) {
-  return BwRun(client, server, poll, o, size).run();
+  std::vector<PeerInfo> peers;
+  for (size_t q = 0; q < server.qp_count(); ++q) peers.push_back(server.info(q));
+  BwClient c(client, peers, o, size);
+  BwServer s(server, o, size);
+  s.start();
+  c.start();
+  while (!c.step()) {
+    poll();
+    s.step();
+  }
+  BwResult r = c.finish();
+  if (r.error.empty() && !s.error().empty()) r.error = s.error();
+  if (o.verify && r.error.empty()) r.error = s.verify(r.per_qp);
+  return r;
 }
 
 }  // namespace uroce::perf

@@ -1,33 +1,9 @@
-// Latency: one message in flight. SEND and WRITE ping-pong between the two
-// sides and report half the round trip (perftest's convention); READ
-// reports the whole READ.
-#include <chrono>
-#include <cstring>
+#include "lat.h"
 
-#include "runner.h"
+#include <cstring>
 
 namespace uroce::perf {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// Messages go from the first `size` bytes of one buffer into the second
-// `size` bytes of the other, so a side never mistakes its own bytes for the
-// peer's.
-int post_one(Endpoint& e, ibv_wr_opcode op, uint64_t size, const PeerInfo& peer, const Options& o,
-             uint64_t local_off = 0) {
-  ibv_sge sge{e.addr(0) + local_off, uint32_t(size), e.lkey()};
-  SendWr w;
-  w.opcode = op;
-  w.sg_list = &sge;
-  w.num_sge = 1;
-  w.send_flags = IBV_SEND_SIGNALED;
-  if (size <= o.inline_size && op != IBV_WR_RDMA_READ) w.send_flags |= IBV_SEND_INLINE;
-  w.wr.rdma.remote_addr = peer.vaddr + (op == IBV_WR_RDMA_READ ? 0 : size);
-  w.wr.rdma.rkey = peer.rkey;
-  const SendWr* bad = nullptr;
-  return e.qp(0).post_send(&w, &bad);
-}
 
 int post_recv(Endpoint& e, uint64_t size) {
   ibv_sge sge{e.addr(0) + size, uint32_t(e.buf_bytes() - size), e.lkey()};
@@ -38,86 +14,118 @@ int post_recv(Endpoint& e, uint64_t size) {
   return e.qp(0).post_recv(&wr, &bad);
 }
 
-// Completions seen but not yet waited for, by opcode: a send completion
-// may arrive while we wait for a receive.
-struct Tally {
-  uint32_t count[256] = {};
-};
-
-// Waits for one completion of `want` opcode on e's CQ; false on a WC error.
-bool wait_wc(Endpoint& e, Tally& t, const PollFn& poll, ibv_wc_opcode want, std::string& error) {
-  while (t.count[want & 0xFF] == 0) {
-    ibv_wc wc;
-    while (e.cq().poll(1, &wc) == 1) {
-      if (wc.status != IBV_WC_SUCCESS) {
-        error = "completion with error, status " + std::to_string(wc.status);
-        return false;
-      }
-      ++t.count[wc.opcode & 0xFF];
-    }
-    if (t.count[want & 0xFF] == 0) poll();
-  }
-  --t.count[want & 0xFF];
-  return true;
-}
-
-// The last byte of a WRITE carries the iteration's marker; the other side
-// spins on it, as perftest's write_lat does.
-bool wait_byte(Endpoint& e, uint64_t size, uint8_t marker, const PollFn& poll) {
-  volatile uint8_t* last = e.buf(0) + 2 * size - 1;
-  while (*last != marker) poll();
-  return true;
+ibv_wc_opcode completion_of(Verb v) {
+  return v == Verb::send ? IBV_WC_SEND : v == Verb::write ? IBV_WC_RDMA_WRITE : IBV_WC_RDMA_READ;
 }
 
 }  // namespace
 
-LatResult run_lat(Endpoint& c, Endpoint& s, const PollFn& poll, const Options& o, uint64_t size) {
-  LatResult r;
-  r.size = size;
-  r.usec.reserve(o.iters);
-  const PeerInfo to_s = s.info(0), to_c = c.info(0);
-  if (o.verb == Verb::send) {
-    post_recv(c, size);
-    post_recv(s, size);
-  }
-  std::memset(c.buf(0), 0, 2 * size);
-  fill_pattern(c.buf(0), size, 0x33);
-  std::memset(s.buf(0), 0, 2 * size);
-  if (o.verb == Verb::read) fill_pattern(s.buf(0), size, 0x77);  // READ fetches this
-  Tally tc, ts;
-  for (uint64_t i = 0; i < o.iters && r.error.empty(); ++i) {
-    const uint8_t marker = uint8_t(i % 255 + 1);
-    c.buf(0)[size - 1] = marker;  // the message ends with the iteration's marker
-    const auto t0 = Clock::now();
-    switch (o.verb) {
-      case Verb::write:
-        post_one(c, IBV_WR_RDMA_WRITE, size, to_s, o);
-        wait_byte(s, size, marker, poll);
-        post_one(s, IBV_WR_RDMA_WRITE, size, to_c, o, size);  // echo what arrived
-        wait_byte(c, size, marker, poll);  // the server echoes its buffer, marker included
-        wait_wc(c, tc, poll, IBV_WC_RDMA_WRITE, r.error) && wait_wc(s, ts, poll, IBV_WC_RDMA_WRITE, r.error);
-        break;
-      case Verb::send:
-        post_one(c, IBV_WR_SEND, size, to_s, o);
-        if (!wait_wc(s, ts, poll, IBV_WC_RECV, r.error)) break;
-        post_recv(s, size);
-        post_one(s, IBV_WR_SEND, size, to_c, o, size);
-        if (!wait_wc(c, tc, poll, IBV_WC_RECV, r.error)) break;
-        post_recv(c, size);
-        wait_wc(c, tc, poll, IBV_WC_SEND, r.error) && wait_wc(s, ts, poll, IBV_WC_SEND, r.error);
-        break;
-      default:
-        post_one(c, IBV_WR_RDMA_READ, size, to_s, o, size);
-        wait_wc(c, tc, poll, IBV_WC_RDMA_READ, r.error);
-        break;
+void WcTally::reap(CompletionQueue& cq) {
+  ibv_wc wc[8];
+  int n;
+  while ((n = cq.poll(8, wc)) > 0)
+    for (int i = 0; i < n; ++i) {
+      if (wc[i].status != IBV_WC_SUCCESS && error.empty())
+        error = "completion with error, status " + std::to_string(wc[i].status);
+      ++count[wc[i].opcode & 0xFF];
     }
-    const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-    r.usec.push_back(o.verb == Verb::read ? us : us / 2);
+}
+
+bool WcTally::take(ibv_wc_opcode op) {
+  if (count[op & 0xFF] == 0) return false;
+  --count[op & 0xFF];
+  return true;
+}
+
+LatSide::LatSide(Endpoint& e, const PeerInfo& peer, const Options& o, uint64_t size, bool client)
+    : e_(e), peer_(peer), o_(o), size_(size), client_(client) {
+  r_.size = size;
+  r_.usec.reserve(o.iters);
+}
+
+void LatSide::start() {
+  std::memset(e_.buf(0), 0, 2 * size_);
+  if (client_) fill_pattern(e_.buf(0), size_, 0x33);
+  else if (o_.verb == Verb::read) fill_pattern(e_.buf(0), size_, 0x77);  // READ fetches this
+  if (o_.verb == Verb::send) post_recv(e_, size_);
+  state_ = o_.verb == Verb::read && !client_ ? State::done : client_ ? State::post : State::wait_peer;
+}
+
+void LatSide::post() {
+  ibv_sge sge{e_.addr(0), uint32_t(size_), e_.lkey()};
+  SendWr w;
+  w.opcode = o_.verb == Verb::send ? IBV_WR_SEND : o_.verb == Verb::write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
+  w.sg_list = &sge;
+  w.num_sge = 1;
+  w.send_flags = IBV_SEND_SIGNALED;
+  if (size_ <= o_.inline_size && o_.verb != Verb::read) w.send_flags |= IBV_SEND_INLINE;
+  w.wr.rdma.remote_addr = peer_.vaddr + (o_.verb == Verb::read ? 0 : size_);
+  w.wr.rdma.rkey = peer_.rkey;
+  // The client sends its own bytes; the server echoes what arrived, and a
+  // READ lands in the second half.
+  if (!client_ || o_.verb == Verb::read) sge.addr += size_;
+  const SendWr* bad = nullptr;
+  if (e_.qp(0).post_send(&w, &bad) != 0 && tally_.error.empty()) tally_.error = "post_send failed";
+}
+
+bool LatSide::peer_arrived() {
+  if (o_.verb == Verb::write) return *static_cast<volatile uint8_t*>(e_.buf(0) + 2 * size_ - 1) == marker();
+  if (!tally_.take(IBV_WC_RECV)) return false;
+  if (iter_ + 1 < o_.iters) post_recv(e_, size_);  // none left over for the next size
+  return true;
+}
+
+void LatSide::next() {
+  if (++iter_ == o_.iters) state_ = State::done;
+  else state_ = client_ ? State::post : State::wait_peer;
+}
+
+bool LatSide::step() {
+  tally_.reap(e_.cq());
+  if (!tally_.error.empty()) return true;
+  switch (state_) {
+    case State::post:
+      e_.buf(0)[size_ - 1] = marker();  // the message ends with the iteration's marker
+      t0_ = Clock::now();
+      post();
+      state_ = o_.verb == Verb::read ? State::wait_own : State::wait_peer;
+      break;
+    case State::wait_peer:
+      if (!peer_arrived()) break;
+      if (client_) r_.usec.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0_).count() / 2);
+      else post();
+      state_ = State::wait_own;
+      break;
+    case State::wait_own:
+      if (!tally_.take(completion_of(o_.verb))) break;
+      if (client_ && o_.verb == Verb::read)
+        r_.usec.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0_).count());
+      next();
+      break;
+    case State::done: break;
   }
-  if (o.verify && r.error.empty()) {
-    if (o.verb == Verb::read) check_pattern(c.buf(0) + size, size, 0x77, r.error);
-    else if (std::memcmp(c.buf(0), c.buf(0) + size, size) != 0) r.error = "echoed data does not match what was sent";
+  return state_ == State::done || !tally_.error.empty();
+}
+
+LatResult LatSide::finish() {
+  r_.error = tally_.error;
+  if (!client_ || !o_.verify || !r_.error.empty()) return r_;
+  if (o_.verb == Verb::read) check_pattern(e_.buf(0) + size_, size_, 0x77, r_.error);
+  else if (std::memcmp(e_.buf(0), e_.buf(0) + size_, size_) != 0) r_.error = "echoed data does not match what was sent";
+  return r_;
+}
+
+LatResult run_lat(Endpoint& client, Endpoint& server, const PollFn& poll, const Options& o, uint64_t size) {
+  LatSide c(client, server.info(0), o, size, true);
+  LatSide s(server, client.info(0), o, size, false);
+  s.start();
+  c.start();
+  while (!c.step()) {
+    poll();
+    s.step();
   }
+  LatResult r = c.finish();
+  if (r.error.empty()) r.error = s.error();
   return r;
 }
 

@@ -11,6 +11,8 @@
 #include "options.h"
 #include "raw.h"
 #include "report.h"
+#include "bw.h"
+#include "lat.h"
 #include "runner.h"
 #include "uroce/port/eal.h"
 

@@ -17,6 +17,7 @@ using PollFn = std::function<void()>;
 struct BwResult {
   uint64_t size = 0;
   uint64_t iters = 0;      // completed messages, all QPs
+  std::vector<uint64_t> per_qp;  // completed messages of each QP
   double seconds = 0;
   double peak_bps = 0;     // bytes per second
   double avg_bps = 0;
@@ -30,8 +31,6 @@ struct LatResult {
   std::string error;
 };
 
-BwResult run_bw(Endpoint& client, Endpoint& server, const PollFn& poll, const Options& o, uint64_t size);
-LatResult run_lat(Endpoint& client, Endpoint& server, const PollFn& poll, const Options& o, uint64_t size);
 
 // Deterministic, position-dependent bytes for --verify.
 void fill_pattern(uint8_t* p, uint64_t n, uint32_t seed);

@@ -1,0 +1,70 @@
+// The two sides of a bandwidth test, as state machines that never block:
+// step() does what can be done now and returns. The caller runs the engine
+// between steps — both engines in one loop (--loopback) or one engine per
+// process, the server stepping while it waits on the exchange.
+#pragma once
+
+#include <chrono>
+#include <vector>
+
+#include "runner.h"
+
+namespace uroce::perf {
+
+// Keeps tx_depth WRs in flight per QP, signals one in cq_mod, counts
+// completions (a signaled completion retires every WR before it).
+class BwClient {
+ public:
+  BwClient(Endpoint& e, const std::vector<PeerInfo>& peers, const Options& o, uint64_t size);
+  void start();       // fills the buffers; the clock starts at the first step
+  bool step();        // posts and reaps; true when the run is over
+  BwResult finish();  // rates, and (--verify, READ) the data read
+
+ private:
+  struct QpState {
+    uint64_t posted = 0;
+    uint64_t completed = 0;
+  };
+  using Clock = std::chrono::steady_clock;
+  bool done() const;
+  void post(size_t q);
+  void reap();
+
+  Endpoint& e_;
+  std::vector<PeerInfo> peers_;
+  const Options& o_;
+  uint64_t size_;
+  std::vector<QpState> qps_;
+  std::vector<std::pair<double, uint64_t>> marks_;  // (time, completed) for the peak
+  bool started_ = false;
+  Clock::time_point t0_;
+  BwResult r_;
+};
+
+// Passive for WRITE, READ and atomics (the NIC does the work); for SEND it
+// keeps receives posted and counts them.
+class BwServer {
+ public:
+  BwServer(Endpoint& e, const Options& o, uint64_t size);
+  void start();  // fills or clears the buffers, posts receives
+  void step();
+  // --verify: the data written or sent here, or the atomic counter after
+  // `completed` operations per QP; empty when fine.
+  std::string verify(const std::vector<uint64_t>& completed) const;
+  const std::string& error() const { return error_; }
+  uint64_t received() const { return received_; }
+
+ private:
+  void post_recv(size_t q, uint64_t id);
+
+  Endpoint& e_;
+  const Options& o_;
+  uint64_t size_;
+  uint64_t received_ = 0;
+  std::string error_;
+};
+
+// Both sides in one loop over `poll` (--loopback).
+BwResult run_bw(Endpoint& client, Endpoint& server, const PollFn& poll, const Options& o, uint64_t size);
+
+}  // namespace uroce::perf

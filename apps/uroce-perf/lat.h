@@ -1,0 +1,59 @@
+// The two sides of a latency test, one message in flight, as state
+// machines that never block (see bw.h). SEND and WRITE ping-pong between
+// the sides and report half the round trip (perftest's convention); READ
+// reports the whole READ. Messages go from the first `size` bytes of one
+// buffer into the second `size` bytes of the other, so a side never takes
+// its own bytes for the peer's; the last byte carries the iteration's
+// marker, which a WRITE's receiver spins on, as perftest's write_lat does.
+#pragma once
+
+#include <chrono>
+
+#include "runner.h"
+
+namespace uroce::perf {
+
+// Completions seen but not yet waited for, by opcode: a send completion
+// may arrive while we wait for a receive.
+struct WcTally {
+  uint32_t count[256] = {};
+  std::string error;
+  void reap(CompletionQueue& cq);
+  bool take(ibv_wc_opcode op);
+};
+
+class LatSide {
+ public:
+  // The client measures; the server answers (or, for READ, does nothing).
+  LatSide(Endpoint& e, const PeerInfo& peer, const Options& o, uint64_t size, bool client);
+  void start();  // buffers and the first receive, before the peer starts
+  bool step();   // true when this side's iterations are done (or failed)
+  LatResult finish();
+  const std::string& error() const { return tally_.error; }
+
+ private:
+  enum class State { post, wait_peer, wait_own, done };
+  using Clock = std::chrono::steady_clock;
+  uint8_t marker() const { return uint8_t(iter_ % 255 + 1); }
+  bool sends_first() const { return client_; }
+  void post();
+  bool peer_arrived();
+  void next();
+
+  Endpoint& e_;
+  PeerInfo peer_;
+  const Options& o_;
+  uint64_t size_;
+  bool client_;
+  State state_ = State::post;
+  uint64_t iter_ = 0;
+  bool posted_ = false;  // this iteration's message is out
+  WcTally tally_;
+  Clock::time_point t0_;
+  LatResult r_;
+};
+
+// Both sides in one loop over `poll` (--loopback).
+LatResult run_lat(Endpoint& client, Endpoint& server, const PollFn& poll, const Options& o, uint64_t size);
+
+}  // namespace uroce::perf
