@@ -43,8 +43,8 @@ LatSide::LatSide(Endpoint& e, const PeerInfo& peer, const Options& o, uint64_t s
   r_.usec.reserve(o.iters);
 }
 
-void LatSide::start() {
-  std::memset(e_.buf(0), 0, 2 * size_);
+void LatSide::start(bool first_size) {
+  if (first_size) std::memset(e_.buf(0), 0, e_.buf_bytes());
   if (client_) fill_pattern(e_.buf(0), size_, 0x33);
   else if (o_.verb == Verb::read) fill_pattern(e_.buf(0), size_, 0x77);  // READ fetches this
   if (o_.verb == Verb::send) post_recv(e_, size_);

@@ -26,7 +26,11 @@ class LatSide {
  public:
   // The client measures; the server answers (or, for READ, does nothing).
   LatSide(Endpoint& e, const PeerInfo& peer, const Options& o, uint64_t size, bool client);
-  void start();  // buffers and the first receive, before the peer starts
+  // Buffers and the first receive. Only the first size clears the buffer:
+  // with -a the peer may already write the next size (perftest exchanges
+  // nothing between sizes), and sizes grow, so a marker position is still
+  // zero when its size starts.
+  void start(bool first_size = true);
   bool step();   // true when this side's iterations are done (or failed)
   LatResult finish();
   const std::string& error() const { return tally_.error; }

@@ -9,7 +9,9 @@
 #include "endpoint.h"
 #include "loopback.h"
 #include "options.h"
+#include "perftest_glue.h"
 #include "raw.h"
+#include "remote.h"
 #include "report.h"
 #include "bw.h"
 #include "lat.h"
@@ -31,16 +33,6 @@ std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
   for (std::string w; in >> w;) out.push_back(w);
   return out;
-}
-
-ibv_mtu mtu_enum(uint32_t bytes) {
-  switch (bytes) {
-    case 256: return IBV_MTU_256;
-    case 512: return IBV_MTU_512;
-    case 2048: return IBV_MTU_2048;
-    case 4096: return IBV_MTU_4096;
-    default: return IBV_MTU_1024;
-  }
 }
 
 uint64_t buffer_bytes(const Options& o) {
@@ -135,11 +127,5 @@ int run_loopback(const Options& o) {
 int main(int argc, char** argv) {
   Options o;
   if (int rc = parse_options(argc, argv, o); rc >= 0) return rc;
-  if (!o.loopback) {
-    std::fprintf(stderr,
-                 "uroce-perf: client/server mode over a real port (--dev) is not available yet: it needs the\n"
-                 "out-of-band exchange. Run both ends in one process with --loopback.\n");
-    return 2;
-  }
-  return run_loopback(o);
+  return o.loopback ? run_loopback(o) : run_remote(o);
 }

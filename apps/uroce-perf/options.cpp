@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <map>
 
 namespace uroce::perf {
@@ -62,6 +63,10 @@ int parse_options(int argc, char** argv, Options& o) {
   app.add_option("--pcap", o.pcap, "write every RoCE frame sent and received to this pcap");
   app.add_flag("--verify", o.verify, "fill and check data end to end; exit 1 on any mismatch");
   app.add_flag("--loopback", o.loopback, "server and client in this process over a virtual link (no NIC)");
+  app.add_option("--timeout", o.timeout_s,
+                 "seconds to wait for the server, each exchange step, ARP, or a silent peer (10); "
+                 "the server waits for a client forever")
+      ->check(CLI::Range(1, 3600));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -78,6 +83,16 @@ int parse_options(int argc, char** argv, Options& o) {
   }
   if (o.verb == Verb::atomic) o.size = 8;
   if (o.verify && o.inline_size > 0 && o.verb == Verb::read) o.inline_size = 0;
+  if (!o.loopback && (o.dev.empty() || o.ip.empty())) {
+    std::fprintf(stderr,
+                 "uroce-perf: client and server need a port and an address: --dev PCI|VDEV --ip ADDR\n"
+                 "  (or run both ends in this process with --loopback)\n");
+    return 2;
+  }
+  if (o.loopback && !o.server.empty()) {
+    std::fprintf(stderr, "uroce-perf: --loopback runs both ends here; it takes no SERVER address\n");
+    return 2;
+  }
   return -1;
 }
 

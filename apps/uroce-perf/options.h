@@ -42,6 +42,7 @@ struct Options {
   std::string pcap;                 // --pcap FILE
   bool verify = false;              // --verify
   bool loopback = false;            // --loopback
+  uint32_t timeout_s = 10;          // --timeout: connect, each exchange step, ARP, a silent peer
 };
 
 // Parses argv; on a usage error prints it and returns the exit status to

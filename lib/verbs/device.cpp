@@ -44,6 +44,8 @@ uint64_t Device::next_deadline_ns() const { return engine_->next_deadline(); }
 void Device::add_neighbor(const wire::IpAddr& ip, const wire::MacAddr& mac) { engine_->add_neighbor(ip, mac); }
 
 NeighborState Device::resolve_neighbor(const wire::IpAddr& ip) { return engine_->resolve_neighbor(ip); }
+
+bool Device::neighbor_mac(const wire::IpAddr& ip, wire::MacAddr& mac) const { return engine_->resolve(ip, mac); }
 const std::string& Device::name() const { return engine_->config().name; }
 const std::vector<wire::IpAddr>& Device::gids() const { return engine_->config().gids; }
 const DeviceLimits& Device::limits() const { return engine_->config().limits; }

@@ -66,6 +66,8 @@ class Device {
   // reach RTR towards a GID only once its MAC is reachable (else
   // EHOSTUNREACH, and resolution starts).
   NeighborState resolve_neighbor(const wire::IpAddr& ip);
+  // The MAC of a reachable neighbour; false if it is not (yet) known.
+  bool neighbor_mac(const wire::IpAddr& ip, wire::MacAddr& mac) const;
 
   const std::string& name() const;
   const std::vector<wire::IpAddr>& gids() const;

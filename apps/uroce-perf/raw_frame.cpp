@@ -1,0 +1,47 @@
+#include "raw_frame.h"
+
+#include <rte_mbuf.h>
+
+#include <cstring>
+
+#include "runner.h"
+
+namespace uroce::perf {
+
+bool make_raw_frame(rte_mempool* pool, const wire::MacAddr& src, const wire::MacAddr& dst, uint64_t size,
+                    uint64_t seq, rte_mbuf*& m) {
+  m = rte_pktmbuf_alloc(pool);
+  if (m == nullptr) return false;
+  auto* p = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, uint16_t(size)));
+  if (p == nullptr) {
+    rte_pktmbuf_free(m);
+    return false;
+  }
+  std::memcpy(p, dst.bytes.data(), 6);
+  std::memcpy(p + 6, src.bytes.data(), 6);
+  p[12] = kRawEtherType >> 8;
+  p[13] = kRawEtherType & 0xFF;
+  std::memcpy(p + 14, &seq, 8);
+  fill_pattern(p + 22, size - 22, uint32_t(seq));
+  return true;
+}
+
+bool raw_frame_seq(const rte_mbuf* m, uint64_t& seq) {
+  const auto* p = rte_pktmbuf_mtod(m, const uint8_t*);
+  if (m->data_len < 22 || p[12] != (kRawEtherType >> 8) || p[13] != (kRawEtherType & 0xFF)) return false;
+  std::memcpy(&seq, p + 14, 8);
+  return true;
+}
+
+bool check_raw_frame(const rte_mbuf* m, uint64_t size, uint64_t want_seq, bool verify, std::string& error) {
+  uint64_t seq = ~0ull;
+  if (!raw_frame_seq(m, seq) || m->pkt_len != size || seq != want_seq) {
+    error = "raw frame " + std::to_string(want_seq) + ": got length " + std::to_string(m->pkt_len) +
+            ", sequence " + std::to_string(seq) + " (lost, reordered or damaged)";
+    return false;
+  }
+  return !verify || m->nb_segs != 1 ||
+         check_pattern(rte_pktmbuf_mtod(m, const uint8_t*) + 22, size - 22, uint32_t(seq), error);
+}
+
+}  // namespace uroce::perf

@@ -1,0 +1,351 @@
+#include "remote.h"
+
+#include <rte_mbuf.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+
+#include "app_device.h"
+#include "bw.h"
+#include "endpoint.h"
+#include "lat.h"
+#include "perftest_glue.h"
+#include "raw.h"
+#include "raw_sides.h"
+#include "report.h"
+#include "uroce/exchange/perftest.h"
+#include "uroce/exchange/tcp_channel.h"
+
+namespace uroce::perf {
+namespace {
+
+using exchange::Millis;
+using exchange::PerftestDest;
+using exchange::PerftestSession;
+
+int fail(const std::string& msg) {
+  std::fprintf(stderr, "uroce-perf: %s\n", msg.c_str());
+  return 1;
+}
+
+class Remote {
+ public:
+  explicit Remote(const Options& o) : o_(o), client_(!o.server.empty()) {}
+  int run();
+
+ private:
+  bool open(std::string& error);
+  bool connect_exchange(std::string& error);
+  bool swap_dests(std::string& error);
+  bool connect_qps(std::string& error);
+  bool set_up(std::string& error);
+  bool run_test(std::string& error);
+  bool run_one_sided_bw(std::string& error);
+  bool run_send_bw(std::string& error);
+  bool run_lat(std::string& error);
+  bool close(std::string& error);
+  bool prepare();
+  bool while_client_runs(const std::function<bool()>& step);
+  bool run_raw_size(uint64_t size, std::string& error);
+  PacketPort& port() { return dev_.capture ? static_cast<PacketPort&>(*dev_.capture) : *dev_.port; }
+  void idle_poll() {
+    if (!raw_running_) dev_.poll();  // the raw test reads the port itself
+    if (serving_) serving_();
+    if (watchdog_) watchdog_->check();
+  }
+
+  const Options& o_;
+  bool client_;
+  app::AppDevice dev_;
+  std::unique_ptr<Endpoint> ep_;
+  std::unique_ptr<exchange::TcpChannel> ch_;
+  std::unique_ptr<PerftestSession> session_;
+  std::unique_ptr<Watchdog> watchdog_;
+  std::function<void()> serving_;  // the server's side of the test, stepped while it waits
+  std::unique_ptr<BwServer> send_server_;
+  std::unique_ptr<BwServer> server_;  // WRITE, READ, atomics: ready before the client starts
+  bool raw_running_ = false;
+  rte_mempool* raw_pool_ = nullptr;
+  std::vector<PeerInfo> remote_;
+  uint32_t mtu_ = 1024;
+  std::vector<BwResult> bw_;
+  std::vector<LatResult> lat_;
+};
+
+bool Remote::open(std::string& error) {
+  app::PortOptions po;
+  po.dev = o_.dev;
+  po.ip = o_.ip;
+  po.mac = o_.mac;
+  po.eal = o_.eal;
+  po.pcap = o_.pcap;
+  po.mtu = o_.mtu > 1024 ? 9000 : 1500;
+  po.name = client_ ? "uroce_c" : "uroce_s";
+  if (!dev_.open(po, error)) return false;
+  mtu_ = o_.mtu ? o_.mtu : path_mtu_for(dev_.port->mtu());
+  if (mtu_ + 80 > dev_.port->mtu())
+    return error = "-m " + std::to_string(mtu_) + " does not fit port " + dev_.port->name() + " (MTU " +
+                   std::to_string(dev_.port->mtu()) + ")",
+           false;
+  uint64_t biggest = 0;
+  for (uint64_t s : sizes(o_)) biggest = std::max(biggest, s);
+  std::random_device rd;
+  ep_ = Endpoint::create(*dev_.device, o_, (2 * biggest + 4095) / 4096 * 4096, rd() ^ uint32_t(getpid()), error);
+  return ep_ != nullptr;
+}
+
+bool Remote::connect_exchange(std::string& error) {
+  const Millis timeout(uint64_t(o_.timeout_s) * 1000);
+  const exchange::Idle idle = [this] { idle_poll(); };
+  ch_ = client_ ? exchange::TcpChannel::connect(o_.server, o_.tcp_port, timeout, idle, error)
+                : exchange::TcpChannel::accept(o_.tcp_port, Millis(0), idle, error);
+  if (!ch_) return false;
+  ch_->set_timeout(timeout);
+  session_ = std::make_unique<PerftestSession>(*ch_, client_ ? exchange::PerftestRole::kClient
+                                                             : exchange::PerftestRole::kServer);
+  exchange::PerftestSysData sys, peer_sys;
+  int peer_mtu = 0;
+  return session_->exchange_versions(error) && session_->exchange_sys_data(sys, peer_sys, error) &&
+         session_->exchange_mtu(mtu_enum(mtu_), peer_mtu, error) &&
+         (mtu_ = mtu_bytes(PerftestSession::agree_mtu(mtu_enum(mtu_), peer_mtu)), true);
+}
+
+// One ctx_hand_shake per QP; the records received are the peer's QPs.
+bool Remote::swap_dests(std::string& error) {
+  remote_.clear();
+  for (size_t q = 0; q < ep_->qp_count(); ++q) {
+    PerftestDest peer;
+    if (!session_->hand_shake(to_dest(ep_->info(q)), peer, error)) return false;
+    remote_.push_back(to_info(peer));
+  }
+  return true;
+}
+
+bool Remote::connect_qps(std::string& error) {
+  if (!dev_.resolve(remote_[0].gid, Millis(uint64_t(o_.timeout_s) * 1000), error)) return false;
+  for (size_t q = 0; q < ep_->qp_count(); ++q)
+    if (int err = ep_->connect(q, remote_[q], o_, mtu_enum(mtu_)))
+      return error = "connecting QP " + std::to_string(q) + " failed: " + std::strerror(err), false;
+  return true;
+}
+
+// perftest's steps 2-4 (docs/exchange.md): records, connect, records again
+// and a barrier; the latency tests swap QP 0's record once more first.
+bool Remote::set_up(std::string& error) {
+  const PerftestDest me = to_dest(ep_->info(0));
+  PerftestDest ignored;
+  if (o_.kind == Kind::lat && o_.verb != Verb::send && !session_->hand_shake(me, ignored, error)) return false;
+  if (!swap_dests(error) || !connect_qps(error)) return false;
+  if (o_.kind == Kind::lat && o_.verb == Verb::send) return prepare() && session_->barrier(me, error) && swap_dests(error);
+  return swap_dests(error) && prepare() && session_->barrier(me, error);
+}
+
+// Memory the peer will write is ready before the barrier that lets it.
+bool Remote::prepare() {
+  if (o_.kind == Kind::lat) {
+    std::memset(ep_->buf(0), 0, ep_->buf_bytes());
+  } else if (!client_ && o_.verb != Verb::send && o_.verb != Verb::raw) {
+    const std::vector<uint64_t> all = sizes(o_);
+    server_ = std::make_unique<BwServer>(*ep_, o_, *std::max_element(all.begin(), all.end()));
+    server_->start();
+  }
+  return true;
+}
+
+// WRITE, READ, atomics: the client runs every size; the server's NIC
+// serves them while it waits on the closing barrier, then prints the
+// client's report.
+bool Remote::run_one_sided_bw(std::string& error) {
+  const PerftestDest me = to_dest(ep_->info(0));
+  const std::vector<uint64_t> all = sizes(o_);
+  exchange::PerftestBwReport mine, peer;
+  if (client_) {
+    for (uint64_t size : all) {
+      BwClient c(*ep_, remote_, o_, size);
+      c.start();
+      while (!c.step()) dev_.poll();
+      bw_.push_back(c.finish());
+      print_bw_row(o_, bw_.back());
+      if (!bw_.back().error.empty()) return error = bw_.back().error, false;
+    }
+    mine = report_of(bw_.back(), o_);
+  }
+  if (!client_) {
+    serving_ = [this] { server_->step(); };
+    watchdog_->reset();
+  }
+  const bool ok = client_ ? session_->barrier(me, error) : while_client_runs([&] { return session_->barrier(me, error); });
+  serving_ = nullptr;
+  if (!ok || !session_->exchange_bw_reports(mine, false, peer, error)) return false;
+  if (client_) return true;
+  print_bw_report(o_, peer);
+  if (o_.verify && !(o_.verb == Verb::atomic && o_.duration))
+    error = server_->verify(std::vector<uint64_t>(ep_->qp_count(), o_.iters));
+  return error.empty();
+}
+
+// SEND: per size, the server posts its receives before a barrier and
+// counts them; with -a a barrier also closes each size.
+bool Remote::run_send_bw(std::string& error) {
+  const PerftestDest me = to_dest(ep_->info(0));
+  for (uint64_t size : sizes(o_)) {
+    if (client_) {
+      BwClient c(*ep_, remote_, o_, size);
+      c.start();
+      if (!session_->barrier(me, error)) return false;
+      while (!c.step()) dev_.poll();
+      bw_.push_back(c.finish());
+      print_bw_row(o_, bw_.back());
+      if (!bw_.back().error.empty()) return error = bw_.back().error, false;
+    } else {
+      send_server_ = std::make_unique<BwServer>(*ep_, o_, size);
+      BwServer& s = *send_server_;
+      s.start();
+      if (!session_->barrier(me, error)) return false;
+      watchdog_->reset();
+      // -n: every message; -D: the duration, then it keeps receiving while
+      // it waits for the client to finish (the next barrier or close).
+      const uint64_t want = o_.iters * ep_->qp_count();
+      const auto t0 = std::chrono::steady_clock::now();
+      auto running = [&] {
+        if (!o_.duration) return s.received() < want;
+        return std::chrono::steady_clock::now() - t0 < std::chrono::seconds(o_.duration);
+      };
+      while (running() && s.error().empty()) {
+        s.step();
+        dev_.poll();
+        watchdog_->check();
+      }
+      serving_ = [this] { send_server_->step(); };
+      if (o_.verify && !o_.duration && (error = s.verify({})) != "") return false;
+    }
+    if (o_.all_sizes && !session_->barrier(me, error)) return false;
+  }
+  return true;
+}
+
+bool Remote::run_lat(std::string& error) {
+  const PerftestDest me = to_dest(ep_->info(0));
+  for (uint64_t size : sizes(o_)) {
+    LatSide side(*ep_, remote_[0], o_, size, client_);
+    side.start(false);  // cleared by prepare()
+    // send_lat: the receives are posted before the barrier, at every size.
+    if (o_.verb == Verb::send && !session_->barrier(me, error)) return false;
+    watchdog_->reset();
+    while (!side.step()) {
+      dev_.poll();
+      watchdog_->check();
+    }
+    lat_.push_back(side.finish());
+    if (client_) print_lat_row(lat_.back());
+    if (!lat_.back().error.empty()) return error = lat_.back().error, false;
+  }
+  return true;
+}
+
+// Both sides step on the port directly; the engine is not polled meanwhile.
+bool Remote::run_raw_size(uint64_t size, std::string& error) {
+  const PerftestDest me = to_dest(ep_->info(0));
+  if (raw_pool_ == nullptr) {
+    raw_pool_ = rte_pktmbuf_pool_create("uroce_raw", 8191, 256, 0, RTE_PKTMBUF_HEADROOM + 9100, SOCKET_ID_ANY);
+    if (raw_pool_ == nullptr) return error = "cannot create the raw frame pool (give EAL more memory)", false;
+  }
+  wire::MacAddr peer_mac;
+  if (!dev_.device->neighbor_mac(remote_[0].gid, peer_mac)) return error = "peer MAC unknown", false;
+  if (!session_->barrier(me, error)) return false;
+  raw_running_ = true;
+  watchdog_->reset();
+  bool ok = true;
+  if (o_.kind == Kind::lat) {
+    RawLatSide side(port(), raw_pool_, peer_mac, o_, size, client_);
+    while (!side.step()) watchdog_->check();
+    lat_.push_back(side.finish());
+  } else if (client_) {
+    RawSender sender(port(), raw_pool_, peer_mac, o_, size);
+    while (!sender.step()) {
+    }
+    bw_.push_back(sender.finish());
+  } else {
+    RawReceiver receiver(port(), o_, size);
+    serving_ = [&] { receiver.step(); };
+    ok = session_->barrier(me, error);  // returns when the client has sent everything
+    serving_ = nullptr;
+    bw_.push_back(receiver.finish());
+    if (receiver.lost()) std::printf(" uroce: %lu raw frames lost on the way\n", (unsigned long)receiver.lost());
+  }
+  raw_running_ = false;
+  if (!ok) return false;
+  if (o_.kind == Kind::bw && !client_) return true;  // its closing barrier was the wait above
+  return session_->barrier(me, error);
+}
+
+bool Remote::run_test(std::string& error) {
+  if (o_.verb == Verb::raw) {
+    o_.kind == Kind::bw ? print_bw_header(o_) : print_lat_header();
+    for (uint64_t size : sizes(o_)) {
+      if (!run_raw_size(raw_frame_size(size, dev_.port->mtu()), error)) return false;
+      if (o_.kind == Kind::bw) print_bw_row(o_, bw_.back());
+      else if (client_) print_lat_row(lat_.back());
+      const std::string& e = o_.kind == Kind::bw ? bw_.back().error : lat_.back().error;
+      if (!e.empty()) return error = e, false;
+    }
+    return true;
+  }
+  o_.kind == Kind::bw ? print_bw_header(o_) : print_lat_header();
+  if (o_.kind == Kind::lat) return run_lat(error);
+  return o_.verb == Verb::send ? run_send_bw(error) : run_one_sided_bw(error);
+}
+
+// ctx_close_connection, except where perftest has none: write_lat just
+// closes the socket.
+bool Remote::close(std::string& error) {
+  if (o_.kind == Kind::lat && o_.verb == Verb::write) return true;
+  // read_lat: the server closes at once and waits there for the whole run.
+  if (!client_ && o_.kind == Kind::lat && o_.verb == Verb::read)
+    return while_client_runs([&] { return session_->close(to_dest(ep_->info(0)), error); });
+  return session_->close(to_dest(ep_->info(0)), error);
+}
+
+// A step the server sits in while the client runs the test: no deadline on
+// the exchange, since a run may be long; the watchdog still catches a peer
+// that has gone silent.
+bool Remote::while_client_runs(const std::function<bool()>& step) {
+  const Millis saved = ch_->timeout();
+  ch_->set_timeout(Millis(0));
+  watchdog_->reset();
+  const bool ok = step();
+  ch_->set_timeout(saved);
+  return ok;
+}
+
+int Remote::run() {
+  std::string error;
+  if (!open(error)) return fail(error);
+  watchdog_ = std::make_unique<Watchdog>(*dev_.device, Millis(uint64_t(o_.timeout_s) * 1000));
+  try {
+    if (!client_) std::printf("\n************************************\n* Waiting for client to connect... *\n************************************\n");
+    std::fflush(stdout);
+    if (!connect_exchange(error) || !set_up(error)) return fail(error);
+    print_banner(o_, dev_.port->name() + " (" + dev_.port->driver() + ")", mtu_, ep_->info(0), remote_[0]);
+    const bool ok = run_test(error);
+    print_footer();
+    if (!ok || !close(error)) return fail(error);
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+  if (!write_json(o_, bw_, lat_, error)) return fail(error);
+  const DeviceCounters c = dev_.device->counters();
+  std::printf(" uroce: %lu packets sent, %lu received, %lu retransmitted%s\n",
+              (unsigned long)c.transport.sent_pkts, (unsigned long)c.transport.rcvd_pkts,
+              (unsigned long)c.transport.retransmitted_pkts, o_.verify ? "; data verified" : "");
+  return 0;
+}
+
+}  // namespace
+
+int run_remote(const Options& o) { return Remote(o).run(); }
+
+}  // namespace uroce::perf
