@@ -201,11 +201,15 @@ void Engine::receive(rte_mbuf* m) {
     if (qp == nullptr) ++counters_.rx_unknown_qp;
     return;
   }
-  // The payload is copied out while the packet is handled, so a payload
-  // spread over segments is gathered first; our ports deliver one segment.
+  // A payload spread over segments (memif chains frames above its buffer
+  // size) is gathered once into scratch; the handlers copy out of it.
   if (pkt.payload == nullptr && pkt.payload_len) {
-    ++counters_.rx_invalid;
-    return;
+    if (pkt.payload_len > rx_gather_.size()) {
+      ++counters_.rx_invalid;
+      return;
+    }
+    pkt.payload = static_cast<const uint8_t*>(rte_pktmbuf_read(m, pkt.payload_off, pkt.payload_len, rx_gather_.data()));
+    ++counters_.rx_gathered;
   }
   if (!qp->is_rc()) transport::ud_rx(*qp, pkt);
   else if (pkt.op->has(wire::opf::request)) transport::responder_rx(*qp, pkt);

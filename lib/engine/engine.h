@@ -5,6 +5,7 @@
 
 #include <rte_mbuf.h>
 
+#include <array>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -94,6 +95,7 @@ class Engine {
   std::vector<rte_mbuf*> looping_;
   wire::MacAddr mac_;
   bool starved_ = false;  // the last TX round ran out of mbufs or TX room
+  std::array<uint8_t, 4096> rx_gather_{};  // a segmented payload, made contiguous
   NeighborTable neighbors_;
   std::vector<wire::IpAddr> neighbors_due_;
   DeviceCounters counters_;

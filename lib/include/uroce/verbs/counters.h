@@ -38,6 +38,7 @@ struct DeviceCounters {
   uint64_t tx_neighbor = 0;       // ARP/ND requests and replies sent
   uint64_t rx_invalid = 0;       // failed parse (all reasons but icrc)
   uint64_t rx_icrc_err = 0;
+  uint64_t rx_gathered = 0;       // payloads spread over mbuf segments, gathered
   uint64_t rx_unknown_qp = 0;
   uint64_t tx_frames = 0;
   uint64_t tx_no_mbuf = 0;
