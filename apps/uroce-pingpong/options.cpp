@@ -1,0 +1,87 @@
+#include "options.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cmath>
+#include <cstdio>
+
+namespace uroce::pingpong {
+namespace {
+
+ibv_mtu to_enum(uint32_t mtu) {
+  switch (mtu) {
+    case 256: return IBV_MTU_256;
+    case 512: return IBV_MTU_512;
+    case 2048: return IBV_MTU_2048;
+    case 4096: return IBV_MTU_4096;
+    default: return IBV_MTU_1024;
+  }
+}
+
+}  // namespace
+
+int parse_options(int argc, char** argv, Options& o) {
+  CLI::App app{
+      "uroce-pingpong: ibv_rc_pingpong over uroce. RC SENDs of -s bytes bounce -n times between two\n"
+      "processes; the QP numbers, PSNs and GIDs are exchanged over TCP in rc_pingpong's format, so either\n"
+      "end may be the real ibv_rc_pingpong.\n"
+      "  server: uroce-pingpong --dev DEV --ip ADDR [options]\n"
+      "  client: uroce-pingpong --dev DEV --ip ADDR [options] SERVER   (SERVER: host of the TCP exchange)"};
+  app.set_version_flag("--version", "uroce-pingpong " UROCE_VERSION);
+  app.add_option("server", o.server, "server host for the TCP exchange (client mode)");
+  app.add_option("-p,--port", o.tcp_port, "listen on/connect to TCP port (default 18515)");
+  app.add_option("-d,--ib-dev", o.ib_dev, "name of the uroce device (default uroce0)");
+  app.add_option("-i,--ib-port", o.ib_port, "port of the device (default 1; uroce devices have one)")
+      ->check(CLI::Range(1, 1));
+  app.add_option("-s,--size", o.size, "size of message to exchange (default 4096)")
+      ->check(CLI::Range(uint32_t(1), uint32_t(1) << 31));
+  app.add_option("-m,--mtu", o.mtu, "path MTU (default 1024)")->check(CLI::IsMember({256, 512, 1024, 2048, 4096}));
+  app.add_option("-r,--rx-depth", o.rx_depth, "number of receives to post at a time (default 500)")
+      ->check(CLI::Range(2, 16384));
+  app.add_option("-n,--iters", o.iters, "number of exchanges (default 1000)")->check(CLI::Range(1u, 1000000000u));
+  app.add_option("-l,--sl", o.sl, "service level (accepted; RoCEv2 carries none)")->check(CLI::Range(0, 15));
+  app.add_flag("-e,--events", o.events, "accepted for compatibility: uroce always polls the CQ (no events)");
+  app.add_option("-g,--gid-idx", o.gid_idx, "local GID index (default 0: the --ip address)")->check(CLI::Range(0, 255));
+  app.add_flag("-c,--chk", o.chk,
+               "validate received buffers: every message carries a pattern of its iteration, the server checks "
+               "each one and echoes it, the client checks the echo; exit 1 on a mismatch (the pattern is uroce's: with "
+               "a real ibv_rc_pingpong client, leave -c off the server)");
+  bool odp = false, ts = false;
+  app.add_flag("-o,--odp", odp, "on-demand paging: not supported (refused)");
+  app.add_flag("-t,--ts", ts, "completion timestamps: not supported (refused)");
+  app.add_option("--dev", o.dev, "port: a PCI address or a DPDK vdev string, e.g. net_af_packet0,iface=eth1")
+      ->required();
+  app.add_option("--ip", o.ip, "this endpoint's IPv4 or IPv6 address (its GID)")->required();
+  app.add_option("--mac", o.mac, "this endpoint's MAC address (default: the port's)");
+  app.add_option("--eal", o.eal, "extra DPDK EAL arguments, quoted");
+  app.add_option("--pcap", o.pcap, "write every frame sent and received to this pcap");
+  double timeout_s = 10, accept_timeout_s = 0;
+  app.add_option("--timeout", timeout_s,
+                 "seconds the client keeps trying to reach the server, and either side waits for each exchange "
+                 "step, for ARP/ND, and for any completion during the run (default 10)")
+      ->check(CLI::Range(0.001, 86400.0));
+  app.add_option("--accept-timeout", accept_timeout_s,
+                 "server: seconds to wait for a client (default 0: forever, as ibv_rc_pingpong)")
+      ->check(CLI::Range(0.0, 86400.0));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  if (odp) {
+    std::fprintf(stderr, "uroce-pingpong: -o/--odp is not supported: uroce registers all memory up front\n");
+    return 2;
+  }
+  if (ts) {
+    std::fprintf(stderr, "uroce-pingpong: -t/--ts is not supported: uroce completions carry no timestamp\n");
+    return 2;
+  }
+  o.mtu_enum = to_enum(o.mtu);
+  o.timeout_ms = uint32_t(std::lround(timeout_s * 1000));
+  o.accept_timeout_ms = uint32_t(std::ceil(accept_timeout_s * 1000));
+  if (o.ib_dev.empty()) o.ib_dev = "uroce0";
+  return -1;
+}
+
+}  // namespace uroce::pingpong

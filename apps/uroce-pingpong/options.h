@@ -1,0 +1,42 @@
+// uroce-pingpong's options: ibv_rc_pingpong's flags with its meaning and
+// defaults, plus uroce's own (--dev, --ip, --mac, --eal, --pcap,
+// --timeout).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <infiniband/verbs.h>
+
+namespace uroce::pingpong {
+
+struct Options {
+  // rc_pingpong's.
+  uint16_t tcp_port = 18515;  // -p
+  std::string ib_dev;         // -d: names our device (default "uroce0")
+  int ib_port = 1;            // -i: must be 1 (one port per device)
+  uint32_t size = 4096;       // -s
+  uint32_t mtu = 1024;        // -m
+  ibv_mtu mtu_enum = IBV_MTU_1024;
+  uint32_t rx_depth = 500;    // -r
+  uint32_t iters = 1000;      // -n
+  int sl = 0;                 // -l: accepted; RoCEv2 has no SL on the wire
+  bool events = false;        // -e: accepted; we always poll
+  int gid_idx = 0;            // -g (rc_pingpong: none; RoCE needs one)
+  bool chk = false;           // -c
+  std::string server;         // positional: client mode when set
+  // uroce's own.
+  std::string dev;            // --dev
+  std::string ip;             // --ip
+  std::string mac;            // --mac
+  std::string eal;            // --eal "ARGS"
+  std::string pcap;           // --pcap FILE
+  uint32_t timeout_ms = 10000;  // --timeout: connect, exchange, ARP, a stalled run
+  uint32_t accept_timeout_ms = 0;  // --accept-timeout: 0 = the server waits for a client forever
+};
+
+// Parses argv; on a usage error prints it and returns the exit status to
+// use (2); 0 for --help/--version (already printed); -1 to go on.
+int parse_options(int argc, char** argv, Options& o);
+
+}  // namespace uroce::pingpong

@@ -1,0 +1,285 @@
+#!/usr/bin/env bash
+# uroce-pingpong end to end: a server and a client process over a real
+# kernel link, a veth pair whose two ends sit in two private network
+# namespaces (net_af_packet on each end), with the TCP exchange on a second
+# veth pair (192.168.77.1 <-> .2). RoCE addresses 10.0.0.1/.2, and
+# fd00::1/::2 for the IPv6 run. Needs root; exit 77 (skip) otherwise.
+#
+# usage: pingpong_test.sh CASE UROCE_PINGPONG UROCE_DUMP ORACLE_PY WORKDIR
+#   CASE: sizes | pcap | errors | usage
+#
+# Namespace A is this script's own (unshare --net re-runs it there);
+# namespace B belongs to a `sleep` holder process. Both vanish when their
+# last process exits, so nothing is left on the host even after a crash;
+# the EXIT trap kills the holder and any uroce-pingpong still running.
+set -u
+
+if [ "${1:-}" != --in-netns ]; then
+  case_=${1:-}
+  if [ "$case_" != usage ]; then
+    [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (network namespaces, af_packet)"; exit 77; }
+    for t in ip unshare nsenter timeout; do
+      command -v $t >/dev/null || { echo "SKIP: $t not found"; exit 77; }
+    done
+    exec timeout 280 unshare --net -- "$0" --in-netns "$@"
+  fi
+else
+  shift
+fi
+case_=$1 pp=$2 dump=$3 oracle=$4 work=$5
+mkdir -p "$work"
+rm -f "$work"/*.out "$work"/*.pcap
+
+HOLDER= SRV= CLI=
+cleanup() {
+  # SRV is a `timeout` process: TERM reaches uroce-pingpong through it.
+  [ -n "$SRV" ] && kill -TERM "$SRV" 2>/dev/null
+  [ -n "$CLI" ] && kill -TERM "$CLI" 2>/dev/null
+  [ -n "$HOLDER" ] && kill -9 "$HOLDER" 2>/dev/null
+  wait 2>/dev/null
+}
+trap cleanup EXIT
+trap 'exit 1' TERM INT
+
+fail() {
+  echo "FAIL: $*"
+  for f in "$work"/*.out; do [ -f "$f" ] && { echo "--- $f"; cat "$f"; }; done
+  exit 1
+}
+
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# --- the two namespaces and the links -------------------------------------
+
+inb() { nsenter --net=/proc/$HOLDER/ns/net -- "$@"; }
+
+setup_links() {
+  # unshare execs sleep: $! is the holder itself, and killing it ends B.
+  unshare --net -- sleep 280 </dev/null >/dev/null 2>&1 &
+  HOLDER=$!
+  # unshare() happens just after the fork: wait until B is a namespace of its own.
+  local mine; mine=$(readlink /proc/self/ns/net)
+  for _ in $(seq 200); do
+    [ "$(readlink /proc/$HOLDER/ns/net 2>/dev/null)" != "$mine" ] && break
+    sleep 0.01
+  done
+  [ "$(readlink /proc/$HOLDER/ns/net)" != "$mine" ] || fail "namespace B was not created"
+  for ns in "" inb; do  # IPv6 off: no router solicitations on the test links
+    $ns sh -c 'echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6; echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6'
+    $ns ip link set lo up || fail "ip link set lo up"
+  done
+  # RoCE link, jumbo-capable: no IP addresses, so the kernel neither
+  # answers ARP nor replies to the RoCE packets.
+  ip link add ppa mtu 9000 type veth peer name ppb mtu 9000 netns "$HOLDER" || fail "ip link add ppa/ppb"
+  # The out-of-band TCP link.
+  ip link add mga type veth peer name mgb netns "$HOLDER" || fail "ip link add mga/mgb"
+  # A link with nobody at the other end (the ARP failure case).
+  inb ip link add ppc type veth peer name ppd || fail "ip link add ppc/ppd"
+  ip addr add 192.168.77.1/24 dev mga
+  inb ip addr add 192.168.77.2/24 dev mgb
+  ip link set ppa up && ip link set mga up || fail "links up in A"
+  inb ip link set ppb up && inb ip link set mgb up && inb ip link set ppc up && inb ip link set ppd up ||
+    fail "links up in B"
+}
+
+SRV_IP=10.0.0.1 CLI_IP=10.0.0.2 TCP_HOST=192.168.77.1
+JUMBO=",framesz=8192,blocksz=8192,framecnt=512"
+
+# start_server NAME SLOTS ARGS...: uroce-pingpong server in A, in the background.
+start_server() {
+  local name=$1 slots=$2; shift 2
+  timeout 60 "$pp" --dev "net_af_packet0,iface=ppa$slots" --ip $SRV_IP "$@" >"$work/$name.srv.out" 2>&1 &
+  SRV=$!
+}
+# run_client NAME SLOTS ARGS...: uroce-pingpong client in B; its exit code in CRC.
+run_client() {
+  local name=$1 slots=$2; shift 2
+  inb timeout 60 "$pp" --dev "net_af_packet0,iface=ppb$slots" --ip $CLI_IP "$@" $TCP_HOST >"$work/$name.cli.out" 2>&1
+  CRC=$?
+}
+wait_server() { wait "$SRV"; SRC=$?; SRV=; }
+
+# The part of an address line after its label.
+addr_of() { grep "^  $2 address:" "$1" | sed 's/^.*address: *//'; }
+
+# check_run NAME SIZE ITERS: both exited 0, printed rc_pingpong's lines,
+# and each side's remote address is the other's local one.
+check_run() {
+  local name=$1 size=$2 iters=$3 s=$work/$1.srv.out c=$work/$1.cli.out
+  [ "$SRC" = 0 ] || fail "$name: server exited $SRC"
+  [ "$CRC" = 0 ] || fail "$name: client exited $CRC"
+  for f in "$s" "$c"; do
+    grep -qE '^  local address:  LID 0x0000, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}, GID [0-9a-f:.]+$' "$f" ||
+      fail "$name: no rc_pingpong local address line in $f"
+    grep -qE "^$((2 * size * iters)) bytes in [0-9]+\.[0-9]{2} seconds = [0-9]+\.[0-9]{2} Mbit/sec\$" "$f" ||
+      fail "$name: no '$((2 * size * iters)) bytes in ...' line in $f"
+    grep -qE "^$iters iters in [0-9]+\.[0-9]{2} seconds = [0-9]+\.[0-9]{2} usec/iter\$" "$f" ||
+      fail "$name: no '$iters iters in ...' line in $f"
+  done
+  # rc_pingpong prints the GID with inet_ntop(AF_INET6): ::ffff:a.b.c.d for IPv4.
+  local sgid=$SRV_IP cgid=$CLI_IP
+  case $SRV_IP in *:*) ;; *) sgid=::ffff:$SRV_IP cgid=::ffff:$CLI_IP ;; esac
+  [ "$(addr_of "$s" local | sed 's/.*GID //')" = "$sgid" ] || fail "$name: server's GID is not $sgid"
+  [ "$(addr_of "$c" local | sed 's/.*GID //')" = "$cgid" ] || fail "$name: client's GID is not $cgid"
+  [ -n "$(addr_of "$s" remote)" ] && [ -n "$(addr_of "$c" remote)" ] || fail "$name: no remote address line"
+  [ "$(addr_of "$s" remote)" = "$(addr_of "$c" local)" ] || fail "$name: server's remote address != client's local"
+  [ "$(addr_of "$c" remote)" = "$(addr_of "$s" local)" ] || fail "$name: client's remote address != server's local"
+}
+
+# field FILE local|remote QPN|PSN -> the hex digits
+field() { addr_of "$1" "$2" | sed -E "s/.*$3 0x([0-9a-f]{6}).*/\\1/"; }
+
+case $case_ in
+  sizes)
+    setup_links
+    # size, path MTU, iterations, IP version; -c checks every message's contents.
+    for run in "64 1024 1000 4" "4096 1024 1000 4" "65536 1024 300 4" "8192 4096 1000 4" "4096 1024 300 6"; do
+      set -- $run
+      if [ "$4" = 6 ]; then SRV_IP=fd00::1 CLI_IP=fd00::2; else SRV_IP=10.0.0.1 CLI_IP=10.0.0.2; fi
+      slots=
+      if [ "$2" -gt 1024 ]; then
+        # A port opened for MTU 1500 sets its af_packet interface to 1500:
+        # give the veth its jumbo MTU back.
+        ip link set dev ppa mtu 9000 && inb ip link set dev ppb mtu 9000 || fail "veth MTU 9000"
+        slots=$JUMBO
+      fi
+      name=s$1-m$2-ipv$4
+      start_server "$name" "$slots" -s "$1" -m "$2" -n "$3" -c --timeout 20
+      run_client "$name" "$slots" -s "$1" -m "$2" -n "$3" -c --timeout 20
+      wait_server
+      check_run "$name" "$1" "$3"
+      echo "ok: IPv$4 -s $1 -m $2 -n $3 -c: $(grep usec/iter "$work/$name.cli.out")"
+    done ;;
+
+  pcap)
+    setup_links
+    start_server cap "" -s 4096 -n 20 --pcap "$work/srv.pcap" --timeout 20
+    run_client cap "" -s 4096 -n 20 --pcap "$work/cli.pcap" --timeout 20
+    wait_server
+    check_run cap 4096 20
+    s=$work/cap.srv.out c=$work/cap.cli.out
+    for side in srv cli; do
+      out=$work/dump-$side.out
+      "$dump" "$work/$side.pcap" >"$out" 2>&1 || fail "uroce-dump rejects $side.pcap"
+      grep -qE "invalid: +0\$" "$out" || fail "$side.pcap has invalid RoCE packets"
+      # 4096 bytes at path MTU 1024: FIRST, MIDDLE, MIDDLE, LAST; 20 messages each way.
+      for op in "RC_SEND_FIRST 40" "RC_SEND_MIDDLE 80" "RC_SEND_LAST 40"; do
+        set -- $op
+        n=$(grep -c " $1 " "$out")
+        [ "$n" -ge "$2" ] || fail "$side.pcap: $n $1 packets, expected at least $2"
+      done
+      grep -q " RC_ACKNOWLEDGE " "$out" || fail "$side.pcap: no ACKs"
+      # The first SEND goes to the QPN and starts at the PSN that were exchanged.
+      grep -qE "^#[0-9]+ $CLI_IP:[0-9]+ -> $SRV_IP RC_SEND_FIRST qpn=0x$(field "$s" local QPN) psn=0x$(field "$c" local PSN) " "$out" ||
+        fail "$side.pcap: the client's first SEND does not match the exchanged QPN/PSN"
+      grep -qE "^#[0-9]+ $SRV_IP:[0-9]+ -> $CLI_IP RC_SEND_FIRST qpn=0x$(field "$c" local QPN) psn=0x$(field "$s" local PSN) " "$out" ||
+        fail "$side.pcap: the server's first SEND does not match the exchanged QPN/PSN"
+      if [ -f "$oracle" ]; then
+        /usr/bin/python3 "$oracle" "$work/$side.pcap" -q >"$work/oracle-$side.out" 2>&1 || fail "the oracle rejects $side.pcap"
+      fi
+    done
+    [ -f "$oracle" ] || echo "note: oracle not found at $oracle; checked with uroce-dump only"
+    echo "ok: captures of both sides decode, SENDs match the exchange" ;;
+
+  errors)
+    setup_links
+    # 1. No server: the client gives up within its --timeout, and says why.
+    t0=$(now_ms)
+    run_client noserver "" --timeout 2
+    dt=$(($(now_ms) - t0))
+    [ "$CRC" = 1 ] || fail "client without a server: exit $CRC, expected 1"
+    grep -q "cannot connect to $TCP_HOST:18515" "$work/noserver.cli.out" || fail "client without a server: no 'cannot connect' message"
+    [ "$dt" -lt 8000 ] || fail "client without a server took $dt ms with --timeout 2"
+    echo "ok: no server -> exit 1 after $dt ms"
+
+    # 2. The server cannot resolve the client: the client is on a link
+    # the server is not on (ppc). Both fail with a message.
+    timeout 60 "$pp" --dev net_af_packet0,iface=ppa --ip $SRV_IP --timeout 2 >"$work/noarp.srv.out" 2>&1 &
+    SRV=$!
+    inb timeout 60 "$pp" --dev net_af_packet0,iface=ppc --ip $CLI_IP --timeout 10 $TCP_HOST >"$work/noarp.cli.out" 2>&1
+    CRC=$?
+    wait_server
+    [ "$SRC" = 1 ] && [ "$CRC" = 1 ] || fail "unreachable RoCE peer: server exit $SRC, client exit $CRC, expected 1 and 1"
+    grep -q "no ARP reply from $CLI_IP" "$work/noarp.srv.out" || fail "server: no 'no ARP reply' message"
+    grep -q "closed the connection" "$work/noarp.cli.out" || fail "client: no message about the server hanging up"
+    echo "ok: ARP timeout -> both exit 1"
+
+    # 3. Bad --dev, bad --ip.
+    for bad in "net_nosuch0:net_nosuch0" "net_af_packet0,iface=nosuchif:nosuchif"; do
+      dev=${bad%%:*} needle=${bad##*:}
+      timeout 60 "$pp" --dev "$dev" --ip $SRV_IP >"$work/baddev.out" 2>&1
+      rc=$?
+      [ $rc = 1 ] || fail "--dev $dev: exit $rc, expected 1"
+      grep -q "uroce-pingpong: .*$needle" "$work/baddev.out" || fail "--dev $dev: the message does not name $needle"
+    done
+    timeout 60 "$pp" --dev net_af_packet0,iface=ppa --ip 10.0.0.300 >"$work/badip.out" 2>&1
+    rc=$?
+    [ $rc = 1 ] && grep -q "10.0.0.300" "$work/badip.out" || fail "--ip 10.0.0.300: exit $rc or no message naming it"
+    echo "ok: bad --dev / --ip -> exit 1 with the culprit named"
+
+    # 4. The client dies mid-run (once it has run over 3 s and printed
+    # progress): the server reports the lost peer within its --timeout.
+    start_server dies "" -s 64 -n 1000000000 --timeout 2
+    # nsenter execs timeout, so $! is the `timeout` process itself.
+    nsenter --net=/proc/$HOLDER/ns/net -- timeout 60 "$pp" --dev net_af_packet0,iface=ppb --ip $CLI_IP -s 64 \
+      -n 1000000000 $TCP_HOST >"$work/dies.cli.out" 2>&1 &
+    CLI=$!
+    for _ in $(seq 300); do
+      grep -q " iterations, " "$work/dies.cli.out" && break
+      sleep 0.1
+    done
+    sleep 0.5
+    kill -TERM $CLI 2>/dev/null  # `timeout` passes it on: uroce-pingpong dies at once
+    wait $CLI; CLI=
+    t0=$(now_ms)
+    wait_server
+    dt=$(($(now_ms) - t0))
+    [ "$SRC" = 1 ] || fail "server whose client died: exit $SRC, expected 1"
+    grep -qE "no completion for|Failed status" "$work/dies.srv.out" || fail "server: no message about the lost peer"
+    grep -qE "^uroce-pingpong: [0-9]+/1000000000 iterations, [0-9.]+ s\$" "$work/dies.srv.out" ||
+      fail "server: no progress line during a run of over 3 s"
+    [ "$dt" -lt 8000 ] || fail "server noticed the dead client only after $dt ms"
+    echo "ok: client killed -> server exit 1 after $dt ms"
+
+    # 5. A server nobody connects to gives up after --accept-timeout.
+    t0=$(now_ms)
+    timeout 60 "$pp" --dev net_af_packet0,iface=ppa --ip $SRV_IP --accept-timeout 1 >"$work/noclient.out" 2>&1
+    rc=$? dt=$(($(now_ms) - t0))
+    [ $rc = 1 ] || fail "server without a client: exit $rc, expected 1"
+    grep -q "no client connected to TCP port 18515" "$work/noclient.out" || fail "server without a client: no message"
+    [ "$dt" -lt 8000 ] || fail "server without a client took $dt ms with --accept-timeout 1"
+    echo "ok: no client -> exit 1 after $dt ms"
+
+    # 6. --chk catches wrong data: a client without -c sends rc_pingpong's
+    # constant buffer, which is not the pattern the server expects.
+    start_server chk "" -s 64 -n 50 -c --timeout 20
+    run_client chk "" -s 64 -n 50 --timeout 20
+    wait_server
+    [ "$CRC" = 0 ] || fail "--chk mismatch: client exit $CRC, expected 0 (it does not check)"
+    [ "$SRC" = 1 ] || fail "--chk mismatch: server exit $SRC, expected 1"
+    grep -q "chk: 50 of 50 received messages were wrong; first: message 0: byte 0 of 64 is 0x7b, expected 0x01" \
+      "$work/chk.srv.out" || fail "--chk mismatch: no message naming the first wrong byte"
+    echo "ok: --chk mismatch -> exit 1" ;;
+
+  usage)
+    expect() {  # expect RC NEEDLE ARGS...
+      local want=$1 needle=$2; shift 2
+      timeout 30 "$pp" "$@" >"$work/usage.out" 2>&1
+      local rc=$?
+      [ $rc = "$want" ] || fail "uroce-pingpong $*: exit $rc, expected $want"
+      grep -q -- "$needle" "$work/usage.out" || fail "uroce-pingpong $*: output lacks '$needle'"
+    }
+    d="--dev net_null0 --ip 10.0.0.1"
+    expect 2 "odp is not supported" $d -o
+    expect 2 "ts is not supported" $d --ts
+    expect 2 "dev is required" --ip 10.0.0.1
+    expect 2 "mtu" $d -m 1000
+    expect 2 "ib-port" $d -i 2
+    expect 2 "size" $d -s 0
+    expect 0 "always polls" --help
+    expect 0 "chk" --help
+    expect 0 "uroce-pingpong" --version
+    echo "ok: usage errors exit 2 with a message" ;;
+
+  *) echo "unknown case $case_"; exit 2 ;;
+esac
