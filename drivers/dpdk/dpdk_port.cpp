@@ -92,6 +92,7 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const DpdkPortConfig& config, std::stri
   port->driver_ = setup.driver;
   port->mac_ = setup.mac;
   port->mtu_ = setup.mtu;
+  port->tx_chains_ = setup.tx_chains;
   port->pool_ = setup.pool;
   port->remove_on_close_ = probed;
   port->notices_ = std::move(setup.notices);

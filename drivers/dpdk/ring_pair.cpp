@@ -88,6 +88,7 @@ bool open_ring_pair(const std::string& name, uint16_t mtu, std::unique_ptr<DpdkP
     p.driver_ = setup.driver;
     p.mac_ = setup.mac;
     p.mtu_ = setup.mtu;
+    p.tx_chains_ = setup.tx_chains;
     p.pool_ = setup.pool;
     p.remove_on_close_ = device;
     p.keep_alive_ = rings;

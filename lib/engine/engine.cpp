@@ -43,6 +43,7 @@ Engine::~Engine() {
   // the peer end of a ring pair) and be freed into it later: then the pool
   // must outlive the device, so it is left to the process's exit.
   if (pool_ && rte_mempool_in_use_count(pool_) == 0) rte_mempool_free(pool_);
+  if (ext_pool_ && rte_mempool_in_use_count(ext_pool_) == 0) rte_mempool_free(ext_pool_);
 }
 
 bool Engine::init(std::string& error) {
@@ -53,6 +54,10 @@ bool Engine::init(std::string& error) {
     error = "device " + config_.name + ": cannot create a pool of " + std::to_string(config_.mbufs) +
             " mbufs: " + rte_strerror(rte_errno) + " (is the DPDK EAL initialised, with enough memory?)";
     return false;
+  }
+  if (config_.zero_copy_min && config_.port->tx_chains()) {
+    ext_pool_ = rte_pktmbuf_pool_create((name + "x").c_str(), config_.mbufs, 256, 0, 0, SOCKET_ID_ANY);
+    if (ext_pool_ != nullptr) zero_copy_min_ = config_.zero_copy_min;  // else copy: slower, still right
   }
   return true;
 }

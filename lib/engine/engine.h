@@ -51,6 +51,10 @@ class Engine {
 
   // TX: an mbuf for a packet, and the queue it goes out on.
   rte_mbuf* alloc_mbuf();
+  // Zero-copy TX: payload segments of this size and up point into
+  // registered memory; 0 when the port cannot take them.
+  uint32_t zero_copy_min() const { return zero_copy_min_; }
+  rte_mempool* ext_pool() const { return ext_pool_; }
   void transmit(rte_mbuf* m);
   bool tx_has_room() const { return backlog_.size() < kTxBacklog; }
 
@@ -79,6 +83,8 @@ class Engine {
 
   DeviceConfig config_;
   rte_mempool* pool_ = nullptr;
+  rte_mempool* ext_pool_ = nullptr;  // data-less mbufs for payload segments
+  uint32_t zero_copy_min_ = 0;
   memory::MrTable mrs_;
   std::mt19937_64 rng_;
   uint64_t now_ = 0;

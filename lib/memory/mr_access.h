@@ -14,6 +14,7 @@ struct MrAccess {
     if (mr.use_count_ > 0) --mr.use_count_;
   }
   static bool owned(const MemoryRegion& mr) { return mr.owned_; }
+  static void*& tx_shinfo(MemoryRegion& mr) { return mr.tx_shinfo_; }
 };
 
 }  // namespace uroce

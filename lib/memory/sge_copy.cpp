@@ -36,6 +36,22 @@ bool gather(const MrTable& mrs, const ProtectionDomain* pd, const transport::Sge
               [&](const uint8_t* p, uint32_t n, uint32_t done) { std::memcpy(dst + done, p, n); });
 }
 
+MemoryRegion* locate(const MrTable& mrs, const ProtectionDomain* pd, const transport::SgeList& sgl, uint64_t off,
+                     uint32_t len, uint8_t*& p) {
+  for (int i = 0; i < sgl.num; ++i) {
+    const ibv_sge& s = sgl.sge[i];
+    if (off >= s.length) {
+      off -= s.length;
+      continue;
+    }
+    if (s.length - off < len) return nullptr;  // spans SGEs: the caller copies
+    AccessError err;
+    p = resolve(mrs, pd, s.lkey, s.addr + off, len, 0, err);
+    return p ? mrs.find(s.lkey) : nullptr;
+  }
+  return nullptr;
+}
+
 bool scatter(const MrTable& mrs, const ProtectionDomain* pd, const transport::SgeList& sgl, uint64_t off,
              const uint8_t* src, uint32_t len) {
   return walk(mrs, pd, sgl, off, len, IBV_ACCESS_LOCAL_WRITE,

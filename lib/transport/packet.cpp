@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "../engine/engine.h"
+#include "../memory/tx_extbuf.h"
 #include "psn.h"
 #include "transport.h"
 
@@ -40,6 +41,33 @@ void finish_packet(Qp& qp, OutPacket& out) {
   ++qp.counters.sent_pkts;
   qp.eng->transmit(out.m);
   out.m = nullptr;
+}
+
+bool send_zero_copy(Qp& qp, const wire::PacketFields& f, MemoryRegion& mr, uint8_t* p) {
+  OutPacket out;
+  if (!start_packet(qp, f, out)) return false;
+  rte_mbuf* body = memory::attach_tx_payload(qp.eng->ext_pool(), mr, p, f.payload_len);
+  rte_mbuf* tail = body ? qp.eng->alloc_mbuf() : nullptr;
+  if (tail == nullptr) {
+    rte_pktmbuf_free(body);
+    rte_pktmbuf_free(out.m);
+    return false;
+  }
+  const uint16_t trailer = uint16_t(out.lay.pad + 4);
+  uint8_t* t = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(tail, trailer));
+  std::memset(t, 0, out.lay.pad);
+  const std::span<const uint8_t> piece[] = {{p, f.payload_len}};
+  wire::store_le32(t + out.lay.pad, wire::compute_icrc(rte_pktmbuf_mtod(out.m, uint8_t*), out.lay, piece));
+  rte_mbuf* m = out.m;
+  m->data_len = out.lay.payload_off;  // the headers; the rest follows in segments
+  m->next = body;
+  body->next = tail;
+  m->nb_segs = 3;
+  m->pkt_len = out.lay.frame_len;
+  ++qp.counters.sent_pkts;
+  ++qp.counters.zero_copy_pkts;
+  qp.eng->transmit(m);
+  return true;
 }
 
 }  // namespace uroce::transport

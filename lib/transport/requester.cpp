@@ -59,6 +59,21 @@ void fail_wqe(Qp& qp, SendWqe& w, ibv_wc_status status) {
   qp.req.offset = 0;
 }
 
+// A data packet of `len` bytes went out: move the WQE and the PSN on.
+bool advance_data(Qp& qp, SendWqe& w, uint32_t len, bool last) {
+  w.state = WqeState::in_progress;
+  if (last) w.last_psn = qp.req.psn;
+  advance_psn(qp, 1);
+  qp.req.offset += len;
+  if (last) {
+    w.state = WqeState::sent;
+    ++qp.req.wqe;
+    qp.req.offset = 0;
+    ++qp.counters.rdma_sends;
+  }
+  return true;
+}
+
 bool send_data_packet(Qp& qp, SendWqe& w) {
   const uint32_t pmtu = qp.attr.pmtu;
   const uint64_t left = w.length - qp.req.offset;
@@ -74,6 +89,16 @@ bool send_data_packet(Qp& qp, SendWqe& w) {
   f.ext.reth_dma_len = uint32_t(w.length);
   f.ext.imm = info.has_ext(Ext::imm_dt) ? w.imm : 0;
   f.ext.ieth_rkey = info.has_ext(Ext::ieth) ? w.invalidate_rkey : 0;
+  if (first) w.first_psn = qp.req.psn;
+  const uint32_t zc = qp.eng->zero_copy_min();
+  uint8_t* src = nullptr;
+  MemoryRegion* mr = zc && len >= zc && !(w.flags & IBV_SEND_INLINE)
+                         ? memory::locate(qp.eng->mrs(), qp.pd, w.sgl, qp.req.offset, len, src)
+                         : nullptr;
+  if (mr != nullptr) {
+    if (!send_zero_copy(qp, f, *mr, src)) return false;
+    return advance_data(qp, w, len, last);
+  }
   OutPacket out;
   if (!start_packet(qp, f, out)) return false;
   if (w.flags & IBV_SEND_INLINE) {
@@ -83,19 +108,8 @@ bool send_data_packet(Qp& qp, SendWqe& w) {
     fail_wqe(qp, w, IBV_WC_LOC_PROT_ERR);
     return true;
   }
-  if (first) w.first_psn = qp.req.psn;
-  w.state = WqeState::in_progress;
   finish_packet(qp, out);
-  if (last) w.last_psn = qp.req.psn;
-  advance_psn(qp, 1);
-  qp.req.offset += len;
-  if (last) {
-    w.state = WqeState::sent;
-    ++qp.req.wqe;
-    qp.req.offset = 0;
-    ++qp.counters.rdma_sends;
-  }
-  return true;
+  return advance_data(qp, w, len, last);
 }
 
 bool send_read_request(Qp& qp, SendWqe& w) {

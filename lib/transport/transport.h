@@ -12,6 +12,10 @@
 
 struct rte_mbuf;
 
+namespace uroce {
+class MemoryRegion;
+}
+
 namespace uroce::transport {
 
 // Requester (requester.cpp): sends request packets while the window, the
@@ -50,6 +54,10 @@ struct OutPacket {
 bool start_packet(Qp& qp, const wire::PacketFields& f, OutPacket& out);
 // Pad, ICRC, hand to the engine's TX queue.
 void finish_packet(Qp& qp, OutPacket& out);
+// The whole packet without copying its payload: headers, then a segment
+// pointing at [p, p + f.payload_len) inside `mr`, then pad and ICRC. False
+// (nothing sent) when an mbuf is missing.
+bool send_zero_copy(Qp& qp, const wire::PacketFields& f, MemoryRegion& mr, uint8_t* p);
 // Fields of a packet of this QP: the QP's header template plus a BTH.
 wire::PacketFields packet_fields(const Qp& qp, uint8_t opcode, uint32_t psn, uint32_t payload_len);
 

@@ -76,6 +76,7 @@ TransportCounters& TransportCounters::operator+=(const TransportCounters& o) {
   rdma_recvs += o.rdma_recvs;
   nak_sent += o.nak_sent;
   rcvd_nak += o.rcvd_nak;
+  zero_copy_pkts += o.zero_copy_pkts;
   return *this;
 }
 

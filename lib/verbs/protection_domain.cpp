@@ -8,6 +8,7 @@
 
 #include "../engine/engine.h"
 #include "../memory/mr_access.h"
+#include "../memory/tx_extbuf.h"
 #include "../transport/qp.h"
 #include "uroce/verbs/address_handle.h"
 #include "uroce/verbs/completion_queue.h"
@@ -88,7 +89,9 @@ std::unique_ptr<MemoryRegion> ProtectionDomain::alloc_mr(size_t length, int acce
 
 int ProtectionDomain::dereg_mr(std::unique_ptr<MemoryRegion>& mr) {
   if (!mr || &mr->pd() != this) return EINVAL;
-  if (mr->in_use() != 0) return EBUSY;
+  // Frames whose payload points into the region may still sit in a TX
+  // queue (zero-copy): the memory must outlive them.
+  if (mr->in_use() != 0 || memory::tx_payloads_in_flight(*mr)) return EBUSY;
   mr.reset();
   return 0;
 }
@@ -157,6 +160,7 @@ MemoryRegion::~MemoryRegion() {
     std::fprintf(stderr, "uroce: memory region 0x%x destroyed while %u posted work request(s) use it; "
                  "they will complete with a protection error\n", key_, use_count_);
   if (key_ != 0) pd_->device().engine().mrs().remove(key_);
+  memory::release_tx_payloads(*this);
   if (owned_) rte_free(addr_);
   --pd_->children_;
 }

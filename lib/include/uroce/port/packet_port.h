@@ -25,6 +25,10 @@ class PacketPort {
   // The port's own address and its Ethernet MTU (largest IP datagram).
   virtual wire::MacAddr mac() const = 0;
   virtual uint16_t mtu() const = 0;
+  // True if the port sends chained mbufs whose segments may point into
+  // application memory (external buffers): then large payloads go out
+  // from registered memory without a copy. Asked once, at device open.
+  virtual bool tx_chains() const { return false; }
 };
 
 }  // namespace uroce

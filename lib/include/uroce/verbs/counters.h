@@ -25,6 +25,7 @@ struct TransportCounters {
   uint64_t rdma_recvs = 0;
   uint64_t nak_sent = 0;             // NAKs other than RNR sent by the responder
   uint64_t rcvd_nak = 0;             // NAKs other than RNR/sequence received
+  uint64_t zero_copy_pkts = 0;       // sent with the payload pointing into the region
 
   TransportCounters& operator+=(const TransportCounters& o);
 };

@@ -35,6 +35,10 @@ struct DeviceConfig {
   // Transport tuning (rxe's defaults).
   uint32_t max_unacked_psns = 128;  // requester window
   uint32_t ack_req_every = 64;      // AckReq at least every N packets
+  // Zero-copy TX: payloads of at least this many bytes go out as a segment
+  // pointing into the registered region, where the port takes chained
+  // mbufs (PacketPort::tx_chains); 0 always copies.
+  uint32_t zero_copy_min = 1024;
   // ARP/ND: a request every retry_ms until a reply or timeout_ms.
   uint32_t neighbor_retry_ms = 200;
   uint32_t neighbor_timeout_ms = 3000;

@@ -44,6 +44,9 @@ class MemoryRegion {
   bool owned_;  // allocated by alloc_mr: freed with the region
   uint32_t key_ = 0;
   uint32_t use_count_ = 0;
+  // Zero-copy TX: the reference count shared by the frames whose payload
+  // segments point into this region (lib/memory/tx_extbuf.h).
+  void* tx_shinfo_ = nullptr;
 };
 
 }  // namespace uroce
