@@ -62,10 +62,15 @@ bool send_read_packet(Qp& qp, RespOut& e, const RdAtomicResource& r) {
   PacketFields f = packet_fields(qp, read_opcode(index, count), e.cursor_psn, len);
   f.ext.aeth_syndrome = kAethAckNoCredit;
   f.ext.aeth_msn = r.msn;
-  OutPacket out;
-  if (!start_packet(qp, f, out)) return false;
-  if (len) std::memcpy(out.payload, src, len);
-  finish_packet(qp, out);
+  const uint32_t zc = qp.eng->zero_copy_min();
+  if (zc && len >= zc) {
+    if (!send_zero_copy(qp, f, *qp.eng->mrs().find(r.rkey), const_cast<uint8_t*>(src))) return false;
+  } else {
+    OutPacket out;
+    if (!start_packet(qp, f, out)) return false;
+    if (len) std::memcpy(out.payload, src, len);
+    finish_packet(qp, out);
+  }
   e.cursor_psn = psn_add(e.cursor_psn, 1);
   return true;
 }

@@ -60,6 +60,7 @@ TEST_CASE("Zero-copy TX: data intact, small payloads copied, the counter says wh
   check_send_write_read(p, 99);  // 5000-byte SEND, 64 KiB WRITE: zero-copy packets
   const uint64_t zc = p.da->counters().transport.zero_copy_pkts;
   CHECK(zc >= 16);  // the 64 KiB WRITE alone is 16 packets of 4096
+  CHECK(p.db->counters().transport.zero_copy_pkts >= 12);  // the 48 KiB READ's responses
   // Below zero_copy_min (1024 by default): copied.
   std::memset(p.b.buf(), 0, 512);
   for (uint32_t i = 0; i < 512; ++i) p.a.buf()[i] = uint8_t(i * 7);
