@@ -52,13 +52,16 @@ bool setup_port(uint16_t port_id, const std::string& label, const DpdkPortConfig
   // The library needs no offload; chained TX mbufs are allowed where the
   // port supports them.
   if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
-  // Segments pointing into application memory need that memory's IOVA:
-  // the virtual address when EAL runs IOVA-as-VA; software ports (no bus
-  // device behind them) read by virtual address anyway.
+  // Segments pointing into application memory need that memory's IOVA.
+  // Software ports (no bus device behind them) read by virtual address; a
+  // NIC can DMA from DPDK memory, whose IOVA is its virtual address when
+  // EAL runs IOVA-as-VA (other memory is not mapped for it).
   const rte_bus* bus = info.device ? rte_dev_bus(info.device) : nullptr;
   const bool software = bus == nullptr || std::strcmp(rte_bus_name(bus), "vdev") == 0;
-  out.tx_chains = (conf.txmode.offloads & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) &&
-                  (software || rte_eal_iova_mode() == RTE_IOVA_VA);
+  if (conf.txmode.offloads & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) {
+    if (software) out.tx_chains = TxChains::any_memory;
+    else if (rte_eal_iova_mode() == RTE_IOVA_VA) out.tx_chains = TxChains::dpdk_memory;
+  }
   rc = rte_eth_dev_configure(port_id, 1, 1, &conf);
   if (rc != 0) {
     error = "port " + label + ": rte_eth_dev_configure (1 queue pair, MTU " + std::to_string(plan.ethdev_mtu) +

@@ -18,7 +18,7 @@ struct PortSetup {
   wire::MacAddr mac{};
   rte_mempool* pool = nullptr;  // owned by the caller after success
   std::vector<std::string> notices;
-  bool tx_chains = false;
+  TxChains tx_chains = TxChains::none;
 };
 
 // `label` names the port in messages. On failure nothing is left

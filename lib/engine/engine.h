@@ -15,6 +15,7 @@
 #include "../memory/mr_table.h"
 #include "neighbor_table.h"
 #include "uroce/verbs/device.h"
+#include "uroce/verbs/memory_region.h"
 #include "uroce/wire/builder.h"
 
 namespace uroce::transport {
@@ -55,6 +56,8 @@ class Engine {
   // registered memory; 0 when the port cannot take them.
   uint32_t zero_copy_min() const { return zero_copy_min_; }
   rte_mempool* ext_pool() const { return ext_pool_; }
+  // Whether a payload segment may point into `mr`.
+  bool zero_copy_from(const MemoryRegion& mr) const { return zero_copy_any_memory_ || mr.dpdk_memory(); }
   void transmit(rte_mbuf* m);
   bool tx_has_room() const { return backlog_.size() < kTxBacklog; }
 
@@ -85,6 +88,7 @@ class Engine {
   rte_mempool* pool_ = nullptr;
   rte_mempool* ext_pool_ = nullptr;  // data-less mbufs for payload segments
   uint32_t zero_copy_min_ = 0;
+  bool zero_copy_any_memory_ = false;
   memory::MrTable mrs_;
   std::mt19937_64 rng_;
   uint64_t now_ = 0;

@@ -95,7 +95,7 @@ bool send_data_packet(Qp& qp, SendWqe& w) {
   MemoryRegion* mr = zc && len >= zc && !(w.flags & IBV_SEND_INLINE)
                          ? memory::locate(qp.eng->mrs(), qp.pd, w.sgl, qp.req.offset, len, src)
                          : nullptr;
-  if (mr != nullptr) {
+  if (mr != nullptr && qp.eng->zero_copy_from(*mr)) {
     if (!send_zero_copy(qp, f, *mr, src)) return false;
     return advance_data(qp, w, len, last);
   }

@@ -63,8 +63,9 @@ bool send_read_packet(Qp& qp, RespOut& e, const RdAtomicResource& r) {
   f.ext.aeth_syndrome = kAethAckNoCredit;
   f.ext.aeth_msn = r.msn;
   const uint32_t zc = qp.eng->zero_copy_min();
-  if (zc && len >= zc) {
-    if (!send_zero_copy(qp, f, *qp.eng->mrs().find(r.rkey), const_cast<uint8_t*>(src))) return false;
+  MemoryRegion* mr = zc && len >= zc ? qp.eng->mrs().find(r.rkey) : nullptr;
+  if (mr != nullptr && qp.eng->zero_copy_from(*mr)) {
+    if (!send_zero_copy(qp, f, *mr, const_cast<uint8_t*>(src))) return false;
   } else {
     OutPacket out;
     if (!start_packet(qp, f, out)) return false;

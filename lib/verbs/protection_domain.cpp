@@ -1,6 +1,7 @@
 #include "uroce/verbs/protection_domain.h"
 
 #include <rte_malloc.h>
+#include <rte_memory.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -64,6 +65,8 @@ std::unique_ptr<MemoryRegion> ProtectionDomain::reg_mr(void* addr, size_t length
     return nullptr;
   }
   MrAccess::set_key(*mr, key);
+  const auto* first = static_cast<const uint8_t*>(addr);
+  mr->dpdk_memory_ = rte_mem_virt2memseg(first, nullptr) && rte_mem_virt2memseg(first + length - 1, nullptr);
   err = 0;
   return mr;
 }

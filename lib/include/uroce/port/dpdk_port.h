@@ -44,7 +44,7 @@ class DpdkPort final : public PacketPort {
   uint16_t tx_burst(rte_mbuf** pkts, uint16_t n) override;  // queue 0
   wire::MacAddr mac() const override { return mac_; }
   uint16_t mtu() const override { return mtu_; }
-  bool tx_chains() const override { return tx_chains_; }
+  TxChains tx_chains() const override { return tx_chains_; }
 
   uint16_t port_id() const { return port_id_; }
   // The ethdev name (PCI address or vdev name, without arguments).
@@ -66,7 +66,7 @@ class DpdkPort final : public PacketPort {
   std::string driver_;
   wire::MacAddr mac_{};
   uint16_t mtu_ = 0;
-  bool tx_chains_ = false;
+  TxChains tx_chains_ = TxChains::none;
   rte_mempool* pool_ = nullptr;
   rte_device* remove_on_close_ = nullptr;  // a vdev we probed
   std::shared_ptr<void> keep_alive_;         // the rings of a ring pair

@@ -12,6 +12,14 @@ struct rte_mempool;
 
 namespace uroce {
 
+// Whether a port sends chained mbufs whose segments point into application
+// memory (zero-copy TX), and which memory it can read that way.
+enum class TxChains {
+  none,         // every frame in one segment of the port's own pool
+  dpdk_memory,  // chains, from DPDK memory only (a NIC's DMA needs its IOVA)
+  any_memory,   // chains, read by virtual address (software ports)
+};
+
 class PacketPort {
  public:
   virtual ~PacketPort() = default;
@@ -25,10 +33,9 @@ class PacketPort {
   // The port's own address and its Ethernet MTU (largest IP datagram).
   virtual wire::MacAddr mac() const = 0;
   virtual uint16_t mtu() const = 0;
-  // True if the port sends chained mbufs whose segments may point into
-  // application memory (external buffers): then large payloads go out
-  // from registered memory without a copy. Asked once, at device open.
-  virtual bool tx_chains() const { return false; }
+  // Asked once, at device open: large payloads go out from registered
+  // memory without a copy where the answer allows it.
+  virtual TxChains tx_chains() const { return TxChains::none; }
 };
 
 }  // namespace uroce

@@ -37,7 +37,8 @@ struct DeviceConfig {
   uint32_t ack_req_every = 64;      // AckReq at least every N packets
   // Zero-copy TX: payloads of at least this many bytes go out as a segment
   // pointing into the registered region, where the port takes chained
-  // mbufs (PacketPort::tx_chains); 0 always copies.
+  // mbufs (PacketPort::tx_chains; on a NIC only from DPDK memory); 0
+  // always copies.
   uint32_t zero_copy_min = 1024;
   // ARP/ND: a request every retry_ms until a reply or timeout_ms.
   uint32_t neighbor_retry_ms = 200;

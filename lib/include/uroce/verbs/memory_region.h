@@ -24,6 +24,9 @@ class MemoryRegion {
   ProtectionDomain& pd() const { return *pd_; }
   // Posted work requests that reference this region and are not complete.
   uint32_t in_use() const { return use_count_; }
+  // In DPDK memory (alloc_mr, or rte_malloc'd memory given to reg_mr): a
+  // NIC can DMA from it, so it can be sent from without a copy.
+  bool dpdk_memory() const { return dpdk_memory_; }
 
   // True if [addr, addr+len) lies inside the region (no overflow).
   bool contains(uint64_t addr, uint64_t len) const {
@@ -47,6 +50,7 @@ class MemoryRegion {
   // Zero-copy TX: the reference count shared by the frames whose payload
   // segments point into this region (lib/memory/tx_extbuf.h).
   void* tx_shinfo_ = nullptr;
+  bool dpdk_memory_ = false;
 };
 
 }  // namespace uroce
