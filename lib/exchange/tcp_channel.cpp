@@ -132,6 +132,23 @@ bool TcpChannel::recv_or_eof(void* data, size_t n, bool& eof, std::string& error
   return receive(data, n, true, eof, error);
 }
 
+bool TcpChannel::linger(Millis timeout) {
+  boost::system::error_code ec;
+  impl_->sock.shutdown(tcp::socket::shutdown_send, ec);
+  const Millis saved = timeout_;
+  const Idle idle = idle_;
+  timeout_ = timeout;
+  idle_ = nullptr;
+  bool eof = false;
+  std::string error;
+  char sink;
+  bool ok = true;
+  while (ok && !eof) ok = receive(&sink, 1, true, eof, error);  // EOF before the deadline: the peer is done
+  timeout_ = saved;
+  idle_ = idle;
+  return eof;
+}
+
 bool TcpChannel::receive(void* data, size_t n, bool eof_ok, bool& eof, std::string& error) {
   eof = false;
   bool done = false;

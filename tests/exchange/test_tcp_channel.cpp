@@ -269,3 +269,27 @@ TEST_CASE("accept and listen failures are explained", "[tcp-channel]") {
     }
   }
 }
+
+TEST_CASE("linger returns once both sides are done, or at its timeout", "[tcp-channel]") {
+  {
+    Pair p = connect_pair();
+    bool server_done = false;
+    std::thread t([&] { server_done = p.server->linger(5000ms); });
+    CHECK(p.client->linger(5000ms));
+    t.join();
+    CHECK(server_done);
+  }
+  {
+    Pair p = connect_pair();
+    // The server neither lingers nor closes: the client gives up.
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK_FALSE(p.client->linger(200ms));
+    CHECK(std::chrono::steady_clock::now() - t0 >= 200ms);
+    // Bytes still in flight are discarded, and a close counts as done.
+    Pair q = connect_pair();
+    std::string error;
+    REQUIRE(q.server->send("late", 4, error));
+    q.server.reset();
+    CHECK(q.client->linger(5000ms));
+  }
+}

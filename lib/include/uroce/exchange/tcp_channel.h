@@ -50,6 +50,15 @@ class TcpChannel {
   // trailers such as perftest's "done" (some versions do not send it).
   bool recv_or_eof(void* data, size_t n, bool& eof, std::string& error);
 
+  // The last step of a conversation: says "nothing more from me" (shuts
+  // down the sending side) and waits, without the idle callback, until the
+  // peer does the same (closes, or shuts down its side) or `timeout`
+  // passes; bytes that still arrive are discarded. Two processes that stop
+  // polling their ports before they linger know, when it returns, that
+  // neither polls any more: a shared-memory link (memif) can then be torn
+  // down without the other side still inside it. False on timeout.
+  bool linger(Millis timeout);
+
   void set_timeout(Millis timeout) { timeout_ = timeout; }
   Millis timeout() const { return timeout_; }
   void set_idle(const Idle& idle) { idle_ = idle; }
