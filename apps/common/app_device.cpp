@@ -1,5 +1,8 @@
 #include "app_device.h"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <sstream>
 #include <vector>
 
@@ -75,6 +78,11 @@ bool AppDevice::resolve(const wire::IpAddr& peer, std::chrono::milliseconds time
   return false;
 }
 
+void AppDevice::flush_capture() {
+  std::string err;
+  if (pcap && !pcap->flush(err)) std::fprintf(stderr, "uroce: %s\n", err.c_str());
+}
+
 AppDevice::~AppDevice() {
   // The device first: its frames come from the port's pool.
   device.reset();
@@ -84,6 +92,11 @@ AppDevice::~AppDevice() {
     pcap->flush(err);
   }
   port.reset();
+}
+
+void exit_now(int status) {
+  std::fflush(nullptr);
+  _exit(status);
 }
 
 }  // namespace uroce::app

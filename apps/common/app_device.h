@@ -41,7 +41,15 @@ struct AppDevice {
   // device until it answers or `timeout` passes.
   bool resolve(const wire::IpAddr& peer, std::chrono::milliseconds timeout, std::string& error);
   void poll() { device->poll(); }
+  // Writes out what the capture holds (also done by the destructor).
+  void flush_capture();
   ~AppDevice();
 };
+
+// Ends the process once every port and device is closed and stdio is
+// flushed, without the C library's teardown: DPDK's interrupt thread may
+// be handling a peer's disconnect (memif) at that moment, and exit() or
+// rte_eal_cleanup() unmapping memory under it crashes it.
+[[noreturn]] void exit_now(int status);
 
 }  // namespace uroce::app

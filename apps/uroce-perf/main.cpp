@@ -127,5 +127,6 @@ int run_loopback(const Options& o) {
 int main(int argc, char** argv) {
   Options o;
   if (int rc = parse_options(argc, argv, o); rc >= 0) return rc;
-  return o.loopback ? run_loopback(o) : run_remote(o);
+  if (!o.loopback) run_remote(o);  // ends the process
+  return run_loopback(o);
 }

@@ -35,6 +35,7 @@ class Remote {
  public:
   explicit Remote(const Options& o) : o_(o), client_(!o.server.empty()) {}
   int run();
+  void flush_capture() { dev_.flush_capture(); }
 
  private:
   bool open(std::string& error);
@@ -333,6 +334,9 @@ int Remote::run() {
     const bool ok = run_test(error);
     print_footer();
     if (!ok || !close(error)) return fail(error);
+    // Neither side polls its port from here on; once both know that, the
+    // ports can close (a memif peer still polling would crash).
+    ch_->linger(Millis(2000));
   } catch (const std::exception& e) {
     return fail(e.what());
   }
@@ -346,6 +350,15 @@ int Remote::run() {
 
 }  // namespace
 
-int run_remote(const Options& o) { return Remote(o).run(); }
+void run_remote(const Options& o) {
+  Remote remote(o);
+  const int rc = remote.run();
+  // The port is not closed: a memif peer's disconnect is handled by DPDK's
+  // interrupt thread, which races with closing our own memif port (DPDK
+  // 22.11 crashes in either order). Both sides have stopped polling
+  // (linger), so the process can end with its port open.
+  remote.flush_capture();
+  app::exit_now(rc);
+}
 
 }  // namespace uroce::perf

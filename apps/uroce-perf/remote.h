@@ -7,7 +7,7 @@
 
 namespace uroce::perf {
 
-// The exit status: 0, or 1 after printing what failed.
-int run_remote(const Options& o);
+// Runs one side and ends the process: 0, or 1 after printing what failed.
+[[noreturn]] void run_remote(const Options& o);
 
 }  // namespace uroce::perf

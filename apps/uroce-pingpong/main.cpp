@@ -109,5 +109,6 @@ int main(int argc, char** argv) {
   Options o;
   if (int rc = parse_options(argc, argv, o); rc >= 0) return rc;
   srand48(long(getpid()) * time(nullptr));
-  return run(o);
+  const int rc = run(o);
+  app::exit_now(rc);  // every port and device is gone by now
 }
