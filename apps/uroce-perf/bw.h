@@ -4,6 +4,7 @@
 // process, the server stepping while it waits on the exchange.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <vector>
 
@@ -26,7 +27,8 @@ class BwClient {
     uint64_t completed = 0;
   };
   using Clock = std::chrono::steady_clock;
-  bool done() const;
+  bool done();
+  double elapsed();  // seconds since the start; the clock is read every few calls
   void post(size_t q);
   void reap();
 
@@ -35,8 +37,13 @@ class BwClient {
   const Options& o_;
   uint64_t size_;
   std::vector<QpState> qps_;
+  std::array<SendWr, 64> wrs_;  // up to -l WRs per post call
+  std::array<ibv_sge, 64> sges_;
   std::vector<std::pair<double, uint64_t>> marks_;  // (time, completed) for the peak
   bool started_ = false;
+  bool stopping_ = false;  // -D: the duration is over, no new posts
+  unsigned ticks_ = 0;
+  double elapsed_ = 0;
   Clock::time_point t0_;
   BwResult r_;
 };
