@@ -1,6 +1,7 @@
 #include "bw.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 namespace uroce::perf {
@@ -131,6 +132,13 @@ bool BwClient::step() {
   }
   for (size_t q = 0; q < qps_.size() && r_.error.empty(); ++q) post(q);
   reap();
+  if (elapsed_ >= next_progress_) {
+    next_progress_ += 2;
+    uint64_t total = 0;
+    for (const QpState& s : qps_) total += s.completed;
+    std::fprintf(stderr, "uroce-perf: %lu B: %lu messages completed in %.0f s\n", (unsigned long)size_,
+                 (unsigned long)total, elapsed_);
+  }
   return done();
 }
 

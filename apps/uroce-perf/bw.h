@@ -44,6 +44,7 @@ class BwClient {
   bool stopping_ = false;  // -D: the duration is over, no new posts
   unsigned ticks_ = 0;
   double elapsed_ = 0;
+  double next_progress_ = 3;  // a line on stderr every 2 s once a run lasts 3 s
   Clock::time_point t0_;
   BwResult r_;
 };

@@ -1,5 +1,6 @@
 #include "lat.h"
 
+#include <cstdio>
 #include <cstring>
 
 namespace uroce::perf {
@@ -44,6 +45,7 @@ LatSide::LatSide(Endpoint& e, const PeerInfo& peer, const Options& o, uint64_t s
 }
 
 void LatSide::start(bool first_size) {
+  start_ = Clock::now();
   if (first_size) std::memset(e_.buf(0), 0, e_.buf_bytes());
   if (client_) fill_pattern(e_.buf(0), size_, 0x33);
   else if (o_.verb == Verb::read) fill_pattern(e_.buf(0), size_, 0x77);  // READ fetches this
@@ -76,6 +78,15 @@ bool LatSide::peer_arrived() {
 }
 
 void LatSide::next() {
+  // A line on stderr every 2 s once a run lasts 3 s (clock read every 1024).
+  if (client_ && (iter_ & 1023) == 1023) {
+    const double s = std::chrono::duration<double>(Clock::now() - start_).count();
+    if (s >= next_progress_) {
+      next_progress_ = s + 2;
+      std::fprintf(stderr, "uroce-perf: %lu B: %lu of %lu iterations in %.0f s\n", (unsigned long)size_,
+                   (unsigned long)iter_ + 1, (unsigned long)o_.iters, s);
+    }
+  }
   if (++iter_ == o_.iters) state_ = State::done;
   else state_ = client_ ? State::post : State::wait_peer;
 }

@@ -53,7 +53,8 @@ class LatSide {
   uint64_t iter_ = 0;
   bool posted_ = false;  // this iteration's message is out
   WcTally tally_;
-  Clock::time_point t0_;
+  Clock::time_point t0_, start_;
+  double next_progress_ = 3;
   LatResult r_;
 };
 
