@@ -1,7 +1,5 @@
 #include "port_setup.h"
 
-#include <rte_bus.h>
-#include <rte_dev.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
@@ -56,8 +54,12 @@ bool setup_port(uint16_t port_id, const std::string& label, const DpdkPortConfig
   // Software ports (no bus device behind them) read by virtual address; a
   // NIC can DMA from DPDK memory, whose IOVA is its virtual address when
   // EAL runs IOVA-as-VA (other memory is not mapped for it).
-  const rte_bus* bus = info.device ? rte_dev_bus(info.device) : nullptr;
-  const bool software = bus == nullptr || std::strcmp(rte_bus_name(bus), "vdev") == 0;
+  // By driver name, not by bus: failsafe, bonding and virtio_user are vdevs
+  // with DMA (a NIC, vhost) behind them.
+  static const char* const kByAddress[] = {"net_af_packet", "net_af_xdp", "net_memif", "net_ring",
+                                           "net_tap", "net_pcap", "net_null"};
+  bool software = false;
+  for (const char* d : kByAddress) software |= info.driver_name && std::strcmp(info.driver_name, d) == 0;
   if (conf.txmode.offloads & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) {
     if (software) out.tx_chains = TxChains::any_memory;
     else if (rte_eal_iova_mode() == RTE_IOVA_VA) out.tx_chains = TxChains::dpdk_memory;

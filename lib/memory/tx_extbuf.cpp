@@ -8,15 +8,27 @@
 namespace uroce::memory {
 namespace {
 
-void free_shinfo(void* /*addr*/, void* opaque) { rte_free(opaque); }
+// The shared info, and the region's memory once the region is gone while
+// frames still point into it.
+struct TxShared {
+  rte_mbuf_ext_shared_info info;
+  void* owned_mem;
+};
+
+void free_shared(void* /*addr*/, void* opaque) {
+  auto* t = static_cast<TxShared*>(opaque);
+  rte_free(t->owned_mem);
+  rte_free(t);
+}
 
 rte_mbuf_ext_shared_info* shinfo_of(MemoryRegion& mr, bool create) {
   void*& slot = MrAccess::tx_shinfo(mr);
   if (slot == nullptr && create) {
-    auto* s = static_cast<rte_mbuf_ext_shared_info*>(rte_zmalloc("uroce_tx_shinfo", sizeof(rte_mbuf_ext_shared_info), 0));
-    if (s == nullptr) return nullptr;
-    s->free_cb = free_shinfo;
-    s->fcb_opaque = s;
+    auto* t = static_cast<TxShared*>(rte_zmalloc("uroce_tx_shinfo", sizeof(TxShared), 0));
+    if (t == nullptr) return nullptr;
+    rte_mbuf_ext_shared_info* s = &t->info;
+    s->free_cb = free_shared;
+    s->fcb_opaque = t;
     rte_mbuf_ext_refcnt_set(s, 1);  // the region's own reference
     slot = s;
   }
@@ -46,10 +58,15 @@ bool tx_payloads_in_flight(MemoryRegion& mr) {
   return s != nullptr && rte_mbuf_ext_refcnt_read(s) > 1;
 }
 
-void release_tx_payloads(MemoryRegion& mr) {
+bool release_tx_payloads(MemoryRegion& mr, void* owned_mem) {
   rte_mbuf_ext_shared_info* s = shinfo_of(mr, false);
-  if (s != nullptr && rte_mbuf_ext_refcnt_update(s, -1) == 0) rte_free(s);
   MrAccess::tx_shinfo(mr) = nullptr;
+  if (s == nullptr) return false;
+  auto* t = static_cast<TxShared*>(s->fcb_opaque);
+  t->owned_mem = owned_mem;  // before the last frame can see the count reach 0
+  if (rte_mbuf_ext_refcnt_update(s, -1) != 0) return true;
+  rte_free(t);
+  return false;
 }
 
 }  // namespace uroce::memory

@@ -62,16 +62,14 @@ bool send_read_packet(Qp& qp, RespOut& e, const RdAtomicResource& r) {
   PacketFields f = packet_fields(qp, read_opcode(index, count), e.cursor_psn, len);
   f.ext.aeth_syndrome = kAethAckNoCredit;
   f.ext.aeth_msn = r.msn;
-  const uint32_t zc = qp.eng->zero_copy_min();
-  MemoryRegion* mr = zc && len >= zc ? qp.eng->mrs().find(r.rkey) : nullptr;
-  if (mr != nullptr && qp.eng->zero_copy_from(*mr)) {
-    if (!send_zero_copy(qp, f, *mr, const_cast<uint8_t*>(src))) return false;
-  } else {
-    OutPacket out;
-    if (!start_packet(qp, f, out)) return false;
-    if (len) std::memcpy(out.payload, src, len);
-    finish_packet(qp, out);
-  }
+  // Copied, never sent in place: the region is the responder's own memory,
+  // which its application may change at any time (a flag the peer polls
+  // by READ), and a frame whose payload changed after its ICRC was taken
+  // would be dropped by the peer again and again. The copy is a snapshot.
+  OutPacket out;
+  if (!start_packet(qp, f, out)) return false;
+  if (len) std::memcpy(out.payload, src, len);
+  finish_packet(qp, out);
   e.cursor_psn = psn_add(e.cursor_psn, 1);
   return true;
 }

@@ -163,8 +163,14 @@ MemoryRegion::~MemoryRegion() {
     std::fprintf(stderr, "uroce: memory region 0x%x destroyed while %u posted work request(s) use it; "
                  "they will complete with a protection error\n", key_, use_count_);
   if (key_ != 0) pd_->device().engine().mrs().remove(key_);
-  memory::release_tx_payloads(*this);
-  if (owned_) rte_free(addr_);
+  // Frames may still point into the region (a NIC frees sent mbufs only on
+  // later TX calls): then owned memory goes with the last of them, and
+  // memory the application registered must stay mapped until then.
+  const bool in_flight = memory::release_tx_payloads(*this, owned_ ? addr_ : nullptr);
+  if (in_flight && !owned_)
+    std::fprintf(stderr, "uroce: memory region 0x%x destroyed while frames sent from it are still queued; "
+                 "keep the memory mapped until the port has sent them\n", key_);
+  if (owned_ && !in_flight) rte_free(addr_);
   --pd_->children_;
 }
 
