@@ -14,6 +14,8 @@
 namespace uroce::engine {
 namespace {
 
+constexpr uint8_t kZeroV4[4] = {0, 0, 0, 0};
+
 // Data room for the largest frame: VLAN + IPv6 + UDP + headers + 4096 + ICRC.
 constexpr uint16_t kDataRoom = RTE_PKTMBUF_HEADROOM + 4352;
 
@@ -137,8 +139,14 @@ void Engine::neighbor_rx(const rte_mbuf* m) {
                         msg.kind == wire::NeighborMsg::Kind::nd_solicit) &&
                        is_own_gid(msg.target) && msg.reply_ip != wire::IpAddr{};  // not a DAD probe
   // Learn from replies we asked for and from requests aimed at us (the
-  // asker will talk to us next), as Linux does; never from anything else.
-  if (msg.has_sender_mac && (asks_us || neighbors_.learning(msg.sender_ip))) neighbors_.set(msg.sender_ip, msg.sender_mac);
+  // asker will talk to us next), as Linux does; never from anything else,
+  // never over a static entry, never a group or zero MAC, an unspecified
+  // address (ARP probes) or one of our own addresses.
+  const bool unicast = (msg.sender_mac.bytes[0] & 1) == 0 && msg.sender_mac != wire::MacAddr{};
+  const bool plausible = unicast && !is_own_gid(msg.sender_ip) && msg.sender_ip != wire::IpAddr{} &&
+                         !(msg.sender_ip.is_v4_mapped() && msg.sender_ip == wire::IpAddr::from_v4(kZeroV4));
+  if (msg.has_sender_mac && plausible && (asks_us || neighbors_.learning(msg.sender_ip)))
+    neighbors_.learn(msg.sender_ip, msg.sender_mac);
   if (!asks_us) return;
   uint8_t frame[wire::kNeighborFrameMax];
   send_frame(frame, msg.kind == wire::NeighborMsg::Kind::arp_request

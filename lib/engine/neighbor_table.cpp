@@ -5,7 +5,13 @@
 namespace uroce::engine {
 
 void NeighborTable::set(const wire::IpAddr& ip, const wire::MacAddr& mac) {
+  learn(ip, mac);
+  entries_[key(ip)].fixed = true;
+}
+
+void NeighborTable::learn(const wire::IpAddr& ip, const wire::MacAddr& mac) {
   Entry& e = entries_[key(ip)];
+  if (e.fixed) return;
   if (e.state == NeighborState::resolving) --resolving_;
   e.state = NeighborState::reachable;
   e.mac = mac;

@@ -20,7 +20,10 @@ class NeighborTable {
  public:
   NeighborTable(uint64_t retry_ns, uint64_t timeout_ns) : retry_ns_(retry_ns), timeout_ns_(timeout_ns) {}
 
+  // A static entry: permanent, never overwritten by what is learned.
   void set(const wire::IpAddr& ip, const wire::MacAddr& mac);
+  // What ARP/ND taught; ignored for static entries.
+  void learn(const wire::IpAddr& ip, const wire::MacAddr& mac);
   bool lookup(const wire::IpAddr& ip, wire::MacAddr& mac) const;
   NeighborState state(const wire::IpAddr& ip) const;
   // Starts resolving unless known or already resolving (a failed entry
@@ -39,6 +42,7 @@ class NeighborTable {
     wire::MacAddr mac;
     uint64_t next_try = 0;
     uint64_t deadline = 0;
+    bool fixed = false;  // static
   };
   static std::string key(const wire::IpAddr& ip) { return std::string(ip.bytes.begin(), ip.bytes.end()); }
 

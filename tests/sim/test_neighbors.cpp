@@ -3,7 +3,9 @@
 // retry and give up on silence, and a QP can connect once the MAC is known.
 #include <catch2/catch.hpp>
 
+#include "mbuf_test_util.h"
 #include "uroce/sim/sim_fabric.h"
+#include "uroce/wire/neighbor.h"
 #include "uroce/verbs/verbs.h"
 
 using namespace uroce;
@@ -94,4 +96,45 @@ TEST_CASE("Resolution of a silent address retries, then fails, and can start ove
   fab.run_for(2 * kMs);
   CHECK(a.resolve_neighbor(nobody) == NeighborState::resolving);  // failed, then asked again
   CHECK(a.counters().tx_neighbor == 11);
+}
+
+TEST_CASE("What a forged ARP frame cannot teach: static entries, probes, group MACs, our own address",
+          "[neighbors]") {
+  sim::SimFabric fab(10);
+  fab.static_neighbors = false;
+  Device& a = fab.add_device("10.0.0.1");
+  const wire::MacAddr good{{0x02, 0, 0, 0, 0, 0x42}};
+  a.add_neighbor(ip("10.0.0.66"), good);  // static
+  const wire::MacAddr forger{{0x02, 0xBA, 0xD0, 0, 0, 1}};
+  sim::SimPort& evil = fab.wire().add_port(forger);
+  test::TestPool pool;
+  auto ask_a_as = [&](const wire::MacAddr& mac, const char* sender) {
+    uint8_t frame[wire::kNeighborFrameMax];
+    const size_t len = wire::build_arp_request(frame, mac, ip(sender), a.gids()[0]);
+    rte_mbuf* m = test::mbuf_from_bytes(pool.get(), {frame, len});
+    REQUIRE(evil.tx_burst(&m, 1) == 1);
+    // The forger's port must be read too, or its replies stay in flight.
+    fab.run_until(
+        [&] {
+          rte_mbuf* in[8];
+          for (uint16_t n; (n = evil.rx_burst(in, 8)) > 0;) rte_pktmbuf_free_bulk(in, n);
+          return false;
+        },
+        kMs);
+  };
+  wire::MacAddr got;
+  ask_a_as(forger, "10.0.0.66");  // claims the static neighbour's address
+  REQUIRE(a.neighbor_mac(ip("10.0.0.66"), got));
+  CHECK(got == good);
+  ask_a_as(forger, "10.0.0.1");  // claims a's own address
+  REQUIRE(a.neighbor_mac(ip("10.0.0.1"), got));  // the fabric's entry for a itself
+  CHECK(got == fab.port(0).mac());
+  ask_a_as(forger, "0.0.0.0");  // an ARP probe
+  CHECK_FALSE(a.neighbor_mac(ip("0.0.0.0"), got));
+  ask_a_as(wire::MacAddr{{0x01, 0, 0x5E, 0, 0, 1}}, "10.0.0.77");  // a multicast "sender"
+  CHECK_FALSE(a.neighbor_mac(ip("10.0.0.77"), got));
+  ask_a_as(forger, "10.0.0.88");  // a plausible request aimed at a: learned, and answered
+  REQUIRE(a.neighbor_mac(ip("10.0.0.88"), got));
+  CHECK(got == forger);
+  CHECK(a.counters().tx_neighbor == 5);  // every request for a's address got its reply
 }
