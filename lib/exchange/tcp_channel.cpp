@@ -142,8 +142,15 @@ bool TcpChannel::linger(Millis timeout) {
   bool eof = false;
   std::string error;
   char sink;
+  // One deadline for the whole wait, not one per byte that still arrives.
+  const auto until = detail::Clock::now() + timeout;
   bool ok = true;
-  while (ok && !eof) ok = receive(&sink, 1, true, eof, error);  // EOF before the deadline: the peer is done
+  while (ok && !eof) {
+    const auto left = std::chrono::ceil<Millis>(until - detail::Clock::now());
+    if (left.count() <= 0) break;
+    timeout_ = left;
+    ok = receive(&sink, 1, true, eof, error);  // EOF before the deadline: the peer is done
+  }
   timeout_ = saved;
   idle_ = idle;
   return eof;
