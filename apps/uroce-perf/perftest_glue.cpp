@@ -68,14 +68,16 @@ void print_bw_report(const Options& o, const exchange::PerftestBwReport& p) {
   print_bw_row(o, r);
 }
 
+uint64_t Watchdog::seen() const { return progress_ ? *progress_ : dev_.counters().rx_frames; }
+
 void Watchdog::reset() {
-  frames_ = dev_.counters().rx_frames;
+  frames_ = seen();
   until_ = std::chrono::steady_clock::now() + timeout_;
 }
 
 void Watchdog::check() {
   if (++calls_ % 4096) return;
-  const uint64_t f = dev_.counters().rx_frames;
+  const uint64_t f = seen();
   if (f != frames_) return reset();
   if (std::chrono::steady_clock::now() > until_)
     throw std::runtime_error("the peer went silent: no exchange and no RoCE frame for " +

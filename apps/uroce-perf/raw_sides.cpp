@@ -85,7 +85,9 @@ bool RawLatSide::step() {
     rte_mbuf* m;
     if (!make_raw_frame(pool_, port_.mac(), dst_, size_, iter_, m)) return r_.error = "no mbuf for a raw frame", true;
     t0_ = Clock::now();
-    while (port_.tx_burst(&m, 1) == 0) {
+    if (port_.tx_burst(&m, 1) == 0) {  // the link is full (or gone): again next step
+      rte_pktmbuf_free(m);
+      return false;
     }
     waiting_ = true;
   }
@@ -106,8 +108,13 @@ bool RawLatSide::step() {
     auto* p = rte_pktmbuf_mtod(m, uint8_t*);
     std::memcpy(p, p + 6, 6);
     std::memcpy(p + 6, port_.mac().bytes.data(), 6);
-    while (port_.tx_burst(&m, 1) == 0) {
-    }
+    // Bounded: a peer that is gone must not hang us here (the watchdog
+    // notices the missing frames instead).
+    for (int tries = 0; port_.tx_burst(&m, 1) == 0; ++tries)
+      if (tries == 100000) {
+        rte_pktmbuf_free(m);
+        break;
+      }
   }
   ++iter_;
   return iter_ >= o_.iters || !r_.error.empty();

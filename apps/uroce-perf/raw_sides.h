@@ -19,6 +19,7 @@ class RawSender {
   RawSender(PacketPort& port, rte_mempool* pool, const wire::MacAddr& dst, const Options& o, uint64_t size);
   bool step();  // true when -n frames (or -D seconds) are out
   BwResult finish();
+  const uint64_t* progress() const { return &sent_; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -42,6 +43,7 @@ class RawReceiver {
   void step();
   BwResult finish();
   uint64_t lost() const { return lost_; }
+  const uint64_t* progress() const { return &r_.iters; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -62,6 +64,7 @@ class RawLatSide {
              bool client);
   bool step();
   LatResult finish() { return r_; }
+  const uint64_t* progress() const { return &iter_; }
 
  private:
   using Clock = std::chrono::steady_clock;

@@ -49,6 +49,12 @@ class Remote {
   bool run_lat(std::string& error);
   bool close(std::string& error);
   bool prepare();
+  // What --verify established on this side, for the closing line.
+  std::string verdict() const {
+    if (!o_.verify) return "";
+    return verified_here_ ? "; data verified" : "; no data to check on this side";
+  }
+  bool verified_here_ = false;
   bool while_client_runs(const std::function<bool()>& step);
   bool run_raw_size(uint64_t size, std::string& error);
   PacketPort& port() { return dev_.capture ? static_cast<PacketPort&>(*dev_.capture) : *dev_.port; }
@@ -172,6 +178,7 @@ bool Remote::run_one_sided_bw(std::string& error) {
       print_bw_row(o_, bw_.back());
       if (!bw_.back().error.empty()) return error = bw_.back().error, false;
     }
+    verified_here_ = o_.verify && o_.verb == Verb::read;
     mine = report_of(bw_.back(), o_);
   }
   if (!client_) {
@@ -183,8 +190,14 @@ bool Remote::run_one_sided_bw(std::string& error) {
   if (!ok || !session_->exchange_bw_reports(mine, false, peer, error)) return false;
   if (client_) return true;
   print_bw_report(o_, peer);
-  if (o_.verify && !(o_.verb == Verb::atomic && o_.duration))
-    error = server_->verify(std::vector<uint64_t>(ep_->qp_count(), o_.iters));
+  if (!server_->error().empty()) return error = server_->error(), false;
+  // The atomic counter must equal what the client completed (its report,
+  // over all QPs; -q spreads -n evenly, -D does not).
+  const bool can_check = o_.verb == Verb::write || (o_.verb == Verb::atomic && !o_.duration);
+  if (o_.verify && can_check) {
+    error = server_->verify(std::vector<uint64_t>(ep_->qp_count(), peer.iters / std::max<size_t>(ep_->qp_count(), 1)));
+    verified_here_ = error.empty();
+  }
   return error.empty();
 }
 
@@ -221,7 +234,11 @@ bool Remote::run_send_bw(std::string& error) {
         watchdog_->check();
       }
       serving_ = [this] { send_server_->step(); };
-      if (o_.verify && !o_.duration && (error = s.verify({})) != "") return false;
+      if (!s.error().empty()) return error = s.error(), false;
+      if (o_.verify && !o_.duration) {
+        if ((error = s.verify({})) != "") return false;
+        verified_here_ = true;
+      }
     }
     if (o_.all_sizes && !session_->barrier(me, error)) return false;
   }
@@ -244,6 +261,7 @@ bool Remote::run_lat(std::string& error) {
     if (client_) print_lat_row(lat_.back());
     if (!lat_.back().error.empty()) return error = lat_.back().error, false;
   }
+  verified_here_ = o_.verify && client_;  // the client checks what came back
   return true;
 }
 
@@ -262,22 +280,27 @@ bool Remote::run_raw_size(uint64_t size, std::string& error) {
   bool ok = true;
   if (o_.kind == Kind::lat) {
     RawLatSide side(port(), raw_pool_, peer_mac, o_, size, client_);
+    watchdog_->watch(side.progress());
     while (!side.step()) watchdog_->check();
     lat_.push_back(side.finish());
+    verified_here_ = o_.verify && lat_.back().error.empty();  // each frame checked as it came
   } else if (client_) {
     RawSender sender(port(), raw_pool_, peer_mac, o_, size);
-    while (!sender.step()) {
-    }
+    watchdog_->watch(sender.progress());
+    while (!sender.step()) watchdog_->check();
     bw_.push_back(sender.finish());
   } else {
     RawReceiver receiver(port(), o_, size);
+    watchdog_->watch(receiver.progress());
     serving_ = [&] { receiver.step(); };
-    ok = session_->barrier(me, error);  // returns when the client has sent everything
+    ok = while_client_runs([&] { return session_->barrier(me, error); });  // until the client has sent everything
     serving_ = nullptr;
     bw_.push_back(receiver.finish());
+    verified_here_ = o_.verify && bw_.back().error.empty();
     if (receiver.lost()) std::printf(" uroce: %lu raw frames lost on the way\n", (unsigned long)receiver.lost());
   }
   raw_running_ = false;
+  watchdog_->watch(nullptr);
   if (!ok) return false;
   if (o_.kind == Kind::bw && !client_) return true;  // its closing barrier was the wait above
   return session_->barrier(me, error);
@@ -303,7 +326,20 @@ bool Remote::run_test(std::string& error) {
 // ctx_close_connection, except where perftest has none: write_lat just
 // closes the socket.
 bool Remote::close(std::string& error) {
-  if (o_.kind == Kind::lat && o_.verb == Verb::write) return true;
+  // perftest's write_lat has no closing step and just closes its socket.
+  // Ours says "done" and waits, still polling, for the peer's "done" or
+  // that close: a client that stopped polling at its last echo could leave
+  // the server waiting for an ACK that was lost (perftest ignores the
+  // extra bytes).
+  if (o_.kind == Kind::lat && o_.verb == Verb::write) {
+    char done[sizeof exchange::kPerftestDone];
+    bool eof = false;
+    const bool ok = while_client_runs([&] {
+      return ch_->send(exchange::kPerftestDone, sizeof done, error) && ch_->recv_or_eof(done, sizeof done, eof, error);
+    });
+    if (!ok) error.clear();  // the test is complete; a peer already gone is done too
+    return true;
+  }
   // read_lat: the server closes at once and waits there for the whole run.
   if (!client_ && o_.kind == Kind::lat && o_.verb == Verb::read)
     return while_client_runs([&] { return session_->close(to_dest(ep_->info(0)), error); });
@@ -344,7 +380,7 @@ int Remote::run() {
   const DeviceCounters c = dev_.device->counters();
   std::printf(" uroce: %lu packets sent, %lu received, %lu retransmitted%s\n",
               (unsigned long)c.transport.sent_pkts, (unsigned long)c.transport.rcvd_pkts,
-              (unsigned long)c.transport.retransmitted_pkts, o_.verify ? "; data verified" : "");
+              (unsigned long)c.transport.retransmitted_pkts, verdict().c_str());
   return 0;
 }
 
