@@ -193,10 +193,10 @@ void EngineThread::resume() {
 }
 
 void EngineThread::ring(QueuePair* qp, QpSubmit& s) {
-  // Enqueue-then-flag here, clear-flag-then-dequeue in drain_doorbells:
-  // either the engine's drain sees the commands or this sees the flag
-  // cleared and rings again.
-  if (s.doorbell.exchange(true, std::memory_order_seq_cst)) return;
+  // Enqueue-then-flag here, clear-flag-then-dequeue in drain_doorbells,
+  // both read-modify-writes of the flag: either the engine's drain sees the
+  // commands or this sees the flag cleared and rings again.
+  if (s.doorbell.exchange(true, std::memory_order_acq_rel)) return;
   while (rte_ring_mp_enqueue(doorbells_, qp) != 0) rte_pause();  // a slot per QP: never full for long
 }
 
@@ -208,7 +208,9 @@ int EngineThread::drain_doorbells() {
     for (unsigned i = 0; i < n; ++i) {
       auto* qp = static_cast<QueuePair*>(batch[i]);
       QpSubmit& s = *qp->sub_;
-      s.doorbell.store(false, std::memory_order_seq_cst);
+      // An exchange, not a store: when a post's own exchange came first,
+      // this one reads its `true` and so sees the commands it enqueued.
+      s.doorbell.exchange(false, std::memory_order_acq_rel);
       ran += execute(s, qp->impl());
       mark_busy(qp, s);
     }
