@@ -11,6 +11,19 @@
 #include "engine_thread.h"
 
 namespace uroce {
+namespace {
+
+// rte_ring_count reads the other side's index with a plain load; these read
+// it atomically (acquire), as the ring's own C11 code does, and their own
+// side's index, which only this thread writes, as it is.
+uint32_t ring_count_consumer(const rte_ring* r) {
+  return __atomic_load_n(&r->prod.tail, __ATOMIC_ACQUIRE) - r->cons.tail;
+}
+uint32_t ring_room_producer(const rte_ring* r) {
+  return r->capacity - (r->prod.tail - __atomic_load_n(&r->cons.tail, __ATOMIC_ACQUIRE));
+}
+
+}  // namespace
 
 CompletionQueue::CompletionQueue(uint32_t capacity) : ring_(capacity), capacity_(capacity) {}
 
@@ -60,7 +73,7 @@ int CompletionQueue::poll(int n, ibv_wc* wc) {
 }
 
 uint32_t CompletionQueue::size() const {
-  const uint32_t in_ring = wc_ring_ ? rte_ring_count(wc_ring_) : 0;
+  const uint32_t in_ring = wc_ring_ ? ring_count_consumer(wc_ring_) : 0;
   if (wc_ring_ && thread_->threaded()) return in_ring;
   return in_ring + uint32_t(head_ - tail_ + overflow_.size());
 }
@@ -68,7 +81,7 @@ uint32_t CompletionQueue::size() const {
 void CompletionQueue::publish() {
   ibv_wc batch[32];
   // The engine is the only producer: free room only grows meanwhile.
-  unsigned room = rte_ring_free_count(wc_ring_);
+  unsigned room = ring_room_producer(wc_ring_);
   while (room > 0 && pending()) {
     const int n = take(int(std::min<unsigned>(room, 32)), batch);
     rte_ring_sp_enqueue_bulk_elem(wc_ring_, batch, sizeof(ibv_wc), unsigned(n), nullptr);
