@@ -34,22 +34,6 @@ uint64_t total_length(const ibv_sge* sg, int n) {
   return total;
 }
 
-int check_send(const Qp& qp, const SendWr& wr) {
-  const bool rc = qp.is_rc();
-  if (rc ? !rc_opcode_ok(wr.opcode) : (wr.opcode != IBV_WR_SEND && wr.opcode != IBV_WR_SEND_WITH_IMM))
-    return EINVAL;
-  if (wr.num_sge < 0 || uint32_t(wr.num_sge) > qp.init.cap.max_send_sge || (wr.num_sge && !wr.sg_list))
-    return EINVAL;
-  const uint64_t len = total_length(wr.sg_list, wr.num_sge);
-  const bool rd_atomic = wr.opcode == IBV_WR_RDMA_READ || is_atomic(wr.opcode);
-  if (wr.send_flags & IBV_SEND_INLINE)
-    if (rd_atomic || len > qp.init.cap.max_inline_data) return EINVAL;
-  if (is_atomic(wr.opcode) && (wr.num_sge != 1 || wr.sg_list[0].length != 8)) return EINVAL;
-  if (rc && rd_atomic && qp.attr.max_rd_atomic == 0) return EINVAL;
-  if (len > qp.eng->config().limits.max_msg_sz) return EINVAL;
-  if (!rc && (wr.wr.ud.ah == nullptr || &wr.wr.ud.ah->pd() != qp.pd || len > qp.attr.pmtu)) return EINVAL;
-  return 0;
-}
 
 void copy_sges(SgeList& sgl, const ibv_sge* sg, int n) {
   sgl.num = n;
@@ -108,6 +92,23 @@ void fill_wqe(Qp& qp, const SendWr& wr, SendWqe& w) {
 }
 
 }  // namespace
+
+int check_send(const Qp& qp, const SendWr& wr) {
+  const bool rc = qp.is_rc();
+  if (rc ? !rc_opcode_ok(wr.opcode) : (wr.opcode != IBV_WR_SEND && wr.opcode != IBV_WR_SEND_WITH_IMM))
+    return EINVAL;
+  if (wr.num_sge < 0 || uint32_t(wr.num_sge) > qp.init.cap.max_send_sge || (wr.num_sge && !wr.sg_list))
+    return EINVAL;
+  const uint64_t len = total_length(wr.sg_list, wr.num_sge);
+  const bool rd_atomic = wr.opcode == IBV_WR_RDMA_READ || is_atomic(wr.opcode);
+  if (wr.send_flags & IBV_SEND_INLINE)
+    if (rd_atomic || len > qp.init.cap.max_inline_data) return EINVAL;
+  if (is_atomic(wr.opcode) && (wr.num_sge != 1 || wr.sg_list[0].length != 8)) return EINVAL;
+  if (rc && rd_atomic && qp.attr.max_rd_atomic == 0) return EINVAL;
+  if (len > qp.eng->config().limits.max_msg_sz) return EINVAL;
+  if (!rc && (wr.wr.ud.ah == nullptr || &wr.wr.ud.ah->pd() != qp.pd || len > qp.attr.pmtu)) return EINVAL;
+  return 0;
+}
 
 int post_send(Qp& qp, const SendWr* wr, const SendWr** bad) {
   for (; wr != nullptr; wr = wr->next) {

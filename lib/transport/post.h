@@ -7,6 +7,11 @@
 namespace uroce::transport {
 
 int post_send(Qp& qp, const SendWr* wr, const SendWr** bad);
+// The checks of one send WR that do not depend on the queue's contents or
+// the QP's state: opcode for the QP type, SGE count, inline, atomic and
+// message sizes, UD address handle. 0 or EINVAL. Reads only what modify()
+// and creation set, so threaded mode runs it on the caller's thread.
+int check_send(const Qp& qp, const SendWr& wr);
 int post_recv(Qp& qp, const RecvWr* wr, const RecvWr** bad);
 // Into a receive queue (the QP's or an SRQ's); EINVAL/ENOMEM.
 int post_recv_to(RecvQueue& rq, engine::Engine& eng, const RecvWr& wr);

@@ -4,6 +4,7 @@
 
 #include "../engine/engine.h"
 #include "../transport/qp.h"
+#include "engine_thread.h"
 #include "uroce/verbs/completion_queue.h"
 #include "uroce/verbs/protection_domain.h"
 
@@ -23,10 +24,13 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& config, std::string& er
   return std::unique_ptr<Device>(new Device(std::move(engine)));
 }
 
-Device::Device(std::unique_ptr<engine::Engine> engine) : engine_(std::move(engine)) {}
-Device::~Device() = default;
+Device::Device(std::unique_ptr<engine::Engine> engine)
+    : engine_(std::move(engine)), thread_(std::make_unique<detail::EngineThread>(*engine_)) {}
+
+Device::~Device() { thread_->stop(); }
 
 std::unique_ptr<ProtectionDomain> Device::alloc_pd() {
+  detail::Pause pause(*thread_);
   return std::unique_ptr<ProtectionDomain>(new ProtectionDomain(this, next_pd_handle_++));
 }
 
@@ -35,22 +39,56 @@ std::unique_ptr<CompletionQueue> Device::create_cq(int cqe, int& err) {
     err = EINVAL;
     return nullptr;
   }
+  detail::Pause pause(*thread_);
+  std::unique_ptr<CompletionQueue> cq(new CompletionQueue(uint32_t(cqe)));
+  cq->thread_ = thread_.get();
+  std::string why;
+  if (!thread_->attach_cq(*cq, why)) {
+    err = ENOMEM;
+    return nullptr;
+  }
   err = 0;
-  return std::unique_ptr<CompletionQueue>(new CompletionQueue(uint32_t(cqe)));
+  return cq;
 }
 
-int Device::poll() { return engine_->poll(); }
-uint64_t Device::next_deadline_ns() const { return engine_->next_deadline(); }
-void Device::add_neighbor(const wire::IpAddr& ip, const wire::MacAddr& mac) { engine_->add_neighbor(ip, mac); }
+int Device::poll() { return thread_->threaded() ? 0 : engine_->poll(); }
 
-NeighborState Device::resolve_neighbor(const wire::IpAddr& ip) { return engine_->resolve_neighbor(ip); }
+bool Device::start_engine_thread(int cpu, std::string& error) {
+  if (!thread_->start(cpu, error)) {
+    error = "device " + name() + ": " + error;
+    return false;
+  }
+  return true;
+}
 
-bool Device::neighbor_mac(const wire::IpAddr& ip, wire::MacAddr& mac) const { return engine_->resolve(ip, mac); }
+void Device::stop_engine_thread() { thread_->stop(); }
+bool Device::engine_thread_running() const { return thread_->threaded(); }
+
+uint64_t Device::next_deadline_ns() const {
+  detail::Pause pause(*thread_);
+  return engine_->next_deadline();
+}
+
+void Device::add_neighbor(const wire::IpAddr& ip, const wire::MacAddr& mac) {
+  detail::Pause pause(*thread_);
+  engine_->add_neighbor(ip, mac);
+}
+
+NeighborState Device::resolve_neighbor(const wire::IpAddr& ip) {
+  detail::Pause pause(*thread_);
+  return engine_->resolve_neighbor(ip);
+}
+
+bool Device::neighbor_mac(const wire::IpAddr& ip, wire::MacAddr& mac) const {
+  detail::Pause pause(*thread_);
+  return engine_->resolve(ip, mac);
+}
 const std::string& Device::name() const { return engine_->config().name; }
 const std::vector<wire::IpAddr>& Device::gids() const { return engine_->config().gids; }
 const DeviceLimits& Device::limits() const { return engine_->config().limits; }
 
 DeviceCounters Device::counters() const {
+  detail::Pause pause(*thread_);
   DeviceCounters c = engine_->counters();
   c.transport = engine_->retired();
   for (const transport::Qp* qp : engine_->qps()) c.transport += qp->counters;

@@ -11,6 +11,7 @@
 #include "../memory/mr_access.h"
 #include "../memory/tx_extbuf.h"
 #include "../transport/qp.h"
+#include "engine_thread.h"
 #include "uroce/verbs/address_handle.h"
 #include "uroce/verbs/completion_queue.h"
 #include "uroce/verbs/device.h"
@@ -44,6 +45,7 @@ bool cap_ok(const QpInitAttr& a, const DeviceLimits& lim) {
 }  // namespace
 
 ProtectionDomain::~ProtectionDomain() {
+  detail::Pause pause(device_->engine_thread());
   if (children_ != 0) {
     std::fprintf(stderr, "uroce: protection domain destroyed while %u object(s) created in it are alive\n",
                  children_);
@@ -52,6 +54,7 @@ ProtectionDomain::~ProtectionDomain() {
 }
 
 std::unique_ptr<MemoryRegion> ProtectionDomain::reg_mr(void* addr, size_t length, int access, int& err) {
+  detail::Pause pause(device_->engine_thread());
   const DeviceLimits& lim = device_->limits();
   if (addr == nullptr || length == 0 || length > lim.max_mr_size || !access_ok(access)) {
     err = EINVAL;
@@ -72,6 +75,7 @@ std::unique_ptr<MemoryRegion> ProtectionDomain::reg_mr(void* addr, size_t length
 }
 
 std::unique_ptr<MemoryRegion> ProtectionDomain::alloc_mr(size_t length, int access, int& err) {
+  detail::Pause pause(device_->engine_thread());
   if (length == 0 || length > device_->limits().max_mr_size || !access_ok(access)) {
     err = EINVAL;
     return nullptr;
@@ -91,6 +95,7 @@ std::unique_ptr<MemoryRegion> ProtectionDomain::alloc_mr(size_t length, int acce
 }
 
 int ProtectionDomain::dereg_mr(std::unique_ptr<MemoryRegion>& mr) {
+  detail::Pause pause(device_->engine_thread());
   if (!mr || &mr->pd() != this) return EINVAL;
   // Frames whose payload points into the region may still sit in a TX
   // queue (zero-copy): the memory must outlive them.
@@ -100,6 +105,7 @@ int ProtectionDomain::dereg_mr(std::unique_ptr<MemoryRegion>& mr) {
 }
 
 std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, int& err) {
+  detail::Pause pause(device_->engine_thread());
   engine::Engine& eng = device_->engine();
   const bool type_ok = attr.qp_type == IBV_QPT_RC || attr.qp_type == IBV_QPT_UD;
   if (!type_ok || !attr.send_cq || !attr.recv_cq || !cap_ok(attr, device_->limits()) ||
@@ -126,11 +132,19 @@ std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, i
   if (attr.srq) attr.srq->attach();
   eng.add_qp(qp.get());
   ++children_;
+  std::unique_ptr<QueuePair> q(new QueuePair(this, std::move(qp)));
+  std::string why;
+  if (!device_->engine_thread().attach_qp(*q, why)) {
+    // Its destructor detaches the rest; attach_qp left no trace.
+    err = ENOMEM;
+    return nullptr;
+  }
   err = 0;
-  return std::unique_ptr<QueuePair>(new QueuePair(this, std::move(qp)));
+  return q;
 }
 
 std::unique_ptr<SharedReceiveQueue> ProtectionDomain::create_srq(const SrqInitAttr& attr, int& err) {
+  detail::Pause pause(device_->engine_thread());
   const DeviceLimits& lim = device_->limits();
   if (attr.max_wr == 0 || attr.max_wr > lim.max_qp_wr || attr.max_sge == 0 || attr.max_sge > lim.max_sge) {
     err = EINVAL;
@@ -142,6 +156,7 @@ std::unique_ptr<SharedReceiveQueue> ProtectionDomain::create_srq(const SrqInitAt
 }
 
 std::unique_ptr<AddressHandle> ProtectionDomain::create_ah(const ibv_ah_attr& attr, int& err) {
+  detail::Pause pause(device_->engine_thread());
   if (!attr.is_global || attr.grh.sgid_index >= device_->gids().size()) {
     err = EINVAL;
     return nullptr;
@@ -159,6 +174,7 @@ std::unique_ptr<AddressHandle> ProtectionDomain::create_ah(const ibv_ah_attr& at
 }
 
 MemoryRegion::~MemoryRegion() {
+  detail::Pause pause(pd_->device().engine_thread());
   if (use_count_ != 0)
     std::fprintf(stderr, "uroce: memory region 0x%x destroyed while %u posted work request(s) use it; "
                  "they will complete with a protection error\n", key_, use_count_);

@@ -4,6 +4,8 @@
 #include "../transport/post.h"
 #include "../transport/qp_modify.h"
 #include "../transport/transport.h"
+#include "engine_thread.h"
+#include "qp_submit.h"
 #include "uroce/verbs/completion_queue.h"
 #include "uroce/verbs/device.h"
 #include "uroce/verbs/protection_domain.h"
@@ -15,6 +17,8 @@ QueuePair::QueuePair(ProtectionDomain* pd, std::unique_ptr<transport::Qp> impl)
     : pd_(pd), impl_(std::move(impl)) {}
 
 QueuePair::~QueuePair() {
+  detail::EngineThread& thread = pd_->device().engine_thread();
+  detail::Pause pause(thread);
   transport::Qp& qp = *impl_;
   // Like ibv_destroy_qp: outstanding work is dropped without completions,
   // but the regions it referenced are released.
@@ -23,23 +27,60 @@ QueuePair::~QueuePair() {
   qp.scq->detach();
   qp.rcq->detach();
   if (qp.srq) qp.srq->detach();
+  thread.detach_qp(*this);
   --pd_->children_;
 }
 
-int QueuePair::modify(const ibv_qp_attr& attr, int attr_mask) { return transport::modify_qp(*impl_, attr, attr_mask); }
+int QueuePair::modify(const ibv_qp_attr& attr, int attr_mask) {
+  detail::EngineThread& thread = pd_->device().engine_thread();
+  detail::Pause pause(thread);
+  const int err = transport::modify_qp(*impl_, attr, attr_mask);
+  thread.after_control(*this);
+  return err;
+}
 
 int QueuePair::query(ibv_qp_attr& attr, int attr_mask, QpInitAttr& init) const {
   (void)attr_mask;  // everything is cheap to report
+  detail::Pause pause(pd_->device().engine_thread());
   transport::query_qp(*impl_, attr);
   init = impl_->init;
   return 0;
 }
 
-int QueuePair::post_send(const SendWr* wr, const SendWr** bad) { return transport::post_send(*impl_, wr, bad); }
-int QueuePair::post_recv(const RecvWr* wr, const RecvWr** bad) { return transport::post_recv(*impl_, wr, bad); }
+int QueuePair::post_send(const SendWr* wr, const SendWr** bad) {
+  if (sub_ != nullptr && sub_->thread->threaded()) {
+    bool queued = false;
+    const int err = detail::submit_send(*sub_, *impl_, wr, bad, queued);
+    if (queued) sub_->thread->ring(this, *sub_);
+    return err;
+  }
+  return transport::post_send(*impl_, wr, bad);
+}
+
+int QueuePair::post_recv(const RecvWr* wr, const RecvWr** bad) {
+  if (sub_ != nullptr && sub_->thread->threaded()) {
+    bool queued = false;
+    const int err = detail::submit_recv(*sub_, *impl_, wr, bad, queued);
+    if (queued) sub_->thread->ring(this, *sub_);
+    return err;
+  }
+  return transport::post_recv(*impl_, wr, bad);
+}
+
 uint32_t QueuePair::qp_num() const { return impl_->qpn; }
 ibv_qp_type QueuePair::qp_type() const { return impl_->init.qp_type; }
-ibv_qp_state QueuePair::state() const { return impl_->state; }
-const TransportCounters& QueuePair::counters() const { return impl_->counters; }
+
+ibv_qp_state QueuePair::state() const {
+  detail::Pause pause(pd_->device().engine_thread());
+  return impl_->state;
+}
+
+const TransportCounters& QueuePair::counters() const {
+  detail::EngineThread& thread = pd_->device().engine_thread();
+  if (!thread.threaded()) return impl_->counters;
+  detail::Pause pause(thread);
+  counters_snapshot_ = impl_->counters;
+  return counters_snapshot_;
+}
 
 }  // namespace uroce

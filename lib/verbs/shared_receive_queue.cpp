@@ -7,6 +7,7 @@
 #include "../memory/mr_access.h"
 #include "../transport/post.h"
 #include "../transport/recv_queue.h"
+#include "engine_thread.h"
 #include "uroce/verbs/device.h"
 #include "uroce/verbs/protection_domain.h"
 
@@ -19,6 +20,7 @@ SharedReceiveQueue::SharedReceiveQueue(ProtectionDomain* pd, const SrqInitAttr& 
 }
 
 SharedReceiveQueue::~SharedReceiveQueue() {
+  detail::Pause pause(pd_->device().engine_thread());
   if (users_ != 0) {
     std::fprintf(stderr, "uroce: shared receive queue destroyed while %u QP(s) still use it\n", users_);
     std::abort();
@@ -34,7 +36,10 @@ SharedReceiveQueue::~SharedReceiveQueue() {
   --pd_->children_;
 }
 
+// Posted on the caller's thread with the engine parked: SRQ posts are
+// rare enough (threaded mode) not to need a ring of their own.
 int SharedReceiveQueue::post_recv(const RecvWr* wr, const RecvWr** bad) {
+  detail::Pause pause(pd_->device().engine_thread());
   for (; wr != nullptr; wr = wr->next) {
     if (int err = transport::post_recv_to(*queue_, pd_->device().engine(), *wr)) {
       if (bad) *bad = wr;
@@ -45,6 +50,9 @@ int SharedReceiveQueue::post_recv(const RecvWr* wr, const RecvWr** bad) {
 }
 
 uint32_t SharedReceiveQueue::max_wr() const { return queue_->wq.capacity(); }
-uint32_t SharedReceiveQueue::posted() const { return queue_->wq.size(); }
+uint32_t SharedReceiveQueue::posted() const {
+  detail::Pause pause(pd_->device().engine_thread());
+  return queue_->wq.size();
+}
 
 }  // namespace uroce

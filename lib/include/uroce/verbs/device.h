@@ -1,6 +1,9 @@
 // An RDMA device (ibv_context): one packet port, its GID table, and the
 // objects created on it. The engine runs when the application calls poll()
 // (embedded mode): receive a burst, run the transport, send what is ready.
+// Or it runs on a thread of its own (threaded mode, start_engine_thread):
+// application threads then post and poll through lock-free rings, one
+// application thread per QP and per CQ at a time (docs/engine.md).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +21,9 @@ namespace uroce {
 
 namespace engine {
 class Engine;
+}
+namespace detail {
+class EngineThread;
 }
 
 class ProtectionDomain;
@@ -58,8 +64,21 @@ class Device {
   // ibv_create_cq: EINVAL if cqe is 0 or above the device limit.
   std::unique_ptr<CompletionQueue> create_cq(int cqe, int& err);
 
-  // Runs the engine once; returns the amount of work done (0 = idle).
+  // Runs the engine once; returns the amount of work done (0 = idle). In
+  // threaded mode it does nothing and returns 0.
   int poll();
+
+  // Threaded mode: the engine runs on a new thread, pinned to `cpu` unless
+  // it is -1, registered with DPDK as a non-EAL lcore. Posts go through
+  // per-QP rings and a doorbell; completions through per-CQ rings; control
+  // calls (create, destroy, modify, query, register, SRQ posts, counters,
+  // neighbours) park the engine for their duration. False with a message if
+  // the thread cannot start. Neither call may race with other calls on the
+  // device's objects.
+  bool start_engine_thread(int cpu, std::string& error);
+  // Runs the posts already made, stops the thread: embedded mode again.
+  void stop_engine_thread();
+  bool engine_thread_running() const;
   // Earliest transport timer (retransmission, RNR), kNever if none.
   uint64_t next_deadline_ns() const;
 
@@ -81,10 +100,12 @@ class Device {
   DeviceCounters counters() const;
 
   engine::Engine& engine() { return *engine_; }
+  detail::EngineThread& engine_thread() const { return *thread_; }
 
  private:
   explicit Device(std::unique_ptr<engine::Engine> engine);
   std::unique_ptr<engine::Engine> engine_;
+  std::unique_ptr<detail::EngineThread> thread_;
   uint32_t next_pd_handle_ = 1;
 };
 

@@ -18,6 +18,10 @@ namespace uroce {
 namespace transport {
 struct Qp;
 }
+namespace detail {
+class EngineThread;
+struct QpSubmit;
+}  // namespace detail
 
 class ProtectionDomain;
 
@@ -34,13 +38,16 @@ class QueuePair {
   int query(ibv_qp_attr& attr, int attr_mask, QpInitAttr& init) const;
 
   // ibv_post_send / ibv_post_recv: 0, or an errno with *bad at the first WR
-  // not posted (the ones before it are posted).
+  // not posted (the ones before it are posted). In threaded mode they only
+  // check and queue the WRs for the engine thread, without a lock: one
+  // application thread may post to a QP at a time.
   int post_send(const SendWr* wr, const SendWr** bad);
   int post_recv(const RecvWr* wr, const RecvWr** bad);
 
   uint32_t qp_num() const;
   ibv_qp_type qp_type() const;
   ibv_qp_state state() const;
+  // Live in embedded mode; in threaded mode a snapshot taken by this call.
   const TransportCounters& counters() const;
   ProtectionDomain& pd() const { return *pd_; }
 
@@ -48,10 +55,15 @@ class QueuePair {
 
  private:
   friend class ProtectionDomain;
+  friend class detail::EngineThread;
   QueuePair(ProtectionDomain* pd, std::unique_ptr<transport::Qp> impl);
 
   ProtectionDomain* pd_;
   std::unique_ptr<transport::Qp> impl_;
+  // Threaded mode's submission queue; made when the engine thread first
+  // drives this QP and kept until the QP dies.
+  std::unique_ptr<detail::QpSubmit> sub_;
+  mutable TransportCounters counters_snapshot_;
 };
 
 }  // namespace uroce

@@ -1,0 +1,296 @@
+#include "engine_thread.h"
+
+#include <pthread.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_pause.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "../engine/engine.h"
+#include "../transport/qp.h"
+#include "qp_submit.h"
+#include "uroce/verbs/completion_queue.h"
+#include "uroce/verbs/queue_pair.h"
+
+namespace uroce::detail {
+namespace {
+
+// One doorbell slot per QP: a QP is in the ring at most once.
+constexpr unsigned kMaxQps = 65536;
+constexpr unsigned kDoorbellBurst = 32;
+// Idle rounds before the engine thread starts yielding the CPU between
+// rounds: a few microseconds of spinning keep latency low under load, and
+// yielding keeps an idle device from starving threads sharing its core.
+constexpr unsigned kIdleSpins = 64;
+
+template <class Pred>
+void spin_until(Pred done) {
+  for (unsigned i = 0; !done(); ++i) {
+    if (i < 256) rte_pause();
+    else std::this_thread::yield();
+  }
+}
+
+std::string ring_name(const char* prefix) {
+  static std::atomic<unsigned> serial{0};
+  return prefix + std::to_string(serial++);
+}
+
+}  // namespace
+
+EngineThread::~EngineThread() {
+  stop();
+  rte_ring_free(doorbells_);
+}
+
+bool EngineThread::prepare(QueuePair& qp, std::string& error) {
+  if (!qp.sub_) {
+    auto s = std::make_unique<QpSubmit>();
+    s->thread = this;
+    if (!make_submit(*s, qp.impl(), error)) return false;
+    qp.sub_ = std::move(s);
+  }
+  sync_submit(*qp.sub_, qp.impl());
+  // Work posted before the thread started is retired by it too.
+  if (publish_retired(*qp.sub_, qp.impl())) mark_busy(&qp, *qp.sub_);
+  return true;
+}
+
+bool EngineThread::prepare(CompletionQueue& cq, std::string& error) {
+  if (cq.wc_ring_ != nullptr) return true;
+  const std::string name = ring_name("uroce_cq");
+  cq.wc_ring_ = rte_ring_create_elem(name.c_str(), sizeof(ibv_wc), cq.capacity(), SOCKET_ID_ANY,
+                                     RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
+  if (cq.wc_ring_ == nullptr) {
+    error = "completion queue of " + std::to_string(cq.capacity()) + " entries: cannot create its ring: " +
+            rte_strerror(rte_errno);
+    return false;
+  }
+  return true;
+}
+
+bool EngineThread::start(int cpu, std::string& error) {
+  std::lock_guard<std::recursive_mutex> lock(control_);
+  if (threaded()) {
+    error = "the engine thread is already running";
+    return false;
+  }
+  if (cpu >= CPU_SETSIZE) {
+    error = "cpu " + std::to_string(cpu) + " is out of range";
+    return false;
+  }
+  if (qps_.size() > kMaxQps) {
+    error = "threaded mode drives at most " + std::to_string(kMaxQps) + " QPs per device";
+    return false;
+  }
+  if (doorbells_ == nullptr) {
+    // DPDK's default multi-producer mode. (Its relaxed RTS/HTS modes keep
+    // a preempted poster from holding the others up, but ThreadSanitizer
+    // cannot follow their mixed-size atomics even with one producer.)
+    doorbells_ = rte_ring_create(ring_name("uroce_db").c_str(), kMaxQps, SOCKET_ID_ANY,
+                                 RING_F_SC_DEQ | RING_F_EXACT_SZ);
+    if (doorbells_ == nullptr) {
+      error = std::string("cannot create the doorbell ring: ") + rte_strerror(rte_errno);
+      return false;
+    }
+  }
+  busy_.clear();
+  for (QueuePair* qp : qps_)
+    if (!prepare(*qp, error)) return false;
+  for (CompletionQueue* cq : cqs_)
+    if (!prepare(*cq, error)) return false;
+  stop_.store(false);
+  pause_req_.store(false);
+  parked_.store(false);
+  started_.store(0);
+  threaded_.store(true, std::memory_order_release);
+  thread_ = std::thread(&EngineThread::loop, this, cpu);
+  spin_until([&] { return started_.load(std::memory_order_acquire) != 0; });
+  if (started_.load() < 0) {
+    thread_.join();
+    threaded_.store(false, std::memory_order_release);
+    error = start_error_;
+    return false;
+  }
+  return true;
+}
+
+void EngineThread::stop() {
+  std::lock_guard<std::recursive_mutex> lock(control_);
+  if (!threaded()) return;
+  stop_.store(true, std::memory_order_release);
+  thread_.join();
+  threaded_.store(false, std::memory_order_release);
+}
+
+void EngineThread::loop(int cpu) {
+  if (cpu >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (const int e = pthread_setaffinity_np(pthread_self(), sizeof set, &set); e != 0) {
+      start_error_ = "cannot pin the engine thread to cpu " + std::to_string(cpu) + ": " + std::strerror(e);
+      started_.store(-1, std::memory_order_release);
+      return;
+    }
+  }
+  // An lcore id gives this thread its own mempool caches; without one DPDK
+  // still works, through the pools' shared rings.
+  const bool registered = rte_thread_register() == 0;
+  if (!registered)
+    std::fprintf(stderr, "uroce: engine thread not registered with DPDK (%s); mempool caches bypassed\n",
+                 rte_strerror(rte_errno));
+  started_.store(1, std::memory_order_release);
+  unsigned idle = 0;
+  for (;;) {
+    if (pause_req_.load(std::memory_order_acquire)) {
+      park();
+      continue;
+    }
+    if (stop_.load(std::memory_order_acquire)) break;
+    int work = drain_doorbells();
+    work += eng_.poll();
+    publish();
+    if (work > 0) idle = 0;
+    else if (++idle >= kIdleSpins) std::this_thread::yield();
+  }
+  // Posts made before stop() reach the transport; embedded mode goes on.
+  drain_doorbells();
+  publish();
+  if (registered) rte_thread_unregister();
+}
+
+void EngineThread::park() {
+  // Every post made before the pause request is now in a ring: run them,
+  // so a control call sees them (dereg_mr answers EBUSY, modify flushes).
+  drain_doorbells();
+  publish();
+  parked_.store(true, std::memory_order_release);
+  spin_until([&] { return !pause_req_.load(std::memory_order_acquire); });
+  parked_.store(false, std::memory_order_release);
+}
+
+void EngineThread::pause() {
+  control_.lock();
+  if (depth_++ > 0) return;
+  handshake_ = threaded();
+  if (!handshake_) return;
+  pause_req_.store(true, std::memory_order_seq_cst);
+  spin_until([&] { return parked_.load(std::memory_order_acquire); });
+}
+
+void EngineThread::resume() {
+  if (--depth_ == 0 && handshake_) {
+    handshake_ = false;
+    pause_req_.store(false, std::memory_order_release);
+    // Until the engine has left park(), a next pause() could mistake the
+    // old acknowledgement for a new one.
+    spin_until([&] { return !parked_.load(std::memory_order_acquire); });
+  }
+  control_.unlock();
+}
+
+void EngineThread::ring(QueuePair* qp, QpSubmit& s) {
+  // Enqueue-then-flag here, clear-flag-then-dequeue in drain_doorbells,
+  // both read-modify-writes of the flag: either the engine's drain sees the
+  // commands or this sees the flag cleared and rings again.
+  if (s.doorbell.exchange(true, std::memory_order_acq_rel)) return;
+  while (rte_ring_enqueue(doorbells_, qp) != 0) rte_pause();  // a slot per QP: never full for long
+}
+
+int EngineThread::drain_doorbells() {
+  int ran = 0;
+  void* batch[kDoorbellBurst];
+  for (;;) {
+    const unsigned n = rte_ring_dequeue_burst(doorbells_, batch, kDoorbellBurst, nullptr);
+    for (unsigned i = 0; i < n; ++i) {
+      auto* qp = static_cast<QueuePair*>(batch[i]);
+      QpSubmit& s = *qp->sub_;
+      // An exchange, not a store: when a post's own exchange came first,
+      // this one reads its `true` and so sees the commands it enqueued.
+      s.doorbell.exchange(false, std::memory_order_acq_rel);
+      ran += execute(s, qp->impl());
+      mark_busy(qp, s);
+    }
+    if (n < kDoorbellBurst) return ran;
+  }
+}
+
+void EngineThread::mark_busy(QueuePair* qp, QpSubmit& s) {
+  if (s.busy) return;
+  s.busy = true;
+  busy_.push_back(qp);  // capacity reserved in attach_qp: no allocation
+}
+
+void EngineThread::publish() {
+  // Retired counts first: a completion polled means its slot is free.
+  for (size_t i = 0; i < busy_.size();) {
+    QueuePair* qp = busy_[i];
+    if (publish_retired(*qp->sub_, qp->impl())) {
+      ++i;
+      continue;
+    }
+    qp->sub_->busy = false;
+    busy_[i] = busy_.back();
+    busy_.pop_back();
+  }
+  for (CompletionQueue* cq : cqs_)
+    if (cq->pending()) cq->publish();
+}
+
+bool EngineThread::attach_qp(QueuePair& qp, std::string& error) {
+  if (threaded() && qps_.size() >= kMaxQps) {
+    error = "threaded mode drives at most " + std::to_string(kMaxQps) + " QPs per device";
+    return false;
+  }
+  qps_.push_back(&qp);
+  busy_.reserve(qps_.capacity());
+  if (threaded() && !prepare(qp, error)) {
+    qps_.pop_back();
+    return false;
+  }
+  return true;
+}
+
+void EngineThread::detach_qp(QueuePair& qp) {
+  std::erase(qps_, &qp);
+  std::erase(busy_, &qp);
+  if (!qp.sub_ || !qp.sub_->doorbell.load()) return;
+  // Only a post racing with the QP's destruction (which verbs forbids) can
+  // leave it in the doorbell ring; take it out rather than leave a dangling
+  // pointer for the engine.
+  void* batch[kDoorbellBurst];
+  unsigned n = rte_ring_dequeue_burst(doorbells_, batch, kDoorbellBurst, nullptr);
+  std::vector<void*> keep;
+  while (n > 0) {
+    for (unsigned i = 0; i < n; ++i)
+      if (batch[i] != &qp) keep.push_back(batch[i]);
+    n = rte_ring_dequeue_burst(doorbells_, batch, kDoorbellBurst, nullptr);
+  }
+  for (void* p : keep) rte_ring_enqueue(doorbells_, p);
+}
+
+bool EngineThread::attach_cq(CompletionQueue& cq, std::string& error) {
+  cqs_.push_back(&cq);
+  if (threaded() && !prepare(cq, error)) {
+    cqs_.pop_back();
+    return false;
+  }
+  return true;
+}
+
+void EngineThread::detach_cq(CompletionQueue& cq) { std::erase(cqs_, &cq); }
+
+void EngineThread::after_control(QueuePair& qp) {
+  if (!threaded() || !qp.sub_) return;
+  qp.sub_->state = qp.impl().state;
+  // Paused: the engine's own bookkeeping may be updated from here.
+  if (publish_retired(*qp.sub_, qp.impl())) mark_busy(&qp, *qp.sub_);
+}
+
+}  // namespace uroce::detail

@@ -1,0 +1,113 @@
+// Threaded mode: the engine runs on a thread of its own and application
+// threads reach it the way software reaches a NIC.
+//
+// Data path (no lock, no allocation): post_send/post_recv validate on the
+// caller's thread, copy the WR into the QP's single-producer/single-consumer
+// submission ring (qp_submit.h) and ring the device's doorbell, a
+// multi-producer/single-consumer ring of QP pointers in which a QP sits at
+// most once. The engine thread drains the doorbells, runs the queued posts
+// through the (single-threaded) transport, polls the engine, publishes how
+// many WRs each busy QP has retired, and moves each CQ's completions into the
+// CQ's SP/SC ring of ibv_wc, where CompletionQueue::poll takes them.
+//
+// Control path (create, destroy, modify, query, register, SRQ posts,
+// counters, neighbours): a Pause. The caller asks, the engine thread drains
+// the doorbells (so every post made before the call has reached the
+// transport), parks and acknowledges; the call runs on the caller's thread;
+// then the engine resumes. A recursive mutex serialises control calls; the
+// data path never takes it. In embedded mode a Pause is only that mutex.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+struct rte_ring;
+
+namespace uroce {
+class CompletionQueue;
+class QueuePair;
+namespace engine {
+class Engine;
+}
+}  // namespace uroce
+
+namespace uroce::detail {
+
+struct QpSubmit;
+
+class EngineThread {
+ public:
+  explicit EngineThread(engine::Engine& eng) : eng_(eng) {}
+  ~EngineThread();
+  EngineThread(const EngineThread&) = delete;
+  EngineThread& operator=(const EngineThread&) = delete;
+
+  // cpu -1: no pinning. False with a message if the thread cannot start
+  // (already running, no memory for the rings, cpu not allowed).
+  bool start(int cpu, std::string& error);
+  // Runs the posts still queued, then joins; the device is embedded again.
+  void stop();
+  bool threaded() const { return threaded_.load(std::memory_order_acquire); }
+
+  // Control path; reentrant on one thread. Prefer the Pause guard.
+  void pause();
+  void resume();
+
+  // Objects of the device (call while paused). attach fails (message in
+  // error) only in threaded mode, when the object's ring cannot be made.
+  bool attach_qp(QueuePair& qp, std::string& error);
+  void detach_qp(QueuePair& qp);
+  bool attach_cq(CompletionQueue& cq, std::string& error);
+  void detach_cq(CompletionQueue& cq);
+  // After a control call on qp (paused): its state as the caller's checks
+  // see it, and its retired counts, are brought up to date.
+  void after_control(QueuePair& qp);
+
+  // Data path: qp's submission ring has new commands.
+  void ring(QueuePair* qp, QpSubmit& s);
+
+ private:
+  void loop(int cpu);
+  void park();
+  int drain_doorbells();
+  void publish();
+  void mark_busy(QueuePair* qp, QpSubmit& s);
+  bool prepare(QueuePair& qp, std::string& error);
+  bool prepare(CompletionQueue& cq, std::string& error);
+
+  engine::Engine& eng_;
+  std::recursive_mutex control_;
+  int depth_ = 0;           // nesting of pause() on the thread holding control_
+  bool handshake_ = false;  // the outermost pause() parked the engine thread
+  std::thread thread_;
+  std::string start_error_;
+  rte_ring* doorbells_ = nullptr;
+  std::vector<QueuePair*> qps_;
+  std::vector<CompletionQueue*> cqs_;
+  std::vector<QueuePair*> busy_;  // QPs with WRs executed and not yet retired
+
+  alignas(64) std::atomic<bool> threaded_{false};
+  std::atomic<bool> stop_{false};
+  std::atomic<int> started_{0};  // 1 running, -1 failed to start
+  alignas(64) std::atomic<bool> pause_req_{false};
+  alignas(64) std::atomic<bool> parked_{false};
+};
+
+// A control call's scope: the engine thread is parked (threaded mode) and
+// no other control call runs.
+class Pause {
+ public:
+  explicit Pause(EngineThread& t) : t_(t) { t_.pause(); }
+  ~Pause() { t_.resume(); }
+  Pause(const Pause&) = delete;
+  Pause& operator=(const Pause&) = delete;
+
+ private:
+  EngineThread& t_;
+};
+
+}  // namespace uroce::detail
