@@ -47,6 +47,26 @@ class HoldingPort final : public PacketPort {
   std::vector<rte_mbuf*> held_;
 };
 
+// A signaled WRITE of the first `len` bytes of `mr` to b, every frame of it
+// held by `ha`; returns its completion(s).
+std::vector<ibv_wc> write_held(RealTimePair& p, HoldingPort& ha, MemoryRegion& mr, uint32_t len) {
+  ibv_sge sge{reinterpret_cast<uintptr_t>(mr.addr()), len, mr.lkey()};
+  SendWr w;
+  w.wr_id = 1;
+  w.opcode = IBV_WR_RDMA_WRITE;
+  w.sg_list = &sge;
+  w.num_sge = 1;
+  w.send_flags = IBV_SEND_SIGNALED;
+  w.wr.rdma.remote_addr = p.b.addr(0);
+  w.wr.rdma.rkey = p.b.mr->rkey();
+  const SendWr* bad = nullptr;
+  ha.holding = true;
+  REQUIRE(p.a.qp->post_send(&w, &bad) == 0);
+  auto wc = p.wait(p.a, 1);
+  ha.holding = false;  // what is held stays held until release()
+  return wc;
+}
+
 }  // namespace
 
 TEST_CASE("Zero-copy TX: data intact, small payloads copied, the counter says which", "[zero-copy]") {
@@ -83,26 +103,13 @@ TEST_CASE("A region with frames still queued cannot be deregistered", "[zero-cop
   auto mr = p.a.pd->alloc_mr(8192, IBV_ACCESS_LOCAL_WRITE, err);
   REQUIRE(mr);
   std::memset(mr->addr(), 0x5C, 4096);
-  ibv_sge sge{reinterpret_cast<uintptr_t>(mr->addr()), 4096, mr->lkey()};
-  SendWr w;
-  w.wr_id = 1;
-  w.opcode = IBV_WR_RDMA_WRITE;
-  w.sg_list = &sge;
-  w.num_sge = 1;
-  w.send_flags = IBV_SEND_SIGNALED;
-  w.wr.rdma.remote_addr = p.b.addr(0);
-  w.wr.rdma.rkey = p.b.mr->rkey();
-  const SendWr* bad = nullptr;
-  ha.holding = true;
-  REQUIRE(p.a.qp->post_send(&w, &bad) == 0);
-  auto wc = p.wait(p.a, 1);
+  auto wc = write_held(p, ha, *mr, 4096);
   REQUIRE(wc.size() == 1);
   CHECK(wc[0].status == IBV_WC_SUCCESS);
   CHECK(p.b.buf()[4095] == 0x5C);
   // Completed, but the "NIC" still holds the frames that point into it.
   CHECK(p.a.pd->dereg_mr(mr) == EBUSY);
   REQUIRE(mr);
-  ha.holding = false;
   ha.release();
   CHECK(p.a.pd->dereg_mr(mr) == 0);
 }
@@ -119,20 +126,7 @@ TEST_CASE("A region destroyed with frames still queued keeps its memory until th
   auto mr = p.a.pd->alloc_mr(8192, IBV_ACCESS_LOCAL_WRITE, err);
   REQUIRE(mr);
   std::memset(mr->addr(), 0x6D, 4096);
-  ibv_sge sge{reinterpret_cast<uintptr_t>(mr->addr()), 1024, mr->lkey()};
-  SendWr w;
-  w.wr_id = 1;
-  w.opcode = IBV_WR_RDMA_WRITE;
-  w.sg_list = &sge;
-  w.num_sge = 1;
-  w.send_flags = IBV_SEND_SIGNALED;
-  w.wr.rdma.remote_addr = p.b.addr(0);
-  w.wr.rdma.rkey = p.b.mr->rkey();
-  const SendWr* bad = nullptr;
-  ha.holding = true;
-  REQUIRE(p.a.qp->post_send(&w, &bad) == 0);
-  REQUIRE(p.wait(p.a, 1).size() == 1);
-  ha.holding = false;
+  REQUIRE(write_held(p, ha, *mr, 1024).size() == 1);
   mr.reset();  // as an application ignoring dereg_mr's EBUSY would
   // The held frame's payload segment still reads the region's bytes.
   REQUIRE(ha.held().size() == 1);
