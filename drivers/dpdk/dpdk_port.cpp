@@ -93,6 +93,7 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const DpdkPortConfig& config, std::stri
   port->mac_ = setup.mac;
   port->mtu_ = setup.mtu;
   port->tx_chains_ = setup.tx_chains;
+  port->tx_ipv4_checksum_ = setup.tx_ipv4_checksum;
   port->pool_ = setup.pool;
   port->remove_on_close_ = probed;
   port->notices_ = std::move(setup.notices);

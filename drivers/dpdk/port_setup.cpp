@@ -47,9 +47,13 @@ bool setup_port(uint16_t port_id, const std::string& label, const DpdkPortConfig
 
   rte_eth_conf conf{};
   conf.rxmode.mtu = plan.ethdev_mtu;
-  // The library needs no offload; chained TX mbufs are allowed where the
-  // port supports them.
+  // The library needs no offload; chained TX mbufs and the IPv4 header
+  // checksum are left to the port where it has them.
   if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+  if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_IPV4_CKSUM) {
+    conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_IPV4_CKSUM;
+    out.tx_ipv4_checksum = true;
+  }
   // Segments pointing into application memory need that memory's IOVA.
   // Software ports (no bus device behind them) read by virtual address; a
   // NIC can DMA from DPDK memory, whose IOVA is its virtual address when

@@ -19,6 +19,7 @@ struct PortSetup {
   rte_mempool* pool = nullptr;  // owned by the caller after success
   std::vector<std::string> notices;
   TxChains tx_chains = TxChains::none;
+  bool tx_ipv4_checksum = false;  // RTE_ETH_TX_OFFLOAD_IPV4_CKSUM enabled
 };
 
 // `label` names the port in messages. On failure nothing is left

@@ -89,6 +89,7 @@ bool open_ring_pair(const std::string& name, uint16_t mtu, std::unique_ptr<DpdkP
     p.mac_ = setup.mac;
     p.mtu_ = setup.mtu;
     p.tx_chains_ = setup.tx_chains;
+    p.tx_ipv4_checksum_ = setup.tx_ipv4_checksum;
     p.pool_ = setup.pool;
     p.remove_on_close_ = device;
     p.keep_alive_ = rings;

@@ -58,6 +58,7 @@ bool Engine::init(std::string& error) {
     return false;
   }
   zero_copy_any_memory_ = config_.port->tx_chains() == TxChains::any_memory;
+  if (config_.port->tx_ipv4_checksum()) ipv4_checksum_ = wire::Ipv4Checksum::offloaded;
   if (config_.zero_copy_min && config_.port->tx_chains() != TxChains::none) {
     ext_pool_ = rte_pktmbuf_pool_create((name + "x").c_str(), config_.mbufs, 256, 0, 0, SOCKET_ID_ANY);
     if (ext_pool_ != nullptr) zero_copy_min_ = config_.zero_copy_min;  // else copy: slower, still right

@@ -14,6 +14,7 @@
 
 #include "../memory/mr_table.h"
 #include "neighbor_table.h"
+#include "uroce/wire/builder.h"
 #include "uroce/verbs/device.h"
 #include "uroce/verbs/memory_region.h"
 #include "uroce/wire/builder.h"
@@ -58,6 +59,8 @@ class Engine {
   rte_mempool* ext_pool() const { return ext_pool_; }
   // Whether a payload segment may point into `mr`.
   bool zero_copy_from(const MemoryRegion& mr) const { return zero_copy_any_memory_ || mr.dpdk_memory(); }
+  // Whether the port fills in IPv4 header checksums (see start_packet).
+  wire::Ipv4Checksum ipv4_checksum() const { return ipv4_checksum_; }
   void transmit(rte_mbuf* m);
   bool tx_has_room() const { return backlog_.size() < kTxBacklog; }
 
@@ -89,6 +92,7 @@ class Engine {
   rte_mempool* ext_pool_ = nullptr;  // data-less mbufs for payload segments
   uint32_t zero_copy_min_ = 0;
   bool zero_copy_any_memory_ = false;
+  wire::Ipv4Checksum ipv4_checksum_ = wire::Ipv4Checksum::compute;
   memory::MrTable mrs_;
   std::mt19937_64 rng_;
   uint64_t now_ = 0;

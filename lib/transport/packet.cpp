@@ -22,12 +22,18 @@ bool start_packet(Qp& qp, const wire::PacketFields& f, OutPacket& out) {
   if (m == nullptr) return false;
   uint8_t* data = rte_pktmbuf_mtod(m, uint8_t*);
   const size_t room = rte_pktmbuf_tailroom(m);
-  if (wire::build_headers(f, {data, room}, out.lay) != wire::BuildError::ok || out.lay.frame_len > room) {
+  const wire::Ipv4Checksum csum = qp.eng->ipv4_checksum();
+  if (wire::build_headers(f, {data, room}, out.lay, csum) != wire::BuildError::ok || out.lay.frame_len > room) {
     rte_pktmbuf_free(m);
     ++qp.counters.send_err;
     return false;
   }
   m->data_len = m->pkt_len = out.lay.frame_len;
+  if (csum == wire::Ipv4Checksum::offloaded && !out.lay.ipv6) {
+    m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM;
+    m->l2_len = out.lay.l3_off;
+    m->l3_len = uint16_t(out.lay.l4_off - out.lay.l3_off);
+  }
   out.m = m;
   out.payload = data + out.lay.payload_off;
   return true;

@@ -30,7 +30,7 @@ size_t write_l2(const EthFields& e, bool ipv6, uint8_t* p) {
   return kEthHeaderLen + kVlanTagLen;
 }
 
-void write_ipv4(const IpFields& f, size_t udp_len, uint8_t* p) {
+void write_ipv4(const IpFields& f, size_t udp_len, Ipv4Checksum csum, uint8_t* p) {
   Ipv4Ref ip(p);
   ip.set_version_ihl();
   ip.set_tos(f.dscp, f.ecn);
@@ -42,7 +42,7 @@ void write_ipv4(const IpFields& f, size_t udp_len, uint8_t* p) {
   ip.set_checksum(0);
   std::memcpy(ip.src_ptr(), f.src.v4_bytes(), 4);
   std::memcpy(ip.dst_ptr(), f.dst.v4_bytes(), 4);
-  ip.set_checksum(ipv4_header_checksum(p, kIpv4MinHeaderLen));
+  if (csum == Ipv4Checksum::compute) ip.set_checksum(ipv4_header_checksum(p, kIpv4MinHeaderLen));
 }
 
 void write_ipv6(const IpFields& f, size_t udp_len, uint8_t* p) {
@@ -101,7 +101,7 @@ const char* to_string(BuildError e) {
   return "unknown";
 }
 
-BuildError build_headers(const PacketFields& f, std::span<uint8_t> out, FrameLayout& lay) {
+BuildError build_headers(const PacketFields& f, std::span<uint8_t> out, FrameLayout& lay, Ipv4Checksum csum) {
   const OpcodeInfo& op = opcode_info(f.bth.opcode);
   if (BuildError e = check_fields(f, op); e != BuildError::ok) return e;
   const size_t l2_len = kEthHeaderLen + (f.eth.has_vlan ? kVlanTagLen : 0);
@@ -122,7 +122,7 @@ BuildError build_headers(const PacketFields& f, std::span<uint8_t> out, FrameLay
   if (f.ip.ipv6)
     write_ipv6(f.ip, udp_len, p + lay.l3_off);
   else
-    write_ipv4(f.ip, udp_len, p + lay.l3_off);
+    write_ipv4(f.ip, udp_len, csum, p + lay.l3_off);
   UdpRef udp(p + lay.l4_off);
   udp.set_sport(f.udp.sport);
   udp.set_dport(f.udp.dport);

@@ -11,9 +11,7 @@
 #include <vector>
 
 namespace uroce::test {
-namespace {
 
-// Runs `ip args...`; returns its exit code, and its output in `out`.
 int run_ip(const std::vector<std::string>& args, std::string& out) {
   std::string cmd = find_ip_tool();
   if (cmd.empty()) {
@@ -30,6 +28,8 @@ int run_ip(const std::vector<std::string>& args, std::string& out) {
   const int status = ::pclose(p);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
+
+namespace {
 
 void write_sysctl(const std::string& path, const char* value) {
   std::ofstream f(path);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace uroce::test {
 
@@ -14,6 +15,8 @@ bool enter_private_netns(std::string& error);
 
 // `ip` runnable? Its path, or "" if not found.
 std::string find_ip_tool();
+// Runs `ip args...`; returns its exit code, and its output in `out`.
+int run_ip(const std::vector<std::string>& args, std::string& out);
 
 class VethPair {
  public:

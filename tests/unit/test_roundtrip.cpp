@@ -7,6 +7,7 @@
 #include "test_support.h"
 #include "uroce/wire/builder.h"
 #include "uroce/wire/ext_headers.h"
+#include "uroce/wire/ipv4.h"
 #include "uroce/wire/parser.h"
 
 using namespace uroce::wire;
@@ -216,4 +217,27 @@ TEST_CASE("headers plus a payload hashed in pieces equal build_frame", "[roundtr
       CHECK(icrc == stored);
     }
   }
+}
+
+TEST_CASE("an offloaded IPv4 checksum is left zero and nothing else changes", "[roundtrip]") {
+  for (bool ipv6 : {false, true})
+    for (bool vlan : {false, true}) {
+      INFO("ipv6 " << ipv6 << " vlan " << vlan);
+      const PacketFields f = uroce::test::sample_fields(op::RC_RDMA_WRITE_FIRST, ipv6, vlan, 64);
+      std::vector<uint8_t> soft(kMaxHeaderLen), off(kMaxHeaderLen);
+      FrameLayout ls, lo;
+      REQUIRE(build_headers(f, soft, ls) == BuildError::ok);
+      REQUIRE(build_headers(f, off, lo, Ipv4Checksum::offloaded) == BuildError::ok);
+      REQUIRE(lo.payload_off == ls.payload_off);
+      if (!ipv6) {
+        const size_t at = ls.l3_off + 10;  // the header checksum
+        CHECK(off[at] == 0);
+        CHECK(off[at + 1] == 0);
+        CHECK((soft[at] | soft[at + 1]) != 0);
+        CHECK(ipv4_header_checksum(soft.data() + ls.l3_off, kIpv4MinHeaderLen) == 0);
+        off[at] = soft[at];
+        off[at + 1] = soft[at + 1];
+      }
+      CHECK(off == soft);  // IPv6 has no header checksum: identical
+    }
 }

@@ -23,6 +23,11 @@ class CapturingPort : public PacketPort {
   uint16_t tx_burst(rte_mbuf** pkts, uint16_t n) override;
   wire::MacAddr mac() const override { return inner_.mac(); }
   uint16_t mtu() const override { return inner_.mtu(); }
+  // Chains are recorded whole (every segment is held across tx_burst), and
+  // an offloaded IPv4 checksum is filled in on the recorded copy, so the
+  // capture shows the frame as it goes on the wire.
+  TxChains tx_chains() const override { return inner_.tx_chains(); }
+  bool tx_ipv4_checksum() const override { return inner_.tx_ipv4_checksum(); }
 
  private:
   void record(rte_mbuf* const* pkts, uint16_t n);

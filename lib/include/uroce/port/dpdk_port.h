@@ -1,7 +1,8 @@
 // A DPDK ethdev port as a PacketPort: one RX and one TX queue, the port's
-// own RX mempool sized for the MTU, and no offloads the library needs
-// (checksums and ICRC are computed in software). Opened from a PCI address
-// or a vdev string; see docs/ports.md.
+// own RX mempool sized for the MTU. The library needs no offload; it uses
+// multi-segment TX and IPv4 header checksum offload where the port has
+// them (the ICRC is always computed in software). Opened from a PCI
+// address or a vdev string; see docs/ports.md.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +46,7 @@ class DpdkPort final : public PacketPort {
   wire::MacAddr mac() const override { return mac_; }
   uint16_t mtu() const override { return mtu_; }
   TxChains tx_chains() const override { return tx_chains_; }
+  bool tx_ipv4_checksum() const override { return tx_ipv4_checksum_; }
 
   uint16_t port_id() const { return port_id_; }
   // The ethdev name (PCI address or vdev name, without arguments).
@@ -67,6 +69,7 @@ class DpdkPort final : public PacketPort {
   wire::MacAddr mac_{};
   uint16_t mtu_ = 0;
   TxChains tx_chains_ = TxChains::none;
+  bool tx_ipv4_checksum_ = false;
   rte_mempool* pool_ = nullptr;
   rte_device* remove_on_close_ = nullptr;  // a vdev we probed
   std::shared_ptr<void> keep_alive_;         // the rings of a ring pair

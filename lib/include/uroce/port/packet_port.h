@@ -36,6 +36,10 @@ class PacketPort {
   // Asked once, at device open: large payloads go out from registered
   // memory without a copy where the answer allows it.
   virtual TxChains tx_chains() const { return TxChains::none; }
+  // Asked once, at device open: whether the port fills in the IPv4 header
+  // checksum of frames flagged RTE_MBUF_F_TX_IP_CKSUM (with l2_len and
+  // l3_len set), so the engine leaves it zero.
+  virtual bool tx_ipv4_checksum() const { return false; }
 };
 
 }  // namespace uroce

@@ -40,8 +40,13 @@ struct BuildOptions {
   bool compute_udp_checksum = false;  // otherwise fields.udp.checksum is written as given
 };
 
+// Who fills in an IPv4 header checksum: the builder, or the port's TX
+// offload (the field is then left zero).
+enum class Ipv4Checksum : uint8_t { compute, offloaded };
+
 // Writes headers [0, layout.payload_off) for a payload of f.payload_len bytes.
-BuildError build_headers(const PacketFields& f, std::span<uint8_t> out, FrameLayout& layout);
+BuildError build_headers(const PacketFields& f, std::span<uint8_t> out, FrameLayout& layout,
+                         Ipv4Checksum ipv4_checksum = Ipv4Checksum::compute);
 
 // ICRC of a frame whose headers are at `headers` and whose payload is the
 // concatenation of `pieces`, followed by layout.pad zero bytes.
