@@ -46,19 +46,20 @@ bool AppDevice::open(const PortOptions& o, std::string& error) {
   eal.quiet = true;
   if (is_pci(o.dev)) eal.pci.push_back(o.dev);
   if (!eal_init(eal, error)) return false;
+  clock.emplace();
   port = DpdkPort::open(pc, error);
   if (!port) return false;
   PacketPort* p = port.get();
   if (!o.pcap.empty()) {
     pcap = capture::PcapWriter::create(o.pcap, error);
     if (!pcap) return false;
-    capture = std::make_unique<capture::CapturingPort>(*port, *pcap, clock);
+    capture = std::make_unique<capture::CapturingPort>(*port, *pcap, *clock);
     p = capture.get();
   }
   DeviceConfig dc;
   dc.name = o.name;
   dc.port = p;
-  dc.clock = &clock;
+  dc.clock = &*clock;
   dc.gids = {ip};
   device = Device::open(dc, error);
   return device != nullptr;

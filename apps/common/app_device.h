@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "uroce/capture/capturing_port.h"
@@ -27,7 +28,9 @@ struct PortOptions {
 };
 
 struct AppDevice {
-  TscClock clock;
+  // Made once the EAL runs: a TscClock made before it has no TSC frequency
+  // and reads clock_gettime on every engine poll instead of the TSC.
+  std::optional<TscClock> clock;
   std::unique_ptr<DpdkPort> port;
   std::unique_ptr<capture::PcapWriter> pcap;
   std::unique_ptr<capture::CapturingPort> capture;

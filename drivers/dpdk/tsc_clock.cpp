@@ -6,17 +6,19 @@
 
 namespace uroce {
 
-TscClock::TscClock() : hz_(rte_get_tsc_hz()) {}
+// ns = cycles * mult >> 32 with mult = 1e9 * 2^32 / hz: one multiply
+// instead of the three divisions of cycles * 1e9 / hz, since the engine
+// reads the clock on every poll. mult is exact to 1 part in ~2^31 (a drift
+// of well under a millisecond a day), the same for every TscClock.
+TscClock::TscClock()
+    : hz_(rte_get_tsc_hz()), mult_(hz_ ? uint64_t((unsigned __int128)1'000'000'000u << 32) / hz_ : 0) {}
 
 uint64_t TscClock::now_ns() const {
   if (hz_ == 0)
     return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
                         std::chrono::steady_clock::now().time_since_epoch())
                         .count());
-  const uint64_t c = rte_get_tsc_cycles();
-  // Split so that nothing overflows: rem * 1e9 < hz * 1e9 < 2^64 for any
-  // TSC below 18 GHz.
-  return c / hz_ * 1'000'000'000ull + c % hz_ * 1'000'000'000ull / hz_;
+  return uint64_t(((unsigned __int128)rte_get_tsc_cycles() * mult_) >> 32);
 }
 
 }  // namespace uroce

@@ -11,7 +11,9 @@ namespace uroce {
 class TscClock final : public Clock {
  public:
   // Reads the TSC frequency; the EAL must be initialised. Without it
-  // (frequency 0) the clock falls back to std::chrono::steady_clock.
+  // (frequency 0) the clock falls back to std::chrono::steady_clock, for
+  // good: construct it after eal_init, or every engine poll pays for a
+  // clock_gettime (slow on some VMs) instead of an rdtsc.
   TscClock();
 
   // Nanoseconds since the TSC started (boot), or the steady clock's epoch.
@@ -20,6 +22,7 @@ class TscClock final : public Clock {
 
  private:
   uint64_t hz_;
+  uint64_t mult_;  // nanoseconds per cycle, << 32
 };
 
 }  // namespace uroce
