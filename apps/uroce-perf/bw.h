@@ -8,6 +8,7 @@
 #include <chrono>
 #include <vector>
 
+#include "cycle_clock.h"
 #include "runner.h"
 
 namespace uroce::perf {
@@ -26,7 +27,7 @@ class BwClient {
     uint64_t posted = 0;
     uint64_t completed = 0;
   };
-  using Clock = std::chrono::steady_clock;
+  using Clock = CycleClock;
   bool done();
   double elapsed();  // seconds since the start; the clock is read every few calls
   void post(size_t q);

@@ -9,6 +9,7 @@
 
 #include <chrono>
 
+#include "cycle_clock.h"
 #include "runner.h"
 
 namespace uroce::perf {
@@ -37,7 +38,7 @@ class LatSide {
 
  private:
   enum class State { post, wait_peer, wait_own, done };
-  using Clock = std::chrono::steady_clock;
+  using Clock = CycleClock;
   uint8_t marker() const { return uint8_t(iter_ % 255 + 1); }
   bool sends_first() const { return client_; }
   void post();

@@ -8,13 +8,14 @@
 #include <chrono>
 #include <cstring>
 
+#include "cycle_clock.h"
 #include "raw.h"
 #include "raw_frame.h"
 
 namespace uroce::perf {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = CycleClock;
 constexpr uint16_t kBurst = 32;
 
 }  // namespace

@@ -11,7 +11,7 @@ namespace {
 
 constexpr uint16_t kBurst = 32;
 
-double seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double seconds(CycleClock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 }  // namespace
 

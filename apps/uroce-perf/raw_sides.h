@@ -6,6 +6,7 @@
 
 #include <chrono>
 
+#include "cycle_clock.h"
 #include "runner.h"
 #include "uroce/port/packet_port.h"
 #include "uroce/wire/eth.h"
@@ -22,7 +23,7 @@ class RawSender {
   const uint64_t* progress() const { return &sent_; }
 
  private:
-  using Clock = std::chrono::steady_clock;
+  using Clock = CycleClock;
   PacketPort& port_;
   rte_mempool* pool_;
   wire::MacAddr dst_;
@@ -46,7 +47,7 @@ class RawReceiver {
   const uint64_t* progress() const { return &r_.iters; }
 
  private:
-  using Clock = std::chrono::steady_clock;
+  using Clock = CycleClock;
   PacketPort& port_;
   const Options& o_;
   uint64_t size_;
@@ -67,7 +68,7 @@ class RawLatSide {
   const uint64_t* progress() const { return &iter_; }
 
  private:
-  using Clock = std::chrono::steady_clock;
+  using Clock = CycleClock;
   PacketPort& port_;
   rte_mempool* pool_;
   wire::MacAddr dst_;

@@ -1,0 +1,25 @@
+#include "cycle_clock.h"
+
+#include <rte_cycles.h>
+
+namespace uroce::perf {
+namespace {
+
+// Nanoseconds per cycle << 32 (see TscClock), 0 without a TSC frequency.
+uint64_t ns_per_cycle_q32() {
+  static const uint64_t mult = [] {
+    const uint64_t hz = rte_get_tsc_hz();
+    return hz ? uint64_t((unsigned __int128)1'000'000'000u << 32) / hz : 0;
+  }();
+  return mult;
+}
+
+}  // namespace
+
+CycleClock::time_point CycleClock::now() noexcept {
+  const uint64_t mult = ns_per_cycle_q32();
+  if (mult == 0) return time_point(std::chrono::steady_clock::now().time_since_epoch());
+  return time_point(duration(int64_t(((unsigned __int128)rte_rdtsc() * mult) >> 32)));
+}
+
+}  // namespace uroce::perf
