@@ -9,8 +9,11 @@ namespace {
 // in a barrier for the whole measured run while its engine serves
 // line-rate traffic from `idle`; a syscall, or even a clock read (slow on
 // some VMs), per engine poll would cost it throughput, while a few
-// microseconds of extra latency per exchange step cost nothing.
-constexpr unsigned kIdleCallsPerSocketPoll = 64;
+// microseconds of extra latency per exchange step cost nothing. At 64 a
+// memif write_bw server spent a tenth of its CPU in epoll_wait (perf, on
+// a VM where a syscall costs a microsecond or more); 1024 polls of an idle
+// engine take about 100 us.
+constexpr unsigned kIdleCallsPerSocketPoll = 1024;
 
 }  // namespace
 
