@@ -5,7 +5,6 @@
 #include "uroce/verbs/shared_receive_queue.h"
 
 namespace uroce::transport {
-namespace {
 
 ibv_wc_opcode wc_opcode(ibv_wr_opcode op) {
   switch (op) {
@@ -17,6 +16,8 @@ ibv_wc_opcode wc_opcode(ibv_wr_opcode op) {
     default: return IBV_WC_SEND;
   }
 }
+
+namespace {
 
 void flush_recv(Qp& qp, RecvWqe& wqe) {
   ibv_wc wc{};

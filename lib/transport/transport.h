@@ -39,6 +39,8 @@ void ud_rx(Qp& qp, const wire::PacketView& pkt);
 
 // Completions and errors (completion.cpp).
 void complete_send(Qp& qp, SendWqe& wqe, ibv_wc_status status);
+// The completion opcode of a work request's opcode.
+ibv_wc_opcode wc_opcode(ibv_wr_opcode op);
 // Into the QP's receive CQ.
 void complete_recv(Qp& qp, const ibv_wc& wc);
 void release_sges(Qp& qp, const SgeList& sgl);

@@ -10,6 +10,7 @@
 
 #include "../transport/post.h"
 #include "../transport/qp.h"
+#include "../transport/transport.h"
 #include "uroce/verbs/completion_queue.h"
 
 namespace uroce::detail {
@@ -53,17 +54,6 @@ void build_send(uint8_t* buf, const QpSubmit& s, const SendWr& wr) {
   }
 }
 
-ibv_wc_opcode wc_opcode(ibv_wr_opcode op) {
-  switch (op) {
-    case IBV_WR_RDMA_WRITE:
-    case IBV_WR_RDMA_WRITE_WITH_IMM: return IBV_WC_RDMA_WRITE;
-    case IBV_WR_RDMA_READ: return IBV_WC_RDMA_READ;
-    case IBV_WR_ATOMIC_CMP_AND_SWP: return IBV_WC_COMP_SWAP;
-    case IBV_WR_ATOMIC_FETCH_AND_ADD: return IBV_WC_FETCH_ADD;
-    default: return IBV_WC_SEND;
-  }
-}
-
 // A WR that passed the caller's checks but that the transport refused when
 // it ran: it must still complete, never vanish.
 void refused(transport::Qp& qp, CompletionQueue& cq, uint64_t wr_id, ibv_wc_opcode op) {
@@ -99,7 +89,7 @@ void run(QpSubmit& s, transport::Qp& qp, uint8_t* cmd) {
     }
   }
   const SendWr* bad = nullptr;
-  if (transport::post_send(qp, &c.wr, &bad) != 0) refused(qp, *qp.scq, c.wr.wr_id, wc_opcode(c.wr.opcode));
+  if (transport::post_send(qp, &c.wr, &bad) != 0) refused(qp, *qp.scq, c.wr.wr_id, transport::wc_opcode(c.wr.opcode));
 }
 
 bool blocks_send(ibv_qp_state st) { return st == IBV_QPS_RESET || st == IBV_QPS_INIT || st == IBV_QPS_RTR; }
