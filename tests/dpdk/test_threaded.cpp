@@ -86,38 +86,6 @@ void check_quiet(RealTimePair& p) {
   CHECK(leaks.empty());
 }
 
-// connect_qp without Catch assertions, for a thread other than the test's.
-bool connect_quietly(QueuePair& qp, const Device& remote, uint32_t remote_qpn, uint32_t sq_psn, uint32_t rq_psn,
-                     const QpOptions& o) {
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_INIT;
-  a.port_num = 1;
-  a.qp_access_flags = o.access;
-  if (qp.modify(a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0) return false;
-  a = {};
-  a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = o.mtu;
-  a.dest_qp_num = remote_qpn;
-  a.rq_psn = rq_psn;
-  a.max_dest_rd_atomic = o.rd_atomic;
-  a.min_rnr_timer = o.min_rnr_timer;
-  a.ah_attr.is_global = 1;
-  a.ah_attr.port_num = 1;
-  std::memcpy(a.ah_attr.grh.dgid.raw, remote.gids()[0].bytes.data(), 16);
-  if (qp.modify(a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0)
-    return false;
-  a = {};
-  a.qp_state = IBV_QPS_RTS;
-  a.sq_psn = sq_psn;
-  a.timeout = o.timeout;
-  a.retry_cnt = o.retry_cnt;
-  a.rnr_retry = o.rnr_retry;
-  a.max_rd_atomic = o.rd_atomic;
-  return qp.modify(a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                          IBV_QP_MAX_QP_RD_ATOMIC) == 0;
-}
-
 QpOptions slow_timer() {
   QpOptions o;
   o.timeout = 16;  // 268 ms: a descheduled engine thread must not look like loss
@@ -493,7 +461,7 @@ TEST_CASE("threaded: control calls from another thread while traffic runs", "[th
       init.send_cq = init.recv_cq = cqb.get();
       auto qb = b.pd->create_qp(init, err);
       if (!qa || !qb) return fail("create_qp failed");
-      if (!connect_quietly(*qa, *p.db, qb->qp_num(), 10, 20, o) || !connect_quietly(*qb, *p.da, qa->qp_num(), 20, 10, o))
+      if (try_connect_qp(*qa, *p.db, qb->qp_num(), 10, 20, o) || try_connect_qp(*qb, *p.da, qa->qp_num(), 20, 10, o))
         return fail("modify to RTS failed in round " + std::to_string(round));
       for (uint64_t m = 0; m < 10; ++m) {
         fill_pattern(ma.data(), 3000, m + 100 * round);

@@ -38,15 +38,16 @@ struct QpOptions {
   uint32_t max_inline = 256;
 };
 
-// Drives a QP through INIT, RTR and RTS towards `remote`.
-inline void connect_qp(QueuePair& qp, const Device& remote_dev, uint32_t remote_qpn, uint32_t sq_psn,
-                       uint32_t rq_psn, const QpOptions& o) {
+// Drives a QP through INIT, RTR and RTS towards `remote`: nullptr, or the
+// state whose modify failed. No Catch assertions, so any thread may call it.
+inline const char* try_connect_qp(QueuePair& qp, const Device& remote_dev, uint32_t remote_qpn, uint32_t sq_psn,
+                                  uint32_t rq_psn, const QpOptions& o) {
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_INIT;
   a.pkey_index = 0;
   a.port_num = 1;
   a.qp_access_flags = o.access;
-  REQUIRE(qp.modify(a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0);
+  if (qp.modify(a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0) return "INIT";
   a = {};
   a.qp_state = IBV_QPS_RTR;
   a.path_mtu = o.mtu;
@@ -57,8 +58,9 @@ inline void connect_qp(QueuePair& qp, const Device& remote_dev, uint32_t remote_
   a.ah_attr.is_global = 1;
   a.ah_attr.port_num = 1;
   std::memcpy(a.ah_attr.grh.dgid.raw, remote_dev.gids()[0].bytes.data(), 16);
-  REQUIRE(qp.modify(a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                           IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) == 0);
+  if (qp.modify(a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0)
+    return "RTR";
   a = {};
   a.qp_state = IBV_QPS_RTS;
   a.sq_psn = sq_psn;
@@ -66,8 +68,17 @@ inline void connect_qp(QueuePair& qp, const Device& remote_dev, uint32_t remote_
   a.retry_cnt = o.retry_cnt;
   a.rnr_retry = o.rnr_retry;
   a.max_rd_atomic = o.rd_atomic;
-  REQUIRE(qp.modify(a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                           IBV_QP_MAX_QP_RD_ATOMIC) == 0);
+  if (qp.modify(a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                       IBV_QP_MAX_QP_RD_ATOMIC) != 0)
+    return "RTS";
+  return nullptr;
+}
+
+inline void connect_qp(QueuePair& qp, const Device& remote_dev, uint32_t remote_qpn, uint32_t sq_psn,
+                       uint32_t rq_psn, const QpOptions& o) {
+  const char* failed = try_connect_qp(qp, remote_dev, remote_qpn, sq_psn, rq_psn, o);
+  INFO("modify to " << (failed ? failed : "-") << " failed");
+  REQUIRE(failed == nullptr);
 }
 
 inline Side make_side(Device& dev, size_t bytes, const QpOptions& o) {
