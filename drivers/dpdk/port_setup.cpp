@@ -141,6 +141,14 @@ bool setup_port(uint16_t port_id, const std::string& label, const DpdkPortConfig
   rc = rte_eth_dev_start(port_id);
   if (rc != 0) return fail("rte_eth_dev_start failed", rc);
 
+  // IPv6 neighbour solicitations for our GIDs go to solicited-node groups
+  // (33:33:ff:xx:xx:xx), which a NIC filters out unless it takes
+  // multicast; the engine drops every other group frame in software.
+  // Software ports deliver multicast anyway (and may not implement this).
+  rc = rte_eth_allmulticast_enable(port_id);
+  if (rc != 0 && rc != -ENOTSUP)
+    out.notices.push_back("cannot turn all-multicast on (IPv6 peers may not resolve this port): " + err_text(rc));
+
   if (soft_mac) {
     out.mac = *config.mac;
   } else {
