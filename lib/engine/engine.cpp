@@ -67,26 +67,30 @@ bool Engine::init(std::string& error) {
 }
 
 uint32_t Engine::alloc_qpn() {
-  while (by_qpn_.count(next_qpn_) || next_qpn_ < 0x11) next_qpn_ = (next_qpn_ + 1) & 0xFFFFFF;
-  return next_qpn_++;
+  for (uint32_t tries = 0; tries < kQpnSlots; ++tries) {
+    const uint32_t qpn = next_qpn_;
+    next_qpn_ = (next_qpn_ + 1) & 0xFFFFFF;
+    if (qpn >= 0x11 && by_qpn_[qpn % kQpnSlots] == nullptr) return qpn;
+  }
+  return 0;  // every slot taken
 }
 
 void Engine::add_qp(transport::Qp* qp) {
-  by_qpn_[qp->qpn] = qp;
+  by_qpn_[qp->qpn % kQpnSlots] = qp;
   all_.push_back(qp);
 }
 
 void Engine::remove_qp(transport::Qp* qp) {
   retired_ += qp->counters;
-  by_qpn_.erase(qp->qpn);
+  by_qpn_[qp->qpn % kQpnSlots] = nullptr;
   std::erase(all_, qp);
   std::erase(ready_, qp);
   std::erase(timed_, qp);
 }
 
 transport::Qp* Engine::find_qp(uint32_t qpn) const {
-  auto it = by_qpn_.find(qpn);
-  return it == by_qpn_.end() ? nullptr : it->second;
+  transport::Qp* qp = by_qpn_[qpn % kQpnSlots];
+  return qp != nullptr && qp->qpn == qpn ? qp : nullptr;
 }
 
 void Engine::schedule(transport::Qp* qp) {

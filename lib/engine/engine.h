@@ -42,6 +42,7 @@ class Engine {
   std::mt19937_64& rng() { return rng_; }
 
   // QPs.
+  // A free QPN, 0 when all kQpnSlots are taken.
   uint32_t alloc_qpn();
   void add_qp(transport::Qp* qp);
   void remove_qp(transport::Qp* qp);
@@ -97,7 +98,10 @@ class Engine {
   std::mt19937_64 rng_;
   uint64_t now_ = 0;
   uint32_t next_qpn_ = 0x11;  // like rxe: user QPs start at 0x11
-  std::unordered_map<uint32_t, transport::Qp*> by_qpn_;
+  // QPs by the low 16 bits of their QPN (alloc_qpn keeps those distinct):
+  // one load per received packet, instead of a hash lookup.
+  static constexpr uint32_t kQpnSlots = 1u << 16;
+  std::vector<transport::Qp*> by_qpn_ = std::vector<transport::Qp*>(kQpnSlots);
   std::vector<transport::Qp*> all_;
   std::vector<transport::Qp*> ready_;
   std::vector<transport::Qp*> running_;

@@ -113,6 +113,11 @@ std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, i
     err = EINVAL;
     return nullptr;
   }
+  const uint32_t qpn = eng.alloc_qpn();
+  if (qpn == 0) {
+    err = ENOMEM;  // max_qp QPs live
+    return nullptr;
+  }
   auto qp = std::make_unique<transport::Qp>();
   qp->eng = &eng;
   qp->pd = this;
@@ -121,7 +126,7 @@ std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, i
   qp->srq = attr.srq;
   qp->init = attr;
   if (qp->init.cap.max_send_sge == 0) qp->init.cap.max_send_sge = 1;
-  qp->qpn = eng.alloc_qpn();
+  qp->qpn = qpn;
   qp->sq.reset(attr.cap.max_send_wr);
   qp->rq.wq.reset(attr.srq ? 0 : attr.cap.max_recv_wr);
   qp->rq.max_sge = attr.cap.max_recv_sge ? attr.cap.max_recv_sge : 1;

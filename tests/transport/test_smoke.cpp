@@ -32,3 +32,25 @@ TEST_CASE("RC SEND, WRITE and READ move bytes between two devices", "[smoke]") {
   CHECK(wa[0].opcode == IBV_WC_RDMA_READ);
   CHECK(std::memcmp(p.a.buf(), p.a.buf() + 200000, 9000) == 0);
 }
+
+TEST_CASE("A QPN that shares a table slot with a live QP does not reach it", "[smoke]") {
+  // The engine finds QPs by the low 16 bits of the QPN; the rest must
+  // still be checked: b's QPN + 0x10000 is nobody on b.
+  RcPair p;
+  QpOptions o;
+  o.timeout = 5;
+  o.retry_cnt = 1;
+  Side x = make_side(*p.a.dev, 1 << 16, o);
+  const uint32_t ghost = (p.b.qp->qp_num() + 0x10000) & 0xFFFFFF;
+  REQUIRE(try_connect_qp(*x.qp, *p.b.dev, ghost, 0xFFFFF0, 0x000100, o) == nullptr);
+  std::memset(p.b.buf(), 0, 4096);
+  std::memset(x.buf(), 0xAB, 4096);
+  REQUIRE(post_send(x, IBV_WR_RDMA_WRITE, 1, 0, 4096, p.b.addr(0), p.b.mr->rkey()) == 0);
+  auto wx = p.wait(x, 1);
+  REQUIRE(wx.size() == 1);
+  CHECK(wx[0].status == IBV_WC_RETRY_EXC_ERR);
+  CHECK(p.b.dev->counters().rx_unknown_qp >= 8);  // 4 packets, sent twice
+  CHECK(p.b.qp->counters().rcvd_pkts == 0);
+  CHECK(p.b.buf()[0] == 0);
+  CHECK(p.b.qp->state() == IBV_QPS_RTS);
+}

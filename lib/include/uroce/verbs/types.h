@@ -72,6 +72,8 @@ struct SrqInitAttr {
 
 // Limits of a device (the subset of ibv_device_attr that applies).
 struct DeviceLimits {
+  // QPs per device: the engine finds a QP by the low 16 bits of its QPN.
+  uint32_t max_qp = 65535 - 0x11;
   uint32_t max_qp_wr = 16384;
   uint32_t max_sge = 32;
   uint32_t max_inline_data = 512;
