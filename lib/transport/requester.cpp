@@ -3,6 +3,7 @@
 // go-back-N retransmission.
 #include "../engine/engine.h"
 #include "../memory/sge_copy.h"
+#include "cc.h"
 #include "psn.h"
 #include "transport.h"
 
@@ -196,7 +197,7 @@ void requester_tx(Qp& qp) {
   if (qp.req.rnr_until > qp.eng->now()) return;
   while (qp.req.wqe != qp.sq.head() && qp.eng->tx_has_room()) {
     SendWqe& w = qp.sq.at(qp.req.wqe);
-    if (w.state == WqeState::failed || !may_send(qp, w) || !send_one(qp, w)) break;
+    if (w.state == WqeState::failed || !may_send(qp, w) || !cc_gate(qp) || !send_one(qp, w)) break;
     arm_ack_timer(qp);
   }
   // A failed WQE at the front completes now (nothing before it waits).

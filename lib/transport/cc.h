@@ -1,0 +1,37 @@
+// Congestion control in the transport: the pacing gate before each request
+// packet, the byte accounting after each packet, CE marks and CNPs on
+// receive (docs/dcqcn.md). With cc none each hook costs one branch.
+#pragma once
+
+#include <cstdint>
+
+#include "qp.h"
+#include "uroce/cc/dcqcn.h"
+#include "uroce/wire/parser.h"
+
+namespace uroce::transport {
+
+// At QP creation: the algorithm and parameters, and the ECN/DSCP of data.
+void cc_setup(Qp& qp, const cc::CcConfig& cfg);
+
+bool cc_gate_slow(Qp& qp);
+void cc_sent_slow(Qp& qp, uint32_t frame_len);
+void cc_ce_slow(Qp& qp);
+
+// May the requester send its next packet now? If not, the QP waits on the
+// engine's pacing heap until its send time.
+inline bool cc_gate(Qp& qp) { return qp.cc.algo == cc::CcAlgo::none || cc_gate_slow(qp); }
+// A packet of `frame_len` bytes of this QP went out.
+inline void cc_sent(Qp& qp, uint32_t frame_len) {
+  if (qp.cc.algo != cc::CcAlgo::none) cc_sent_slow(qp, frame_len);
+}
+// Every received packet for the QP: counts CE marks, answers them (NP).
+inline void cc_rx(Qp& qp, const wire::PacketView& pkt) {
+  if (pkt.ecn() == 3) cc_ce_slow(qp);
+}
+// A CNP addressed to the QP (RP).
+void cc_cnp_rx(Qp& qp);
+
+cc::CcStats cc_stats(const Qp& qp);
+
+}  // namespace uroce::transport
