@@ -1,0 +1,154 @@
+// The DCQCN loop end to end on the simulated wire: CE marks at the
+// receiver -> CNPs (format, spacing) -> the sender's RP slows and paces its
+// packets -> line rate again once the marks stop. And cc none: marks
+// counted, nothing else.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+
+#include "cc_pair.h"
+#include "uroce/capture/pcap_file.h"
+#include "uroce/wire/parser.h"
+
+using namespace uroce;
+using namespace uroce::test;
+
+namespace {
+
+cc::CcConfig dcqcn(uint64_t line_mbps = 10000) {
+  cc::CcConfig c;
+  std::string err;
+  REQUIRE(cc::parse_cc("dcqcn", c, err));
+  c.line_rate_mbps = line_mbps;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("CE marks make CNPs; the sender slows, then regains line rate", "[cc-sim]") {
+  CcPair p(dcqcn());
+  p.marker->marking = true;
+  REQUIRE(p.write_n(64, 65536));
+  const uint64_t marked_phase_ns = p.clock.now_ns();
+  const cc::CcStats rx = p.b.qp->cc_stats(), tx = p.a.qp->cc_stats();
+  CHECK(rx.ecn_marks == p.marker->marked);
+  CHECK(rx.ecn_marks > 0);
+  CHECK(rx.cnps_sent > 0);
+  CHECK(rx.cnps_sent == p.marker->cnps.size());
+  // NP spacing: at most one CNP per min_time_between_cnps (4 µs).
+  CHECK(rx.cnps_sent <= marked_phase_ns / 4000 + 1);
+  CHECK(rx.cnps_sent < rx.ecn_marks);
+  CHECK(tx.cnps_received == rx.cnps_sent);  // a lossless wire
+  CHECK(tx.rate_decreases > 0);
+  CHECK(tx.limited);
+  CHECK(tx.rate_mbps < 10000);
+  CHECK(tx.paced_waits > 0);
+  CHECK(tx.ecn_marks == 0);  // ACKs were not marked
+
+  // Marks stop: the timer and byte counter bring R_C back to line rate.
+  p.marker->marking = false;
+  REQUIRE(p.write_n(2000, 65536, 20'000'000'000ull));
+  const cc::CcStats after = p.a.qp->cc_stats();
+  CHECK_FALSE(after.limited);
+  CHECK(after.rate_mbps == 10000);
+  CHECK(after.rate_increases > 0);
+}
+
+TEST_CASE("a paced QP sends at its rate", "[cc-sim]") {
+  cc::CcConfig c = dcqcn();
+  // One CNP sets 1000 Mb/s; nothing moves the rate afterwards.
+  c.dcqcn.rate_to_set_on_first_cnp = 1000;
+  c.dcqcn.rpg_ai_rate = c.dcqcn.rpg_hai_rate = 0;
+  c.dcqcn.rpg_byte_reset = 0;
+  c.dcqcn.rpg_time_reset = 100000000;
+  CcPair p(c);
+  p.marker->marking = true;
+  REQUIRE(p.write_n(1, 1024));
+  p.marker->marking = false;
+  REQUIRE(p.a.qp->cc_stats().cnps_received >= 1);
+  REQUIRE(p.a.qp->cc_stats().rate_mbps == Approx(1000));
+  const uint64_t t0 = p.clock.now_ns();
+  const uint64_t pkts0 = p.a.qp->counters().sent_pkts;
+  const uint32_t n = 200, len = 16384;  // 3.2 MB
+  REQUIRE(p.write_n(n, len));
+  const double secs = double(p.clock.now_ns() - t0) / 1e9;
+  const uint64_t pkts = p.a.qp->counters().sent_pkts - pkts0;
+  // Frame bytes on the wire: payload plus 14+20+8+12+16 (RETH on FIRST
+  // only, so this slightly overcounts) +4 ICRC per 1024-byte packet.
+  const double wire_bits = (double(n) * len + double(pkts) * 74) * 8;
+  const double mbps = wire_bits / secs / 1e6;
+  INFO("achieved " << mbps << " Mb/s over " << secs * 1e3 << " ms");
+  CHECK(mbps <= 1000 * 1.03);
+  CHECK(mbps >= 1000 * 0.90);
+}
+
+TEST_CASE("cc none: CE marks are counted, no CNP, no pacing", "[cc-sim]") {
+  CcPair p(cc::CcConfig{});
+  p.marker->marking = true;
+  REQUIRE(p.write_n(16, 65536));
+  const cc::CcStats rx = p.b.qp->cc_stats(), tx = p.a.qp->cc_stats();
+  CHECK(rx.ecn_marks == p.marker->marked);
+  CHECK(rx.ecn_marks > 0);  // data is ECT(0) by default even without cc
+  CHECK(rx.cnps_sent == 0);
+  CHECK(p.marker->cnps.empty());
+  CHECK(tx.cnps_received == 0);
+  CHECK_FALSE(tx.limited);
+  CHECK(tx.paced_waits == 0);
+}
+
+TEST_CASE("data_ecn 0: not ECN-capable, so never marked", "[cc-sim]") {
+  cc::CcConfig c = dcqcn();
+  c.dcqcn.data_ecn = 0;
+  CcPair p(c);
+  p.marker->marking = true;
+  REQUIRE(p.write_n(4, 65536));
+  CHECK(p.marker->marked == 0);
+  CHECK(p.b.qp->cc_stats().ecn_marks == 0);
+}
+
+TEST_CASE("a per-QP override beats the device's choice", "[cc-sim]") {
+  CcPair p(cc::CcConfig{});  // devices: none
+  QpInitAttr init;
+  init.send_cq = init.recv_cq = p.a.cq.get();
+  init.cap.max_send_wr = init.cap.max_recv_wr = 4;
+  init.cap.max_send_sge = init.cap.max_recv_sge = 1;
+  init.cc = dcqcn(25000);
+  int err = 0;
+  auto qp = p.a.pd->create_qp(init, err);
+  REQUIRE(err == 0);
+  CHECK(qp->cc_stats().algo == cc::CcAlgo::dcqcn);
+  CHECK(qp->cc_stats().rate_mbps == 25000);
+  CHECK(p.a.qp->cc_stats().algo == cc::CcAlgo::none);
+}
+
+TEST_CASE("the CNP on the wire: opcode 0x81, P_Key 0xFFFF, BECN, PSN 0, DSCP 48", "[cc-sim]") {
+  cc::CcConfig c = dcqcn();
+  c.dcqcn.cnp_dscp = 46;  // configurable
+  CcPair p(c);
+  p.marker->marking = true;
+  REQUIRE(p.write_n(2, 4096));
+  REQUIRE(!p.marker->cnps.empty());
+  for (const auto& f : p.marker->cnps) {
+    wire::PacketView v;
+    REQUIRE(wire::parse_frame(f, v) == wire::ParseError::ok);  // ICRC verified
+    CHECK(v.bth().opcode() == wire::op::CNP);
+    CHECK(v.bth().pkey() == 0xFFFF);
+    CHECK(v.bth().becn());
+    CHECK_FALSE(v.bth().fecn());
+    CHECK(v.bth().dest_qp() == p.a.qp->qp_num());
+    CHECK(v.bth().psn() == 0);
+    CHECK(v.ipv4().dscp() == 46);
+    CHECK(v.ipv4().ecn() == 0);
+    CHECK(v.end_off - v.bth_off == 12 + 16 + 4);
+    const uint8_t* rsvd = v.headers + v.bth_off + 12;
+    for (int i = 0; i < 16; ++i) CHECK(rsvd[i] == 0);
+  }
+  // For the dump/oracle check (tests/cc/cnp_tools.sh).
+  if (const char* out = std::getenv("UROCE_CNP_PCAP")) {
+    std::string err;
+    auto w = capture::PcapWriter::create(out, err);
+    REQUIRE(w);
+    for (const auto& f : p.marker->cnps) w->write(f, 0);
+    REQUIRE(w->flush(err));
+  }
+}
