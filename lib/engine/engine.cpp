@@ -308,7 +308,8 @@ int Engine::run_tx() {
     work += int(qp->counters.sent_pkts - before);
     // Stopped for want of TX room or mbufs: try again next poll.
     const bool starved = counters_.tx_no_mbuf != no_mbuf || !tx_has_room();
-    const bool backlog = !qp->resp.out.empty() || (qp->req.wqe != qp->sq.head() && starved);
+    // A paced QP comes back from the pacing heap, not from here.
+    const bool backlog = (!qp->resp.out.empty() && !qp->cc.paced) || (qp->req.wqe != qp->sq.head() && starved);
     if (backlog) schedule(qp);
     starved_ |= starved;
   }

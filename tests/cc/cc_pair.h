@@ -111,18 +111,18 @@ struct CcPair {
     return true;
   }
 
-  // WRITEs of `len` bytes from a to b, `n` of them, all signalled; returns
-  // when all completed (false on a timeout or an error completion).
-  bool write_n(uint32_t n, uint32_t len, uint64_t max_ns = 5'000'000'000ull) {
+  // `n` signalled WRs of `op` (WRITE or READ) and `len` bytes from `from`
+  // to `to`, 32 at a time; true when all completed successfully in time.
+  bool post_n(Side& from, Side& to, ibv_wr_opcode op, uint32_t n, uint32_t len, uint64_t max_ns) {
     uint32_t posted = 0, done = 0;
     bool ok = true;
     return run_until(
                [&] {
                  while (posted < n && posted - done < 32 &&
-                        post_send(a, IBV_WR_RDMA_WRITE, posted, 0, len, b.addr(), b.mr->rkey()) == 0)
+                        post_send(from, op, posted, 0, len, to.addr(), to.mr->rkey()) == 0)
                    ++posted;
                  ibv_wc wc[16];
-                 for (int k; (k = a.cq->poll(16, wc)) > 0;)
+                 for (int k; (k = from.cq->poll(16, wc)) > 0;)
                    for (int i = 0; i < k; ++i) {
                      ok &= wc[i].status == IBV_WC_SUCCESS;
                      ++done;
@@ -131,6 +131,9 @@ struct CcPair {
                },
                max_ns) &&
            ok;
+  }
+  bool write_n(uint32_t n, uint32_t len, uint64_t max_ns = 5'000'000'000ull) {
+    return post_n(a, b, IBV_WR_RDMA_WRITE, n, len, max_ns);
   }
 
   sim::VirtualClock clock;

@@ -54,30 +54,59 @@ TEST_CASE("CE marks make CNPs; the sender slows, then regains line rate", "[cc-s
   CHECK(after.rate_increases > 0);
 }
 
-TEST_CASE("a paced QP sends at its rate", "[cc-sim]") {
+namespace {
+
+// A CNP sets 1000 Mb/s; nothing moves the rate afterwards.
+cc::CcConfig fixed_1000() {
   cc::CcConfig c = dcqcn();
-  // One CNP sets 1000 Mb/s; nothing moves the rate afterwards.
   c.dcqcn.rate_to_set_on_first_cnp = 1000;
   c.dcqcn.rpg_ai_rate = c.dcqcn.rpg_hai_rate = 0;
   c.dcqcn.rpg_byte_reset = 0;
   c.dcqcn.rpg_time_reset = 100000000;
-  CcPair p(c);
+  return c;
+}
+
+// Wire rate of `sender`'s packets while `from` posts n WRs of `op`.
+double measured_mbps(CcPair& p, Side& sender, Side& from, Side& to, ibv_wr_opcode op) {
+  const uint64_t t0 = p.clock.now_ns();
+  const uint64_t pkts0 = sender.qp->counters().sent_pkts;
+  const uint32_t n = 200, len = 16384;  // 3.2 MB
+  REQUIRE(p.post_n(from, to, op, n, len, 5'000'000'000ull));
+  const double secs = double(p.clock.now_ns() - t0) / 1e9;
+  const uint64_t pkts = sender.qp->counters().sent_pkts - pkts0;
+  // Frame bytes: payload plus Eth 14 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4
+  // and RETH or AETH (<= 16) per packet: slightly overcounted.
+  const double bits = (double(n) * len + double(pkts) * 74) * 8;
+  return bits / secs / 1e6;
+}
+
+}  // namespace
+
+TEST_CASE("a paced QP sends at its rate", "[cc-sim]") {
+  CcPair p(fixed_1000());
   p.marker->marking = true;
   REQUIRE(p.write_n(1, 1024));
   p.marker->marking = false;
   REQUIRE(p.a.qp->cc_stats().cnps_received >= 1);
   REQUIRE(p.a.qp->cc_stats().rate_mbps == Approx(1000));
-  const uint64_t t0 = p.clock.now_ns();
-  const uint64_t pkts0 = p.a.qp->counters().sent_pkts;
-  const uint32_t n = 200, len = 16384;  // 3.2 MB
-  REQUIRE(p.write_n(n, len));
-  const double secs = double(p.clock.now_ns() - t0) / 1e9;
-  const uint64_t pkts = p.a.qp->counters().sent_pkts - pkts0;
-  // Frame bytes on the wire: payload plus 14+20+8+12+16 (RETH on FIRST
-  // only, so this slightly overcounts) +4 ICRC per 1024-byte packet.
-  const double wire_bits = (double(n) * len + double(pkts) * 74) * 8;
-  const double mbps = wire_bits / secs / 1e6;
-  INFO("achieved " << mbps << " Mb/s over " << secs * 1e3 << " ms");
+  const double mbps = measured_mbps(p, p.a, p.a, p.b, IBV_WR_RDMA_WRITE);
+  INFO("WRITE data at " << mbps << " Mb/s");
+  CHECK(mbps <= 1000 * 1.03);
+  CHECK(mbps >= 1000 * 0.90);
+}
+
+TEST_CASE("READ responses are paced by the responder's RP", "[cc-sim]") {
+  CcPair p(fixed_1000());
+  // b READs from a: the data flows a -> b, where it is marked; b's CNP
+  // slows a's QP, the one sending the responses.
+  p.marker->marking = true;
+  REQUIRE(p.post_n(p.b, p.a, IBV_WR_RDMA_READ, 1, 4096, 1'000'000'000ull));
+  p.marker->marking = false;
+  p.run_until([] { return false; }, 100'000);  // the CNP is still on its way
+  REQUIRE(p.b.qp->cc_stats().cnps_sent == 1);
+  REQUIRE(p.a.qp->cc_stats().rate_mbps == Approx(1000));
+  const double mbps = measured_mbps(p, p.a, p.b, p.a, IBV_WR_RDMA_READ);
+  INFO("READ responses at " << mbps << " Mb/s");
   CHECK(mbps <= 1000 * 1.03);
   CHECK(mbps >= 1000 * 0.90);
 }
