@@ -1,6 +1,11 @@
 // Presets and the --cc / --cc-param parser.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
 #include "uroce/cc/dcqcn.h"
 
 using namespace uroce::cc;
@@ -97,4 +102,42 @@ TEST_CASE("describe names every parameter", "[dcqcn-params]") {
   CHECK(d.find("rpg_time_reset=55") != std::string::npos);
   CHECK(d.find("dce_tcp_g=1020") != std::string::npos);
   CHECK(d.find("min_time_between_cnps=50") != std::string::npos);
+}
+
+namespace {
+
+std::string write_temp(const std::string& text) {
+  const std::string path = "/tmp/uroce_cc_test_" + std::to_string(::getpid()) + ".conf";
+  std::ofstream(path) << text;
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("load_cc_file: a preset line, then parameters; errors name the line", "[dcqcn-params]") {
+  CcConfig c;
+  std::string err;
+  std::string path = write_temp("# comment\n\ncc = dcqcn-paper   # preset\n rpg_ai_rate = 80\nline_rate_mbps=25000\n");
+  REQUIRE(load_cc_file(path, c, err));
+  CHECK(c.algo == CcAlgo::dcqcn);
+  CHECK(c.dcqcn.rpg_ai_rate == 80);
+  CHECK(c.dcqcn.rpg_time_reset == 55);  // the rest is the paper's
+  CHECK(c.line_rate_mbps == 25000);
+
+  struct Bad {
+    const char* text;
+    const char* says;
+  };
+  for (const Bad& b : {Bad{"cc = dcqcn\nrpg_ai_rat = 3\n", ":2: unknown"}, Bad{"cc = fast\n", ":1: unknown congestion"},
+                       Bad{"rpg_ai_rate = 3\ncc = dcqcn\n", ":2: cc = NAME must come before"},
+                       Bad{"cc = dcqcn\n\nrpg_ai_rate\n", ":3: "}}) {
+    INFO(b.text);
+    path = write_temp(b.text);
+    err.clear();
+    CHECK_FALSE(load_cc_file(path, c, err));
+    CHECK(err.find(path + b.says) != std::string::npos);
+  }
+  std::remove(path.c_str());
+  CHECK_FALSE(load_cc_file("/nonexistent/cc.conf", c, err));
+  CHECK(err.find("/nonexistent/cc.conf") != std::string::npos);
 }

@@ -87,6 +87,10 @@ bool parse_cc(std::string_view name, CcConfig& cfg, std::string& error);
 // One override "name=value" (a DcqcnParams field, or line_rate_mbps); the
 // value is a decimal integer. False with a message naming the key.
 bool apply_cc_param(std::string_view assignment, CcConfig& cfg, std::string& error);
+// A file of "name = value" lines ('#' starts a comment): an optional first
+// "cc = none|dcqcn|dcqcn-paper", then parameters as for apply_cc_param.
+// False with "path:line: reason" on the first bad line.
+bool load_cc_file(const std::string& path, CcConfig& cfg, std::string& error);
 // "dcqcn rpg_time_reset=300 ..." / "none": every parameter, for logs.
 std::string describe(const CcConfig& cfg);
 
