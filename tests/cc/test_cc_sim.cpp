@@ -181,3 +181,58 @@ TEST_CASE("the CNP on the wire: opcode 0x81, P_Key 0xFFFF, BECN, PSN 0, DSCP 48"
     REQUIRE(w->flush(err));
   }
 }
+
+TEST_CASE("many paced QPs each keep their own rate", "[cc-sim]") {
+  cc::CcConfig c = fixed_1000();
+  c.dcqcn.rate_to_set_on_first_cnp = 200;
+  CcPair p(c);
+  constexpr size_t kQps = 32;
+  constexpr uint32_t kWrs = 20, kLen = 16384;
+  QpOptions o;
+  std::vector<Side> tx, rx;
+  for (size_t i = 0; i < kQps; ++i) {
+    tx.push_back(make_side(*p.da, kLen, o));
+    rx.push_back(make_side(*p.db, kLen, o));
+    connect_qp(*tx[i].qp, *p.db, rx[i].qp->qp_num(), 7, 9, o);
+    connect_qp(*rx[i].qp, *p.da, tx[i].qp->qp_num(), 9, 7, o);
+  }
+  auto run_all = [&](uint32_t per_qp, uint32_t len, std::vector<uint64_t>& done_at) {
+    std::vector<uint32_t> done(kQps, 0);
+    done_at.assign(kQps, 0);
+    for (size_t i = 0; i < kQps; ++i)
+      for (uint32_t k = 0; k < per_qp; ++k)
+        REQUIRE(post_send(tx[i], IBV_WR_RDMA_WRITE, k, 0, len, rx[i].addr(), rx[i].mr->rkey()) == 0);
+    return p.run_until(
+        [&] {
+          size_t finished = 0;
+          for (size_t i = 0; i < kQps; ++i) {
+            ibv_wc wc[16];
+            for (int k; (k = tx[i].cq->poll(16, wc)) > 0;) {
+              for (int j = 0; j < k; ++j) REQUIRE(wc[j].status == IBV_WC_SUCCESS);
+              done[i] += uint32_t(k);
+              if (done[i] == per_qp) done_at[i] = p.clock.now_ns();
+            }
+            finished += done[i] == per_qp;
+          }
+          return finished == kQps;
+        },
+        5'000'000'000ull);
+  };
+  // One marked WRITE each: every sender gets a CNP and 200 Mb/s.
+  std::vector<uint64_t> done_at;
+  p.marker->marking = true;
+  REQUIRE(run_all(1, 1024, done_at));
+  p.marker->marking = false;
+  p.run_until([] { return false; }, 100'000);
+  for (size_t i = 0; i < kQps; ++i) REQUIRE(tx[i].qp->cc_stats().rate_mbps == Approx(200));
+  // Together 6.4 Gb/s, below the 10 Gb/s line: each QP is held by its own rate.
+  const uint64_t t0 = p.clock.now_ns();
+  REQUIRE(run_all(kWrs, kLen, done_at));
+  for (size_t i = 0; i < kQps; ++i) {
+    const double bits = (double(kWrs) * kLen + double(kWrs) * (kLen / 1024) * 74) * 8;
+    const double mbps = bits / (double(done_at[i] - t0) / 1e9) / 1e6;
+    INFO("QP " << i << " at " << mbps << " Mb/s");
+    CHECK(mbps <= 200 * 1.03);
+    CHECK(mbps >= 200 * 0.90);
+  }
+}
