@@ -35,6 +35,11 @@ void DcqcnRp::configure(const DcqcnParams& p, uint64_t line_rate_mbps) {
   f_ = p.rpg_threshold;
   clamp_ = p.clamp_tgt_rate != 0;
   clamp_after_time_ = p.clamp_tgt_rate_after_time_inc != 0;
+  decreases_ = increases_ = cnps_ = 0;
+  restart();
+}
+
+void DcqcnRp::restart() {
   limited_ = pending_ = ever_decreased_ = false;
   rt_ = max_;
   alpha_ = alpha0_;
@@ -42,7 +47,6 @@ void DcqcnRp::configure(const DcqcnParams& p, uint64_t line_rate_mbps) {
   alpha_at_ = timer_at_ = decreased_at_ = 0;
   bytes_ = 0;
   time_stage_ = byte_stage_ = 0;
-  decreases_ = increases_ = cnps_ = 0;
 }
 
 void DcqcnRp::set_rate(double rc) {
@@ -118,7 +122,11 @@ void DcqcnRp::advance(uint64_t now) {
     if (t < alpha_at_ + k_ns_) return;
     const uint64_t n = (t - alpha_at_) / k_ns_;
     alpha_at_ += n * k_ns_;
-    alpha_ *= std::pow(1.0 - g_, double(n));
+    if (n <= 4) {  // the common case, per packet at K = 1 µs: no pow()
+      for (uint64_t i = 0; i < n; ++i) alpha_ *= 1.0 - g_;
+    } else {
+      alpha_ *= std::pow(1.0 - g_, double(n));
+    }
   };
   auto timer_to = [this](uint64_t t) {
     uint32_t events = 0;

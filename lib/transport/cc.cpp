@@ -52,6 +52,12 @@ void cc_setup(Qp& qp, const cc::CcConfig& cfg) {
   qp.hdr.ip.dscp = uint8_t(cfg.dcqcn.data_dscp & 0x3F);
 }
 
+void cc_reset(Qp& qp) {
+  qp.cc.rp.restart();
+  qp.cc.np.restart();
+  qp.cc.next_send = 0;
+}
+
 bool cc_gate_slow(Qp& qp) {
   cc::QpCc& c = qp.cc;
   const uint64_t now = qp.eng->now();

@@ -14,6 +14,9 @@ namespace uroce::transport {
 // At QP creation: the algorithm and parameters, and the ECN/DSCP of data.
 void cc_setup(Qp& qp, const cc::CcConfig& cfg);
 
+// A QP reset: the rate machine starts again unlimited (counters stay).
+void cc_reset(Qp& qp);
+
 bool cc_gate_slow(Qp& qp);
 void cc_sent_slow(Qp& qp, uint32_t frame_len);
 void cc_ce_slow(Qp& qp);

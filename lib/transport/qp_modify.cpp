@@ -3,6 +3,7 @@
 #include <cerrno>
 
 #include "../engine/engine.h"
+#include "cc.h"
 #include "qp_transitions.h"
 #include "transport.h"
 #include "uroce/verbs/device.h"
@@ -97,6 +98,7 @@ void enter_reset(Qp& qp) {
   const uint32_t out_cap = qp.resp.out.capacity();
   qp.resp = ResponderState{};
   qp.resp.out.reset(out_cap);
+  cc_reset(qp);
 }
 
 void enter_rtr(Qp& qp) {

@@ -283,3 +283,18 @@ TEST_CASE("NP: at most one CNP per min_time_between_cnps", "[dcqcn-rp]") {
     CHECK(np.may_send(kT0 + n));
   }
 }
+
+TEST_CASE("restart: unlimited at the ceiling again, same parameters", "[dcqcn-rp]") {
+  DcqcnParams p = preset_paper();
+  p.rpg_max_rate = 30000;
+  DcqcnRp rp = make(p);
+  rp.on_cnp(kT0);
+  rp.on_cnp(kT0 + kUs);
+  REQUIRE(rp.limited());
+  rp.restart();
+  CHECK_FALSE(rp.limited());
+  CHECK(rp.rate_mbps() == 30000);
+  CHECK(rp.target_mbps() == 30000);
+  rp.on_cnp(kT0 + 2 * kUs);  // a first CNP again: α from its initial value
+  CHECK(rp.rate_mbps() == Approx(15000));
+}

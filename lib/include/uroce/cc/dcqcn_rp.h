@@ -19,6 +19,9 @@ class DcqcnRp {
   // Starts unlimited at the ceiling (rpg_max_rate, else line_rate_mbps).
   void configure(const DcqcnParams& p, uint64_t line_rate_mbps);
 
+  // Back to the state configure() leaves (a QP reset), same parameters.
+  void restart();
+
   // A CNP for this QP arrived at `now`: decrease (at once, or at the end of
   // the current monitor period).
   void on_cnp(uint64_t now);
@@ -80,6 +83,7 @@ class DcqcnNp {
     sent_ = true;
     last_ = now;
   }
+  void restart() { sent_ = false; }
 
  private:
   uint64_t interval_ns_ = 4000;
