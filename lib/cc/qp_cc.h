@@ -16,9 +16,15 @@ struct QpCc {
   uint8_t cnp_prio = 6;
   DcqcnRp rp;
   DcqcnNp np;
-  // Pacing: the earliest time (ns) the next packet may leave while the RP
-  // is limited. Fractional, so that rounding does not drift the rate.
+  // Pacing (ns, fractional so that rounding does not drift the rate): the
+  // last packet's slot started at `slot` and was `last_len` bytes long; the
+  // next may leave at `next_send`, at most slot + last_len at the current
+  // rate (a rate that grew while the QP waited shortens the wait).
+  double slot = 0;
   double next_send = 0;
+  uint32_t last_len = 0;
+  // When the requester last asked for an ACK (AckReq), ns.
+  uint64_t ackreq_at = 0;
   bool paced = false;  // waiting on the engine's pacing heap
   uint64_t cnps_sent = 0;
   uint64_t cnps_received = 0;

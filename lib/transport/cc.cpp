@@ -13,9 +13,11 @@
 namespace uroce::transport {
 namespace {
 
-// Idle credit: after a pause a paced QP may send this many packets back to
-// back, so that a poll loop slower than one packet time still keeps the rate.
-constexpr double kBurstPackets = 2.0;
+// Idle credit: a paced QP may fall behind its schedule by this much and
+// catch up back to back, so that a poll loop slower than a packet time
+// still holds the rate (at least two packets, at least this long).
+constexpr double kCreditPackets = 2.0;
+constexpr double kCreditNs = 8000.0;
 
 // CNP (RoCEv2 Annex A17): P_Key 0xFFFF, BECN, DestQP = the QP whose packets
 // were marked, PSN 0, 16 reserved zero bytes; DSCP and PCP of their own.
@@ -55,25 +57,40 @@ void cc_setup(Qp& qp, const cc::CcConfig& cfg) {
 void cc_reset(Qp& qp) {
   qp.cc.rp.restart();
   qp.cc.np.restart();
-  qp.cc.next_send = 0;
+  qp.cc.slot = qp.cc.next_send = 0;
+  qp.cc.last_len = 0;
+  qp.cc.ackreq_at = 0;
 }
 
 bool cc_gate_slow(Qp& qp) {
   cc::QpCc& c = qp.cc;
   const uint64_t now = qp.eng->now();
   c.rp.advance(now);
-  if (!c.rp.limited() || double(now) >= c.next_send) return true;
+  c.next_send = std::min(c.next_send, c.slot + double(c.last_len) * c.rp.ns_per_byte());
+  if (double(now) >= c.next_send) return true;
   ++c.paced_waits;
-  qp.eng->pace(&qp, uint64_t(std::ceil(c.next_send)));
+  const uint64_t wake = std::min(uint64_t(std::ceil(c.next_send)), c.rp.next_event());
+  qp.eng->pace(&qp, std::max(wake, now + 1));
   return false;
 }
 
 void cc_sent_slow(Qp& qp, uint32_t frame_len) {
   cc::QpCc& c = qp.cc;
   c.rp.on_sent(frame_len);
-  if (!c.rp.limited()) return;
   const double t = double(frame_len) * c.rp.ns_per_byte();
-  c.next_send = std::max(c.next_send, double(qp.eng->now()) - kBurstPackets * t) + t;
+  const double credit = std::max(kCreditPackets * t, kCreditNs);
+  c.slot = std::max(c.next_send, double(qp.eng->now()) - credit);
+  c.last_len = frame_len;
+  c.next_send = c.slot + t;
+}
+
+bool cc_ackreq_due_slow(Qp& qp, bool ack_req) {
+  cc::QpCc& c = qp.cc;
+  const uint64_t now = qp.eng->now();
+  if (!ack_req && c.rp.limited() && qp.attr.timeout != 0)
+    ack_req = now - c.ackreq_at >= ack_timeout_ns(qp.attr.timeout) / 4;
+  if (ack_req) c.ackreq_at = now;
+  return ack_req;
 }
 
 void cc_ce_slow(Qp& qp) {

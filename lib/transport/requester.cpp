@@ -82,7 +82,7 @@ bool send_data_packet(Qp& qp, SendWqe& w) {
   const bool first = qp.req.offset == 0, last = left <= pmtu;
   PacketFields f = packet_fields(qp, data_opcode(w.opcode, first, last), qp.req.psn, len);
   const OpcodeInfo& info = opcode_info(f.bth.opcode);
-  f.bth.ack_req = last || ++qp.req.since_ackreq >= qp.eng->config().ack_req_every;
+  f.bth.ack_req = cc_ackreq_due(qp, last || ++qp.req.since_ackreq >= qp.eng->config().ack_req_every);
   if (f.bth.ack_req) qp.req.since_ackreq = 0;
   f.bth.se = last && (w.flags & IBV_SEND_SOLICITED);
   f.ext.reth_va = w.remote_addr;

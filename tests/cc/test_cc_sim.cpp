@@ -236,3 +236,49 @@ TEST_CASE("many paced QPs each keep their own rate", "[cc-sim]") {
     CHECK(mbps >= 200 * 0.90);
   }
 }
+
+TEST_CASE("a slowly paced QP asks for ACKs in time: no spurious retransmission", "[cc-sim]") {
+  cc::CcConfig c = fixed_1000();
+  c.dcqcn.rate_to_set_on_first_cnp = 20;  // 64 packets take ~28 ms, the ACK timeout 4 ms
+  QpOptions o;
+  o.timeout = 10;  // 4.2 ms
+  CcPair p(c, o);
+  p.marker->marking = true;
+  REQUIRE(p.write_n(1, 1024));
+  p.marker->marking = false;
+  REQUIRE(p.a.qp->cc_stats().rate_mbps == Approx(20));
+  const uint64_t t0 = p.clock.now_ns();
+  REQUIRE(p.write_n(4, 65536, 10'000'000'000ull));  // 256 packets, ~115 ms
+  CHECK(p.clock.now_ns() - t0 > 100'000'000);  // paced indeed
+  CHECK(p.a.qp->counters().retransmitted_pkts == 0);
+  CHECK(p.a.qp->counters().local_ack_timeout_err == 0);
+}
+
+TEST_CASE("a QP paced at the floor wakes for its rate increases", "[cc-sim]") {
+  cc::CcConfig c = dcqcn();
+  c.dcqcn.rate_to_set_on_first_cnp = 1;  // 1 Mb/s: 8.6 ms per 1 KB packet
+  c.dcqcn.rpg_time_reset = 100;
+  c.dcqcn.rpg_byte_reset = 0;
+  CcPair p(c);
+  p.marker->marking = true;
+  REQUIRE(p.write_n(1, 1024));
+  p.marker->marking = false;
+  REQUIRE(p.a.qp->cc_stats().rate_mbps == Approx(1));
+  const uint64_t t0 = p.clock.now_ns();
+  REQUIRE(p.write_n(1, 8192));  // 8 packets
+  // Timer increases every 100 µs raise the rate while the QP waits: it
+  // does not sit out 8.6 ms per packet at the old rate.
+  CHECK(p.clock.now_ns() - t0 < 3'000'000);
+  CHECK(p.a.qp->cc_stats().rate_increases >= 3);
+}
+
+TEST_CASE("an unlimited DCQCN QP is paced at the ceiling", "[cc-sim]") {
+  CcPair p(dcqcn(2000));  // 2 Gb/s ceiling, no marks
+  const uint64_t t0 = p.clock.now_ns();
+  REQUIRE(p.write_n(100, 65536));  // 6.5 MB: ~27 ms at 2 Gb/s
+  const double mbps = 100.0 * 65536 * 8 / (double(p.clock.now_ns() - t0) / 1e9) / 1e6;
+  INFO("goodput " << mbps << " Mb/s");
+  CHECK(mbps <= 2000);
+  CHECK(mbps >= 2000 * 0.85);
+  CHECK_FALSE(p.a.qp->cc_stats().limited);
+}
