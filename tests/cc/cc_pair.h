@@ -30,7 +30,7 @@ class MarkingPort : public PacketPort {
   uint16_t tx_burst(rte_mbuf** pkts, uint16_t n) override {
     for (uint16_t i = 0; i < n; ++i) {
       const auto* p = rte_pktmbuf_mtod(pkts[i], const uint8_t*);
-      if (is_ipv4_roce(pkts[i]) && p[kBth] == wire::op::CNP) cnps.emplace_back(p, p + pkts[i]->data_len);
+      if (is_cnp(pkts[i])) cnps.emplace_back(p, p + pkts[i]->data_len);
     }
     return in_.tx_burst(pkts, n);
   }
@@ -39,33 +39,50 @@ class MarkingPort : public PacketPort {
   TxChains tx_chains() const override { return in_.tx_chains(); }
 
  private:
-  static constexpr size_t kIp = 14, kBth = 14 + 20 + 8;
-  static bool is_ipv4_roce(const rte_mbuf* m) {
+  static constexpr size_t kIp = 14;
+  static bool ipv6(const uint8_t* p) { return p[12] == 0x86 && p[13] == 0xDD; }
+  // Offset of the BTH of an untagged RoCEv2 frame, 0 if it is not one.
+  static size_t bth_offset(const rte_mbuf* m) {
     const auto* p = rte_pktmbuf_mtod(m, const uint8_t*);
-    return m->data_len > kBth && p[12] == 0x08 && p[13] == 0x00 && p[kIp + 9] == 17 &&
-           p[kIp + 22] == 0x12 && p[kIp + 23] == 0xB7;  // UDP 4791
+    const bool v4 = p[12] == 0x08 && p[13] == 0x00;
+    if (!v4 && !ipv6(p)) return 0;
+    const size_t udp = kIp + (v4 ? 20 : 40);
+    const bool is_udp = v4 ? p[kIp + 9] == 17 : p[kIp + 6] == 17;
+    if (m->data_len <= udp + 8 || !is_udp || p[udp + 2] != 0x12 || p[udp + 3] != 0xB7) return 0;  // 4791
+    return udp + 8;
   }
-  // ECT -> CE, with the IPv4 checksum fixed; the ICRC masks the TOS byte.
+  static bool is_cnp(const rte_mbuf* m) {
+    const size_t bth = bth_offset(m);
+    return bth && rte_pktmbuf_mtod(m, const uint8_t*)[bth] == wire::op::CNP;
+  }
+  // ECT -> CE (IPv4 with its checksum fixed; the ICRC masks these bits).
   void mark(rte_mbuf* m) {
-    if (!is_ipv4_roce(m)) return;
+    if (!bth_offset(m)) return;
     uint8_t* ip = rte_pktmbuf_mtod(m, uint8_t*) + kIp;
-    if ((ip[1] & 3) == 0 || (ip[1] & 3) == 3) return;
-    ip[1] |= 3;
-    ip[10] = ip[11] = 0;
-    wire::store_be16(ip + 10, wire::ipv4_header_checksum(ip, 20));
+    if (ipv6(ip - kIp)) {
+      const uint8_t ecn = (ip[1] >> 4) & 3;  // traffic class straddles bytes 0 and 1
+      if (ecn == 0 || ecn == 3) return;
+      ip[1] |= 0x30;
+    } else {
+      if ((ip[1] & 3) == 0 || (ip[1] & 3) == 3) return;
+      ip[1] |= 3;
+      ip[10] = ip[11] = 0;
+      wire::store_be16(ip + 10, wire::ipv4_header_checksum(ip, 20));
+    }
     ++marked;
   }
   PacketPort& in_;
 };
 
-// The sender `a` (10.0.0.1) and the receiver `b` (10.0.0.2, marking port).
+// The sender `a` (10.0.0.1 or fd00::1) and the receiver `b` (10.0.0.2 or
+// fd00::2, marking port).
 struct CcPair {
-  explicit CcPair(const cc::CcConfig& cfg, QpOptions o = {}) : wire(clock, 7) {
+  explicit CcPair(const cc::CcConfig& cfg, QpOptions o = {}, bool v6 = false) : wire(clock, 7) {
     sim::SimPort& pa = wire.add_port(wire::MacAddr{{0x02, 0, 0, 0, 0, 1}});
     sim::SimPort& pb = wire.add_port(wire::MacAddr{{0x02, 0, 0, 0, 0, 2}});
     marker = std::make_unique<MarkingPort>(pb);
-    da = open(pa, "10.0.0.1", cfg);
-    db = open(*marker, "10.0.0.2", cfg);
+    da = open(pa, v6 ? "fd00::1" : "10.0.0.1", cfg);
+    db = open(*marker, v6 ? "fd00::2" : "10.0.0.2", cfg);
     da->add_neighbor(db->gids()[0], pb.mac());
     db->add_neighbor(da->gids()[0], pa.mac());
     a = make_side(*da, 8 << 20, o);

@@ -282,3 +282,20 @@ TEST_CASE("an unlimited DCQCN QP is paced at the ceiling", "[cc-sim]") {
   CHECK(mbps >= 2000 * 0.85);
   CHECK_FALSE(p.a.qp->cc_stats().limited);
 }
+
+TEST_CASE("IPv6: traffic class ECT(0), CE marks, CNPs", "[cc-sim]") {
+  CcPair p(dcqcn(), {}, true);
+  p.marker->marking = true;
+  REQUIRE(p.write_n(8, 65536));
+  CHECK(p.marker->marked > 0);
+  CHECK(p.b.qp->cc_stats().ecn_marks == p.marker->marked);
+  CHECK(p.b.qp->cc_stats().cnps_sent > 0);
+  CHECK(p.a.qp->cc_stats().rate_decreases > 0);
+  REQUIRE(!p.marker->cnps.empty());
+  wire::PacketView v;
+  REQUIRE(wire::parse_frame(p.marker->cnps[0], v) == wire::ParseError::ok);
+  CHECK(v.ipv6);
+  CHECK(v.bth().opcode() == wire::op::CNP);
+  CHECK(v.ipv6_hdr().dscp() == 48);
+  CHECK(v.ipv6_hdr().ecn() == 0);
+}
