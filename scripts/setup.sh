@@ -11,6 +11,8 @@ packages=(
   clang libclang-rt-14-dev        # libFuzzer + sanitizers
   tshark python3-scapy            # what the independent packet oracle runs on
   iproute2                        # network namespaces and veth pairs for the port tests
+  iptables                        # the ECN marker of the DCQCN bottleneck test where the kernel has no sch_red
+  python3-matplotlib              # scripts/plot_incast.py (docs/img/incast-*.png)
 )
 
 missing=()

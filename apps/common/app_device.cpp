@@ -61,6 +61,7 @@ bool AppDevice::open(const PortOptions& o, std::string& error) {
   dc.port = p;
   dc.clock = &*clock;
   dc.gids = {ip};
+  dc.cc = o.cc;
   device = Device::open(dc, error);
   return device != nullptr;
 }

@@ -25,6 +25,7 @@ struct PortOptions {
   std::string pcap;  // capture every frame of the port to this file
   uint16_t mtu = 1500;  // Ethernet MTU to ask of the port
   std::string name = "uroce0";
+  cc::CcConfig cc;      // congestion control of the device's QPs
 };
 
 struct AppDevice {

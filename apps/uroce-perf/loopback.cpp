@@ -2,7 +2,8 @@
 
 namespace uroce::perf {
 
-bool Loopback::open(uint16_t mtu, const std::string& pcap_path, std::string& error) {
+bool Loopback::open(uint16_t mtu, const std::string& pcap_path, const cc::CcConfig& cc_config,
+                    std::string& error) {
   if (!open_ring_pair("uroce_lb", mtu, port_a, port_b, error)) return false;
   PacketPort* a = port_a.get();
   PacketPort* b = port_b.get();
@@ -22,6 +23,7 @@ bool Loopback::open(uint16_t mtu, const std::string& pcap_path, std::string& err
   cs.port = b;
   cs.clock = &clock;
   cs.gids = {ip_s};
+  cs.cc = cc_config;
   DeviceConfig cc = cs;
   cc.name = "uroce_lb1";
   cc.port = a;

@@ -22,7 +22,8 @@ struct Loopback {
   std::unique_ptr<Device> server, client;
 
   // Ethernet MTU of the link; pcap_path empty for no capture.
-  bool open(uint16_t mtu, const std::string& pcap_path, std::string& error);
+  // Both devices run congestion control `cc`.
+  bool open(uint16_t mtu, const std::string& pcap_path, const cc::CcConfig& cc, std::string& error);
   void poll() {
     client->poll();
     server->poll();

@@ -81,7 +81,7 @@ int run_loopback(const Options& o) {
   const uint32_t mtu = o.mtu ? o.mtu : 1024;
   Loopback lb;
   // Jumbo link when the path MTU needs it, like a real setup would.
-  if (!lb.open(mtu > 1024 ? 9000 : 1500, o.pcap, error)) return fail(error);
+  if (!lb.open(mtu > 1024 ? 9000 : 1500, o.pcap, o.cc, error)) return fail(error);
   const uint64_t bytes = buffer_bytes(o);
   auto server = Endpoint::create(*lb.server, o, bytes, 0x5E, error);
   if (!server) return fail("server: " + error);
@@ -118,6 +118,8 @@ int run_loopback(const Options& o) {
   std::printf(" uroce: %lu packets sent, %lu received, %lu retransmitted%s\n",
               (unsigned long)c.transport.sent_pkts, (unsigned long)c.transport.rcvd_pkts,
               (unsigned long)c.transport.retransmitted_pkts, o.verify && failure.empty() ? "; data verified" : "");
+  print_cc_stats(o, "client", *client);
+  print_cc_stats(o, "server", *server);
   if (!failure.empty()) return fail(failure);
   return 0;
 }

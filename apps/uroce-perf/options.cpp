@@ -29,6 +29,8 @@ int parse_options(int argc, char** argv, Options& o) {
                "both in one process over a virtual link: uroce-perf TEST --loopback [options]"};
   app.set_version_flag("--version", "uroce-perf " UROCE_VERSION);
   std::string atomic_type = "FETCH_AND_ADD";
+  std::string cc_name = "none", cc_file;
+  std::vector<std::string> cc_params;
   app.add_option("test", o.test,
                  "write_bw | read_bw | send_bw | atomic_bw | write_lat | read_lat | send_lat, or raw_bw | raw_lat "
                  "(plain Ethernet frames of -s bytes, clamped to 64..MTU+14: the link's own limit)")
@@ -67,11 +69,24 @@ int parse_options(int argc, char** argv, Options& o) {
                  "seconds to wait for the server, each exchange step, ARP, or a silent peer (10); "
                  "the server waits for a client forever")
       ->check(CLI::Range(1, 3600));
+  app.add_option("--cc", cc_name, "congestion control: none | dcqcn (ConnectX defaults) | dcqcn-paper (none)")
+      ->check(CLI::IsMember({"none", "dcqcn", "dcqcn-mlx5", "dcqcn-paper"}));
+  app.add_option("--cc-config", cc_file, "congestion-control settings file (config/dcqcn-*.conf), after --cc");
+  app.add_option("--cc-param", cc_params,
+                 "override one DCQCN parameter, NAME=VALUE with mlx5's names (repeatable; docs/dcqcn.md)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
+  }
+  std::string cc_error;
+  bool cc_ok = cc::parse_cc(cc_name, o.cc, cc_error);
+  if (cc_ok && !cc_file.empty()) cc_ok = cc::load_cc_file(cc_file, o.cc, cc_error);
+  for (size_t i = 0; cc_ok && i < cc_params.size(); ++i) cc_ok = cc::apply_cc_param(cc_params[i], o.cc, cc_error);
+  if (!cc_ok) {
+    std::fprintf(stderr, "uroce-perf: %s\n", cc_error.c_str());
+    return 2;
   }
   const TestSpec spec = kTests.at(o.test);
   o.verb = spec.verb;

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "uroce/cc/dcqcn.h"
+
 namespace uroce::perf {
 
 enum class Verb { send, write, read, atomic, raw };
@@ -43,6 +45,8 @@ struct Options {
   bool verify = false;              // --verify
   bool loopback = false;            // --loopback
   uint32_t timeout_s = 10;          // --timeout: connect, each exchange step, ARP, a silent peer
+  // Congestion control: --cc, then --cc-config FILE, then each --cc-param.
+  cc::CcConfig cc;
 };
 
 // Parses argv; on a usage error prints it and returns the exit status to

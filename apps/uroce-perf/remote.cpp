@@ -91,6 +91,7 @@ bool Remote::open(std::string& error) {
   po.pcap = o_.pcap;
   po.mtu = o_.mtu > 1024 ? 9000 : 1500;
   po.name = client_ ? "uroce_c" : "uroce_s";
+  po.cc = o_.cc;
   if (!dev_.open(po, error)) return false;
   mtu_ = o_.mtu ? o_.mtu : path_mtu_for(dev_.port->mtu());
   if (mtu_ + 80 > dev_.port->mtu())
@@ -381,6 +382,7 @@ int Remote::run() {
   std::printf(" uroce: %lu packets sent, %lu received, %lu retransmitted%s\n",
               (unsigned long)c.transport.sent_pkts, (unsigned long)c.transport.rcvd_pkts,
               (unsigned long)c.transport.retransmitted_pkts, verdict().c_str());
+  print_cc_stats(o_, client_ ? "client" : "server", *ep_);
   return 0;
 }
 

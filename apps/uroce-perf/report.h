@@ -17,6 +17,10 @@ void print_lat_header();
 void print_lat_row(const LatResult& r);
 void print_footer();
 
+// Per QP: congestion-control state and counters (R_C, R_T, α, CNPs, CE
+// marks), after the run; nothing with --cc none unless marks were seen.
+void print_cc_stats(const Options& o, const char* side, Endpoint& ep);
+
 // --out_json / --out_json_file: one object with the parameters and a row
 // per size. Returns false (with error) if the file cannot be written.
 bool write_json(const Options& o, const std::vector<BwResult>& bw, const std::vector<LatResult>& lat,

@@ -29,6 +29,7 @@ void SimPort::drop_all() {
 }
 
 uint16_t SimPort::rx_burst(rte_mbuf** pkts, uint16_t n) {
+  if (wire_.has_switch()) wire_.settle_switch();
   const uint64_t now = wire_.clock().now_ns();
   uint16_t k = 0;
   while (k < n && !queue_.empty() && queue_.top().deliver_ns <= now) {

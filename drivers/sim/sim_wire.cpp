@@ -24,9 +24,10 @@ uint32_t max_frame(uint16_t mtu, bool vlan) {
 }  // namespace
 
 SimWire::SimWire(VirtualClock& clock, uint64_t seed, uint32_t copy_pool_size)
-    : clock_(clock), rng_(seed), copy_pool_size_(copy_pool_size) {}
+    : clock_(clock), rng_(seed), copy_pool_size_(copy_pool_size), red_rng_(seed ^ 0x5157C4ull) {}
 
 SimWire::~SimWire() {
+  drop_switch_frames();
   ports_.clear();  // frees every frame still in flight
   if (copy_pool_ != nullptr && rte_mempool_in_use_count(copy_pool_) == 0) rte_mempool_free(copy_pool_);
 }
@@ -36,6 +37,7 @@ SimPort& SimWire::add_port(wire::MacAddr mac, uint16_t mtu) {
   ports_.push_back(std::make_unique<SimPort>(*this, index, mac, mtu));
   for (auto& row : links_) row.emplace_back();
   links_.emplace_back(index + 1);
+  switch_.push_back({switch_defaults_, 0, 0, clock_.now_ns(), {}});
   targets_.reserve(ports_.size());
   return *ports_.back();
 }
@@ -67,11 +69,12 @@ void SimWire::cut_one_way(const SimPort& from, const SimPort& to, bool down) {
 uint64_t SimWire::next_delivery_ns() const {
   uint64_t t = kNever;
   for (const auto& p : ports_) t = std::min(t, p->next_delivery_ns());
+  if (!arrivals_.empty()) t = std::min(t, arrivals_.top().at_ns);
   return t;
 }
 
 size_t SimWire::in_flight() const {
-  size_t n = 0;
+  size_t n = arrivals_.size();
   for (const auto& p : ports_) n += p->pending();
   return n;
 }
@@ -115,6 +118,8 @@ void SimWire::transmit(uint32_t from, rte_mbuf* m) {
     rte_pktmbuf_free(m);
     return;
   }
+  // Through a switch, the sender's cable carries a broadcast once.
+  const uint64_t at_fabric = switch_on_ ? switch_uplink(from, m->pkt_len, now) : now;
   // Every target but the last gets a copy, taken before any link can
   // corrupt the original.
   for (size_t i = 0; i + 1 < targets_.size(); ++i) {
@@ -123,9 +128,9 @@ void SimWire::transmit(uint32_t from, rte_mbuf* m) {
       ++totals_.no_buffer;
       continue;
     }
-    send_on_link(from, targets_[i], c, now);
+    send_on_link(from, targets_[i], c, at_fabric);
   }
-  send_on_link(from, targets_.back(), m, now);
+  send_on_link(from, targets_.back(), m, at_fabric);
 }
 
 void SimWire::send_on_link(uint32_t from, uint32_t to, rte_mbuf* m, uint64_t now) {
@@ -167,12 +172,15 @@ void SimWire::damage_and_queue(Link& l, const LinkFaults& f, uint32_t from, uint
     at += f.reorder_delay_ns;
     bump(l, &SimCounters::reordered);
   }
+  if (dup != nullptr) bump(l, &SimCounters::duplicated);
+  if (switch_on_) {
+    if (m != nullptr) to_switch(from, to, m, at);
+    if (dup != nullptr) to_switch(from, to, dup, dup_at);
+    return;
+  }
   SimPort& dst = *ports_[to];
   if (m != nullptr) dst.enqueue({at, seq_++, m, from});
-  if (dup != nullptr) {
-    dst.enqueue({dup_at, seq_++, dup, from});
-    bump(l, &SimCounters::duplicated);
-  }
+  if (dup != nullptr) dst.enqueue({dup_at, seq_++, dup, from});
 }
 
 // Departure (last bit on the wire) in ns. Kept in picoseconds so rates

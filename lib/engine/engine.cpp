@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <functional>
 
+#include "../transport/cc.h"
 #include "../transport/qp.h"
 #include "../transport/transport.h"
 #include "uroce/wire/neighbor.h"
@@ -33,6 +35,7 @@ Engine::Engine(const DeviceConfig& config)
       rng_(pick_seed(config.seed) + 1),
       neighbors_(uint64_t(config.neighbor_retry_ms) * 1000000, uint64_t(config.neighbor_timeout_ms) * 1000000) {
   backlog_.reserve(kTxBacklog);
+  paced_.reserve(64);
   looped_.reserve(kTxBacklog);
   looping_.reserve(kTxBacklog);
   mac_ = config.port->mac();
@@ -86,6 +89,10 @@ void Engine::remove_qp(transport::Qp* qp) {
   std::erase(all_, qp);
   std::erase(ready_, qp);
   std::erase(timed_, qp);
+  if (qp->cc.paced) {
+    std::erase_if(paced_, [qp](const PacedEntry& e) { return e.second == qp; });
+    std::make_heap(paced_.begin(), paced_.end(), std::greater<>());
+  }
 }
 
 transport::Qp* Engine::find_qp(uint32_t qpn) const {
@@ -103,6 +110,26 @@ void Engine::watch_timer(transport::Qp* qp) {
   if (qp->timed) return;
   qp->timed = true;
   timed_.push_back(qp);
+}
+
+void Engine::pace(transport::Qp* qp, uint64_t at) {
+  if (qp->cc.paced) return;
+  qp->cc.paced = true;
+  paced_.emplace_back(at, qp);  // grows only with the number of QPs
+  std::push_heap(paced_.begin(), paced_.end(), std::greater<>());
+}
+
+int Engine::run_paced() {
+  int due = 0;
+  while (!paced_.empty() && paced_.front().first <= now_) {
+    std::pop_heap(paced_.begin(), paced_.end(), std::greater<>());
+    transport::Qp* qp = paced_.back().second;
+    paced_.pop_back();
+    qp->cc.paced = false;
+    schedule(qp);
+    ++due;
+  }
+  return due;
 }
 
 NeighborState Engine::resolve_neighbor(const wire::IpAddr& ip) {
@@ -216,10 +243,15 @@ void Engine::receive(rte_mbuf* m) {
     return;
   }
   transport::Qp* qp = find_qp(pkt.bth().dest_qp());
-  if (qp == nullptr || pkt.op->transport == wire::Transport::cnp) {
-    if (qp == nullptr) ++counters_.rx_unknown_qp;
+  if (qp == nullptr) {
+    ++counters_.rx_unknown_qp;
     return;
   }
+  if (pkt.op->transport == wire::Transport::cnp) {
+    transport::cc_cnp_rx(*qp);
+    return;
+  }
+  transport::cc_rx(*qp, pkt);
   // A payload spread over segments (memif chains frames above its buffer
   // size) is gathered once into scratch; the handlers copy out of it.
   if (pkt.payload == nullptr && pkt.payload_len) {
@@ -281,7 +313,8 @@ int Engine::run_tx() {
     work += int(qp->counters.sent_pkts - before);
     // Stopped for want of TX room or mbufs: try again next poll.
     const bool starved = counters_.tx_no_mbuf != no_mbuf || !tx_has_room();
-    const bool backlog = !qp->resp.out.empty() || (qp->req.wqe != qp->sq.head() && starved);
+    // A paced QP comes back from the pacing heap, not from here.
+    const bool backlog = (!qp->resp.out.empty() && !qp->cc.paced) || (qp->req.wqe != qp->sq.head() && starved);
     if (backlog) schedule(qp);
     starved_ |= starved;
   }
@@ -296,7 +329,7 @@ int Engine::poll() {
     receive(rx[i]);
     rte_pktmbuf_free(rx[i]);
   }
-  int work = n + run_loopback() + run_timers() + run_neighbors();
+  int work = n + run_loopback() + run_timers() + run_neighbors() + run_paced();
   work += run_tx();
   flush_tx();
   return work + int(backlog_.size() ? 1 : 0);
@@ -309,6 +342,7 @@ uint64_t Engine::next_deadline() const {
     if (qp->req.rnr_until) t = std::min(t, qp->req.rnr_until);
   }
   t = std::min(t, neighbors_.next_deadline());
+  if (!paced_.empty()) t = std::min(t, paced_.front().first);
   // QPs waiting only for mbufs can do nothing until frames are freed, which
   // happens on a delivery, not now: do not ask to be polled at once.
   if ((!ready_.empty() && !starved_) || !backlog_.empty() || !looped_.empty()) t = std::min(t, now_);

@@ -51,6 +51,8 @@ class Engine {
   void schedule(transport::Qp* qp);
   // The QP has a timer that may need checking.
   void watch_timer(transport::Qp* qp);
+  // The QP is paced (congestion control): schedule it again at `at` ns.
+  void pace(transport::Qp* qp, uint64_t at);
 
   // TX: an mbuf for a packet, and the queue it goes out on.
   rte_mbuf* alloc_mbuf();
@@ -85,6 +87,7 @@ class Engine {
   int run_neighbors();
   int run_loopback();
   int run_timers();
+  int run_paced();
   int run_tx();
   void flush_tx();
 
@@ -106,6 +109,10 @@ class Engine {
   std::vector<transport::Qp*> ready_;
   std::vector<transport::Qp*> running_;
   std::vector<transport::Qp*> timed_;
+  // Paced QPs by send time: a min-heap, so a poll looks only at the QPs
+  // that are due, however many wait.
+  using PacedEntry = std::pair<uint64_t, transport::Qp*>;
+  std::vector<PacedEntry> paced_;
   std::vector<rte_mbuf*> backlog_;
   // Frames addressed to this device itself (QP to QP on one device, as
   // rxe's loopback): handled as received on the next poll, never sent.

@@ -4,6 +4,7 @@
 
 #include "../engine/engine.h"
 #include "../memory/tx_extbuf.h"
+#include "cc.h"
 #include "psn.h"
 #include "transport.h"
 
@@ -45,6 +46,7 @@ void finish_packet(Qp& qp, OutPacket& out) {
   const std::span<const uint8_t> piece[] = {{out.payload, out.lay.payload_len}};
   wire::store_le32(data + out.lay.frame_len - 4, wire::compute_icrc(data, out.lay, piece));
   ++qp.counters.sent_pkts;
+  cc_sent(qp, out.lay.frame_len);
   qp.eng->transmit(out.m);
   out.m = nullptr;
 }
@@ -72,6 +74,7 @@ bool send_zero_copy(Qp& qp, const wire::PacketFields& f, MemoryRegion& mr, uint8
   m->pkt_len = out.lay.frame_len;
   ++qp.counters.sent_pkts;
   ++qp.counters.zero_copy_pkts;
+  cc_sent(qp, out.lay.frame_len);
   qp.eng->transmit(m);
   return true;
 }

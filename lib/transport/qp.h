@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "../cc/qp_cc.h"
 #include "recv_queue.h"
 #include "uroce/port/clock.h"
 #include "uroce/verbs/counters.h"
@@ -129,6 +130,7 @@ struct Qp {
   CompleterState comp;
   ResponderState resp;
   TransportCounters counters;
+  cc::QpCc cc;
 
   bool scheduled = false;   // on the engine's TX list
   bool timed = false;       // on the engine's timer list

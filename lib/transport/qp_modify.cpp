@@ -3,6 +3,7 @@
 #include <cerrno>
 
 #include "../engine/engine.h"
+#include "cc.h"
 #include "qp_transitions.h"
 #include "transport.h"
 #include "uroce/verbs/device.h"
@@ -51,8 +52,10 @@ int build_template(Qp& qp, const ibv_ah_attr& ah) {
   f.ip.ipv6 = !dgid.is_v4_mapped();
   f.ip.src = sgid;
   f.ip.dst = dgid;
-  f.ip.dscp = ah.grh.traffic_class >> 2;
-  f.ip.ecn = ah.grh.traffic_class & 3;
+  // A traffic class without DSCP or ECN bits leaves the congestion
+  // control's (cc_setup): data is ECN-capable unless told otherwise.
+  if (ah.grh.traffic_class >> 2) f.ip.dscp = ah.grh.traffic_class >> 2;
+  if (ah.grh.traffic_class & 3) f.ip.ecn = ah.grh.traffic_class & 3;
   f.ip.ttl = ah.grh.hop_limit ? ah.grh.hop_limit : 64;
   f.ip.df = !f.ip.ipv6;
   f.ip.flow_label = f.ip.ipv6 ? ah.grh.flow_label : 0;
@@ -95,6 +98,7 @@ void enter_reset(Qp& qp) {
   const uint32_t out_cap = qp.resp.out.capacity();
   qp.resp = ResponderState{};
   qp.resp.out.reset(out_cap);
+  cc_reset(qp);
 }
 
 void enter_rtr(Qp& qp) {

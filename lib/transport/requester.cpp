@@ -3,6 +3,7 @@
 // go-back-N retransmission.
 #include "../engine/engine.h"
 #include "../memory/sge_copy.h"
+#include "cc.h"
 #include "psn.h"
 #include "transport.h"
 
@@ -81,7 +82,7 @@ bool send_data_packet(Qp& qp, SendWqe& w) {
   const bool first = qp.req.offset == 0, last = left <= pmtu;
   PacketFields f = packet_fields(qp, data_opcode(w.opcode, first, last), qp.req.psn, len);
   const OpcodeInfo& info = opcode_info(f.bth.opcode);
-  f.bth.ack_req = last || ++qp.req.since_ackreq >= qp.eng->config().ack_req_every;
+  f.bth.ack_req = cc_ackreq_due(qp, last || ++qp.req.since_ackreq >= qp.eng->config().ack_req_every);
   if (f.bth.ack_req) qp.req.since_ackreq = 0;
   f.bth.se = last && (w.flags & IBV_SEND_SOLICITED);
   f.ext.reth_va = w.remote_addr;
@@ -196,7 +197,7 @@ void requester_tx(Qp& qp) {
   if (qp.req.rnr_until > qp.eng->now()) return;
   while (qp.req.wqe != qp.sq.head() && qp.eng->tx_has_room()) {
     SendWqe& w = qp.sq.at(qp.req.wqe);
-    if (w.state == WqeState::failed || !may_send(qp, w) || !send_one(qp, w)) break;
+    if (w.state == WqeState::failed || !may_send(qp, w) || !cc_gate(qp) || !send_one(qp, w)) break;
     arm_ack_timer(qp);
   }
   // A failed WQE at the front completes now (nothing before it waits).

@@ -4,6 +4,7 @@
 
 #include "../engine/engine.h"
 #include "../memory/access.h"
+#include "cc.h"
 #include "psn.h"
 #include "transport.h"
 
@@ -87,7 +88,9 @@ bool send_entry(Qp& qp, RespOut& e, bool& stop) {
     return !stop;
   }
   while (!psn_lt(r.last_psn, e.cursor_psn)) {
-    if (!qp.eng->tx_has_room() || !send_read_packet(qp, e, r)) {
+    // READ response data is paced like requests: a CNP for this QP may
+    // be about exactly this traffic.
+    if (!qp.eng->tx_has_room() || !cc_gate(qp) || !send_read_packet(qp, e, r)) {
       stop = true;
       return false;
     }

@@ -9,6 +9,7 @@
 
 #include "../engine/engine.h"
 #include "../memory/mr_access.h"
+#include "../transport/cc.h"
 #include "../memory/tx_extbuf.h"
 #include "../transport/qp.h"
 #include "engine_thread.h"
@@ -132,6 +133,7 @@ std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, i
   qp->rq.max_sge = attr.cap.max_recv_sge ? attr.cap.max_recv_sge : 1;
   qp->resp.out.reset(8);
   qp->hdr.bth.pkey = wire::kDefaultPkey;
+  transport::cc_setup(*qp, attr.cc ? *attr.cc : eng.config().cc);
   attr.send_cq->attach();
   attr.recv_cq->attach();
   if (attr.srq) attr.srq->attach();

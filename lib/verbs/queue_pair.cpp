@@ -1,6 +1,7 @@
 #include "uroce/verbs/queue_pair.h"
 
 #include "../engine/engine.h"
+#include "../transport/cc.h"
 #include "../transport/post.h"
 #include "../transport/qp_modify.h"
 #include "../transport/transport.h"
@@ -81,6 +82,13 @@ const TransportCounters& QueuePair::counters() const {
   detail::Pause pause(thread);
   counters_snapshot_ = impl_->counters;
   return counters_snapshot_;
+}
+
+cc::CcStats QueuePair::cc_stats() const {
+  detail::EngineThread& thread = pd_->device().engine_thread();
+  if (!thread.threaded()) return transport::cc_stats(*impl_);
+  detail::Pause pause(thread);
+  return transport::cc_stats(*impl_);
 }
 
 }  // namespace uroce

@@ -76,6 +76,27 @@ case $case_ in
       fi
     done
     [ -f "$oracle" ] || echo "note: oracle not found at $oracle; checked with uroce-dump only" ;;
+  cc)
+    # --cc / --cc-param / --cc-config, and the per-QP counters at the end
+    cfg=$(cd "$(dirname "$0")/../../config" && pwd)
+    run_ok write_bw --loopback --verify -n 200 -q 2 --cc dcqcn --cc-param rpg_ai_rate=10 --cc-param line_rate_mbps=25000
+    [ "$(grep -c "^ uroce cc (client): dcqcn, line rate 25000 Mb/s" "$out")" = 1 ] || fail "no client cc line"
+    grep -q "^ uroce cc (server): dcqcn" "$out" || fail "no server cc line"
+    [ "$(grep -cE "^  qp 0x[0-9a-f]{6}: rate [0-9.]+ Mb/s.* alpha .* CNPs sent [0-9]+ received [0-9]+ \| CE marks [0-9]+" "$out")" = 4 ] \
+      || fail "expected a counter line for each of 2 QPs on both sides"
+    run_ok read_bw --loopback --verify -n 100 --cc-config "$cfg/dcqcn-paper.conf"
+    grep -q "^ uroce cc (client): dcqcn, line rate 40000 Mb/s" "$out" || fail "dcqcn-paper.conf not applied"
+    run_ok write_bw --loopback --verify -n 100 --cc-config "$cfg/dcqcn-mlx5.conf"
+    grep -q "^ uroce cc (client): dcqcn" "$out" || fail "dcqcn-mlx5.conf not applied"
+    run_ok write_bw --loopback --verify -n 100 --cc none
+    grep -q "uroce cc" "$out" && fail "--cc none with no CE marks prints no cc lines"
+    for args in "--cc dctcp" "--cc dcqcn --cc-param rpg_ai_rat=5" "--cc dcqcn --cc-param dce_tcp_g=2000" \
+                "--cc dcqcn --cc-param rpg_ai_rate" "--cc-config /nonexistent.conf"; do
+      timeout 30 "$perf" write_bw --loopback $args >"$out" 2>&1
+      rc=$?
+      [ $rc = 2 ] || fail "uroce-perf $args: exit $rc, expected 2"
+    done
+    grep -q "cannot read congestion-control file /nonexistent.conf" "$out" || fail "no message for a missing file" ;;
   *) echo "unknown case $case_"; exit 2 ;;
 esac
 echo "ok: $case_"

@@ -15,6 +15,10 @@ struct SimCounters {
   uint64_t reordered = 0;   // frames given the extra reorder delay
   uint64_t oversize = 0;    // larger than the sender's MTU allows
   uint64_t cut = 0;         // dropped because the link is cut
+  // With the switch on (sim_switch.h): frames of this link the egress
+  // queue dropped (tail or RED), and frames it marked CE.
+  uint64_t queue_dropped = 0;
+  uint64_t ecn_marked = 0;
   // Whole-wire only: frames no port could receive (too short to route, or
   // addressed to the sender itself), and copies the wire's pool could not
   // provide (the duplicate is skipped; a frame to corrupt is dropped).

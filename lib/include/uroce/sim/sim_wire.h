@@ -33,12 +33,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <queue>
 #include <vector>
 
 #include "uroce/sim/fault_rng.h"
 #include "uroce/sim/link_faults.h"
 #include "uroce/sim/sim_counters.h"
 #include "uroce/sim/sim_port.h"
+#include "uroce/sim/sim_switch.h"
 #include "uroce/sim/virtual_clock.h"
 
 namespace uroce::sim {
@@ -72,11 +74,25 @@ class SimWire {
   // Frees every frame in flight, e.g. before the devices that own their
   // pools go away.
   void drop_all() {
+    drop_switch_frames();
     for (auto& p : ports_) p->drop_all();
   }
 
   const SimCounters& counters(const SimPort& from, const SimPort& to) const;
   const SimCounters& totals() const { return totals_; }
+
+  // The switch (sim_switch.h). Off by default: each pair of ports is then
+  // joined by its own link only. enable_switch() turns it on for every
+  // port, now and added later, with `defaults`; ports may then differ.
+  void enable_switch(const SwitchPortConfig& defaults);
+  bool has_switch() const { return switch_on_; }
+  // Also resets that port's counters.
+  void set_switch_port(const SimPort& p, const SwitchPortConfig& c);
+  const SwitchPortConfig& switch_port(const SimPort& p) const { return switch_[p.index()].cfg; }
+  // Counters of p's egress queue, brought up to the current virtual time.
+  const SwitchCounters& switch_counters(const SimPort& p);
+  // Bytes queued toward p now.
+  uint64_t queue_bytes(const SimPort& p);
 
   const VirtualClock& clock() const { return clock_; }
   // The pool copies come from; nullptr until the first copy.
@@ -93,7 +109,38 @@ class SimWire {
     SimCounters counters;
   };
 
+  // A frame on its way to an egress queue of the switch.
+  struct Arrival {
+    uint64_t at_ns;
+    uint64_t seq;
+    rte_mbuf* m;
+    uint32_t from, to;
+  };
+  struct ArrivesLater {
+    bool operator()(const Arrival& a, const Arrival& b) const {
+      return a.at_ns != b.at_ns ? a.at_ns > b.at_ns : a.seq > b.seq;
+    }
+  };
+  struct SwitchPortState {
+    SwitchPortConfig cfg;
+    uint64_t up_free_at_ps = 0;    // A's cable toward the switch
+    uint64_t down_free_at_ps = 0;  // the egress queue and cable toward A
+    uint64_t last_ns = 0;          // occupancy integrated up to here
+    SwitchCounters counters;
+  };
+
   void transmit(uint32_t from, rte_mbuf* m);
+  // Switch side (sim_switch.cpp).
+  uint64_t switch_uplink(uint32_t from, uint32_t bytes, uint64_t now);
+  void to_switch(uint32_t from, uint32_t to, rte_mbuf* m, uint64_t at);
+  // Moves every frame that reached the switch by now through its egress
+  // queue, in arrival order; rx_burst calls it first.
+  void settle_switch();
+  void egress(const Arrival& a);
+  rte_mbuf* mark_ce(rte_mbuf* m);
+  uint64_t backlog_bytes(const SwitchPortState& s, uint64_t t_ns) const;
+  void integrate(SwitchPortState& s, uint64_t t_ns) const;
+  void drop_switch_frames();
   void send_on_link(uint32_t from, uint32_t to, rte_mbuf* m, uint64_t now);
   void damage_and_queue(Link& l, const LinkFaults& f, uint32_t from, uint32_t to, rte_mbuf* m, uint64_t at);
   void count_delivered(uint32_t from, uint32_t to) { bump(link(from, to), &SimCounters::delivered); }
@@ -120,6 +167,11 @@ class SimWire {
   std::vector<std::vector<Link>> links_;  // [from][to]
   std::vector<uint32_t> targets_;         // scratch, so routing does not allocate
   SimCounters totals_;
+  bool switch_on_ = false;
+  SwitchPortConfig switch_defaults_;
+  std::vector<SwitchPortState> switch_;
+  FaultRng red_rng_;
+  std::priority_queue<Arrival, std::vector<Arrival>, ArrivesLater> arrivals_;
 };
 
 }  // namespace uroce::sim

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "uroce/cc/dcqcn.h"
 #include "uroce/port/clock.h"
 #include "uroce/port/packet_port.h"
 #include "uroce/verbs/counters.h"
@@ -50,6 +51,9 @@ struct DeviceConfig {
   uint32_t neighbor_retry_ms = 200;
   uint32_t neighbor_timeout_ms = 3000;
   DeviceLimits limits{};
+  // Congestion control of every QP unless its QpInitAttr::cc overrides it
+  // (docs/dcqcn.md). Data packets carry cc.dcqcn.data_ecn even with none.
+  cc::CcConfig cc{};
 };
 
 class Device {

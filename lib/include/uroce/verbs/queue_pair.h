@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "uroce/cc/dcqcn.h"
 #include "uroce/verbs/counters.h"
 #include "uroce/verbs/types.h"
 
@@ -49,6 +50,9 @@ class QueuePair {
   ibv_qp_state state() const;
   // Live in embedded mode; in threaded mode a snapshot taken by this call.
   const TransportCounters& counters() const;
+  // Congestion control: R_C, R_T, α, CNPs and CE marks (a snapshot; in
+  // threaded mode it parks the engine for the copy).
+  cc::CcStats cc_stats() const;
   ProtectionDomain& pd() const { return *pd_; }
 
   transport::Qp& impl() { return *impl_; }

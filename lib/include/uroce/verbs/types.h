@@ -10,6 +10,9 @@
 #include <infiniband/verbs.h>
 
 #include <cstdint>
+#include <optional>
+
+#include "uroce/cc/dcqcn.h"
 
 namespace uroce {
 
@@ -62,6 +65,8 @@ struct QpInitAttr {
   ibv_qp_cap cap{};          // max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data
   ibv_qp_type qp_type = IBV_QPT_RC;  // IBV_QPT_RC or IBV_QPT_UD
   int sq_sig_all = 0;
+  // Congestion control of this QP; unset = the device's (DeviceConfig::cc).
+  std::optional<cc::CcConfig> cc;
 };
 
 // Mirrors struct ibv_srq_init_attr's ibv_srq_attr.
