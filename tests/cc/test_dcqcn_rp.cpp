@@ -298,3 +298,47 @@ TEST_CASE("restart: unlimited at the ceiling again, same parameters", "[dcqcn-rp
   rp.on_cnp(kT0 + 2 * kUs);  // a first CNP again: α from its initial value
   CHECK(rp.rate_mbps() == Approx(15000));
 }
+
+// Why the mlx5 defaults are unfair in the 10 Gb/s incast (docs/dcqcn.md,
+// Tuning): every cut restarts the 300 us timer, so a QP cut every 40 us is
+// raised only by its 32 KB byte counter, i.e. only if it sends fast enough.
+// The same cuts leave a 7 Gb/s QP raised every period and a 0.5 Gb/s QP
+// never; without the byte counter both only fall, by the same factor.
+TEST_CASE("mlx5: under frequent cuts only the byte counter raises, so only the fast QP", "[dcqcn-rp]") {
+  constexpr uint64_t kTen = 10000, kCutEvery = 40 * kUs, kRun = 2000 * kUs;
+  auto run = [&](uint32_t byte_reset, uint32_t start_mbps) {
+    DcqcnParams p = preset_mlx5();
+    p.rpg_byte_reset = byte_reset;
+    p.rate_to_set_on_first_cnp = start_mbps;
+    p.initial_alpha_value = 10;  // α ~ 0.01: cuts of ~0.5 %, as in the incast's steady state
+    DcqcnRp rp = make(p, kTen);
+    rp.on_cnp(kT0);
+    double carry = 0;  // bytes sent at R_C, 1 us at a time
+    for (uint64_t t = kT0 + kUs; t <= kT0 + kRun; t += kUs) {
+      rp.advance(t);
+      carry += rp.rate_mbps() * 1000.0 / 8 / 1000;  // Mb/s * 1 us = bits; /8 = bytes
+      const uint32_t whole = uint32_t(carry);
+      carry -= whole;
+      rp.on_sent(whole);
+      if ((t - kT0) % kCutEvery == 0) rp.on_cnp(t);
+    }
+    return rp;
+  };
+  const DcqcnRp fast = run(32767, 7000), slow = run(32767, 500);
+  const DcqcnRp fast0 = run(0, 7000), slow0 = run(0, 500);  // timer only
+  INFO("fast " << fast.rate_mbps() << " Mb/s, " << fast.increases() << " increases; slow " << slow.rate_mbps()
+               << " Mb/s; timer only " << fast0.rate_mbps() << " / " << slow0.rate_mbps() << " Mb/s");
+  CHECK(fast.decreases() == slow.decreases());
+  // The timer never fires: every cut restarts it.
+  CHECK(fast0.increases() == 0);
+  CHECK(slow0.increases() == 0);
+  // The slow QP's byte counter never fills (32 KB take 520 us at 0.5 Gb/s),
+  // the fast one's does (35 KB per period at 7 Gb/s).
+  CHECK(slow.increases() == 0);
+  CHECK(slow.rate_mbps() == slow0.rate_mbps());
+  CHECK(fast.increases() >= 5);
+  CHECK(fast.rate_mbps() > fast0.rate_mbps() * 1.02);
+  // So the byte counter widens the gap; the same cuts alone keep the ratio.
+  CHECK(fast0.rate_mbps() / slow0.rate_mbps() == Approx(14.0).epsilon(0.01));
+  CHECK(fast.rate_mbps() / slow.rate_mbps() > 14.0 * 1.02);
+}
