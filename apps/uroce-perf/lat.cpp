@@ -6,8 +6,8 @@
 namespace uroce::perf {
 namespace {
 
-int post_recv(Endpoint& e, uint64_t size) {
-  ibv_sge sge{e.addr(0) + size, uint32_t(e.buf_bytes() - size), e.lkey()};
+int post_recv(Endpoint& e) {
+  ibv_sge sge{e.addr(0) + e.exposed_offset(), uint32_t(e.buf_bytes() - e.exposed_offset()), e.lkey()};
   RecvWr wr;
   wr.sg_list = &sge;
   wr.num_sge = 1;
@@ -48,8 +48,8 @@ void LatSide::start(bool first_size) {
   start_ = Clock::now();
   if (first_size) std::memset(e_.buf(0), 0, e_.buf_bytes());
   if (client_) fill_pattern(e_.buf(0), size_, 0x33);
-  else if (o_.verb == Verb::read) fill_pattern(e_.buf(0), size_, 0x77);  // READ fetches this
-  if (o_.verb == Verb::send) post_recv(e_, size_);
+  else if (o_.verb == Verb::read) fill_pattern(in(), size_, 0x77);  // READ fetches this
+  if (o_.verb == Verb::send) post_recv(e_);
   state_ = o_.verb == Verb::read && !client_ ? State::done : client_ ? State::post : State::wait_peer;
 }
 
@@ -61,19 +61,19 @@ void LatSide::post() {
   w.num_sge = 1;
   w.send_flags = IBV_SEND_SIGNALED;
   if (size_ <= o_.inline_size && o_.verb != Verb::read) w.send_flags |= IBV_SEND_INLINE;
-  w.wr.rdma.remote_addr = peer_.vaddr + (o_.verb == Verb::read ? 0 : size_);
+  w.wr.rdma.remote_addr = peer_.vaddr;  // the peer's exposed half
   w.wr.rdma.rkey = peer_.rkey;
   // The client sends its own bytes; the server echoes what arrived, and a
-  // READ lands in the second half.
-  if (!client_ || o_.verb == Verb::read) sge.addr += size_;
+  // READ lands in the exposed half.
+  if (!client_ || o_.verb == Verb::read) sge.addr += e_.exposed_offset();
   const SendWr* bad = nullptr;
   if (e_.qp(0).post_send(&w, &bad) != 0 && tally_.error.empty()) tally_.error = "post_send failed";
 }
 
 bool LatSide::peer_arrived() {
-  if (o_.verb == Verb::write) return *static_cast<volatile uint8_t*>(e_.buf(0) + 2 * size_ - 1) == marker();
+  if (o_.verb == Verb::write) return *static_cast<volatile uint8_t*>(in() + size_ - 1) == marker();
   if (!tally_.take(IBV_WC_RECV)) return false;
-  if (iter_ + 1 < o_.iters) post_recv(e_, size_);  // none left over for the next size
+  if (iter_ + 1 < o_.iters) post_recv(e_);  // none left over for the next size
   return true;
 }
 
@@ -121,8 +121,8 @@ bool LatSide::step() {
 LatResult LatSide::finish() {
   r_.error = tally_.error;
   if (!client_ || !o_.verify || !r_.error.empty()) return r_;
-  if (o_.verb == Verb::read) check_pattern(e_.buf(0) + size_, size_, 0x77, r_.error);
-  else if (std::memcmp(e_.buf(0), e_.buf(0) + size_, size_) != 0) r_.error = "echoed data does not match what was sent";
+  if (o_.verb == Verb::read) check_pattern(in(), size_, 0x77, r_.error);
+  else if (std::memcmp(e_.buf(0), in(), size_) != 0) r_.error = "echoed data does not match what was sent";
   return r_;
 }
 

@@ -1,10 +1,11 @@
 // The two sides of a latency test, one message in flight, as state
 // machines that never block (see bw.h). SEND and WRITE ping-pong between
 // the sides and report half the round trip (perftest's convention); READ
-// reports the whole READ. Messages go from the first `size` bytes of one
-// buffer into the second `size` bytes of the other, so a side never takes
-// its own bytes for the peer's; the last byte carries the iteration's
-// marker, which a WRITE's receiver spins on, as perftest's write_lat does.
+// reports the whole READ. Messages go from the start of one buffer into
+// the exposed second half of the other (Endpoint::exposed_offset, the
+// address exchanged), so a side never takes its own bytes for the peer's;
+// the last byte carries the iteration's marker, which a WRITE's receiver
+// spins on, as perftest's write_lat does.
 #pragma once
 
 #include <chrono>
@@ -40,6 +41,7 @@ class LatSide {
   using Clock = std::chrono::steady_clock;
   uint8_t marker() const { return uint8_t(iter_ % 255 + 1); }
   bool sends_first() const { return client_; }
+  uint8_t* in() { return e_.buf(0) + e_.exposed_offset(); }  // where the peer's bytes land
   void post();
   bool peer_arrived();
   void next();

@@ -76,6 +76,23 @@ case $case_ in
       fi
     done
     [ -f "$oracle" ] || echo "note: oracle not found at $oracle; checked with uroce-dump only" ;;
+  lat-remote-address)
+    # RDMA in the latency tests goes exactly to the address the peer sent
+    # (perftest's write_lat spins on the last byte of that region; found
+    # against rxe: uroce wrote `size` bytes past it, out of the peer's MR).
+    for t in write_lat read_lat; do
+      run_ok $t --loopback --verify -n 5 -s 5000 --pcap "$work/$t.pcap"
+      va_of() { sed -n "s/^ $1 address: .*VAddr 0x\([0-9a-f]*\).*/\1/p" "$out"; }
+      loc=$(va_of local) rem=$(va_of remote)
+      [ -n "$loc" ] && [ -n "$rem" ] || fail "$t: no local/remote VAddr in the banner"
+      "$dump" "$work/$t.pcap" >"$work/$t.txt" || fail "$t: uroce-dump rejects the capture"
+      targets=$(grep -o 'RETH(va=0x[0-9a-f]*' "$work/$t.txt" | sed 's/.*va=0x0*//' | sort -u)
+      [ -n "$targets" ] || fail "$t: no RETH in the capture"
+      for v in $targets; do
+        [ "$((16#$v))" = "$((16#$rem))" ] || [ "$((16#$v))" = "$((16#$loc))" ] ||
+          fail "$t: RDMA to 0x$v, but the exchanged addresses are 0x$loc and 0x$rem"
+      done
+    done ;;
   *) echo "unknown case $case_"; exit 2 ;;
 esac
 echo "ok: $case_"
