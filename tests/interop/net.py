@@ -77,7 +77,7 @@ class Capture:
         if os.path.exists(path):
             os.unlink(path)
         log = path + ".log"
-        self.proc = Proc(h, "tcpdump", ["tcpdump", "-i", net.bridge, "-s", "0", "-U", "-n", "-w", path,
+        self.proc = Proc(h, "tcpdump", ["tcpdump", "-i", net.bridge, "-s", "0", "-U", "--immediate-mode", "-Z", "root", "-n", "-w", path,
                                         f"udp port 4791 or tcp port {tcp_port}"], log, ns=net.ns)
         end = time.monotonic() + 10
         while "listening on" not in self.proc.output():

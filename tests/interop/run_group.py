@@ -23,6 +23,7 @@ sys.path.insert(0, HERE)
 import harness  # noqa: E402
 import image  # noqa: E402
 import net  # noqa: E402
+import oracle_batch  # noqa: E402
 import scenario_run  # noqa: E402
 import scenarios  # noqa: E402
 from harness import Failure, Harness, Skip  # noqa: E402
@@ -39,6 +40,15 @@ def missing_mode(app, sc):
         return None
     out = subprocess.run([app, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True).stdout
     return None if flag in out else f"{os.path.basename(app)} has no {flag}"
+
+
+def tool_versions():
+    out = []
+    for pkg in ("ibverbs-utils", "perftest", "ibverbs-providers"):
+        p = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True)
+        out.append(f"{pkg} {p.stdout or '?'}")
+    return ", ".join(out)
 
 
 def main(argv):
@@ -64,8 +74,7 @@ def main(argv):
         info = vm.wait_ready(60)
         print(f"VM up in {vm.boot_s:.1f} s: kernel {info.get('kernel')}, rxe0 GID index {info.get('gid_idx')} "
               f"{info.get('gid')}, active MTU {info.get('active_mtu')}", flush=True)
-        _, ver = vm.run("ibv_rc_pingpong -h 2>&1 | head -n 1; ib_write_bw --version 2>&1 | tail -n 1")
-        print("VM tools: " + " | ".join(ver.split("\n")).strip(" |"), flush=True)
+        print("VM tools (the host's, copied in): " + tool_versions(), flush=True)
         for i, sc in enumerate(scs):
             why = missing_mode(pingpong, sc)
             if why:
@@ -78,6 +87,8 @@ def main(argv):
             for note in r.notes:
                 print(f"     {note}", flush=True)
         vm.poweroff()
+    for line in oracle_batch.judge(oracle_py, results, work):
+        print(line, flush=True)
     print(f"{len(results)} scenarios passed, {len(skipped)} skipped")
     if not results and skipped:
         raise Skip("; ".join(skipped))

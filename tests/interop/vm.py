@@ -10,12 +10,15 @@ before we connect.
 
 import base64
 import os
+import re
 import socket
 import threading
 import time
 
 from harness import Failure
 from procs import Proc
+
+DONE = re.compile(r"^UIX-DONE (\d+) (\d+) ([A-Za-z0-9+/=]*)$")
 
 
 class VM:
@@ -48,6 +51,7 @@ class VM:
         self._cv = threading.Condition()
         self._next = 1
         self.info = {}
+        self.noise = []  # lines that are not the agent's: a sign of a broken channel
         self._reader = threading.Thread(target=self._read_loop, daemon=True)
         self._reader.start()
 
@@ -86,10 +90,13 @@ class VM:
         if line.startswith("UIX-READY "):
             self.info = dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)
             self._results["ready"] = True
-        elif line.startswith("UIX-DONE "):
-            parts = line.split(" ", 3)
-            out = base64.b64decode(parts[3]).decode(errors="replace") if len(parts) > 3 else ""
-            self._results[int(parts[1])] = (int(parts[2]), out)
+            return
+        m = DONE.match(line)
+        if m:
+            out = base64.b64decode(m.group(3)).decode(errors="replace")
+            self._results[int(m.group(1))] = (int(m.group(2)), out)
+        elif line:
+            self.noise.append(line)
 
     def console(self):
         try:

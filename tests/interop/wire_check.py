@@ -16,6 +16,9 @@ from collections import defaultdict
 from captures import read_pcap
 
 ACK_OPCODES = {0x11, 0x12}  # RC ACKNOWLEDGE, ATOMIC ACKNOWLEDGE: no payload to compare
+# READ responses FIRST, LAST, ONLY carry an AETH whose MSN is the responder's
+# count when it (re)sent them: a replay legitimately differs there.
+AETH_OPCODES = {0x0D, 0x0F, 0x10}
 
 
 def roce_packets(pcap):
@@ -50,6 +53,8 @@ def check(pcap, ips):
         by_sender[src] += 1
         if op in ACK_OPCODES:
             continue
+        if op in AETH_OPCODES:
+            rest = rest[4:]
         key = (src, qpn, psn, op)
         copies[key].add(hashlib.sha1(rest).digest())
         count[key] += 1
