@@ -92,7 +92,28 @@ case $case_ in
         [ "$((16#$v))" = "$((16#$rem))" ] || [ "$((16#$v))" = "$((16#$loc))" ] ||
           fail "$t: RDMA to 0x$v, but the exchanged addresses are 0x$loc and 0x$rem"
       done
-    done ;;
+    done
+    # perftest's write_lat: the server writes first (its client polls first),
+    # and the marker in the last byte is (char)++scnt, so 0 after 255.
+    run_ok write_lat --loopback --verify -n 260 -s 64 --pcap "$work/wl.pcap"
+    /usr/bin/python3 - "$work/wl.pcap" <<'PY' || fail "write_lat: wrong order or markers (see above)"
+import struct, sys
+d = open(sys.argv[1], "rb").read()
+off, writes = 24, []
+while off + 16 <= len(d):
+    n = struct.unpack_from("<I", d, off + 8)[0]
+    f = d[off + 16:off + 16 + n]
+    off += 16 + n
+    if len(f) > 58 and f[23] == 17 and f[42] == 0x0A:  # BTH opcode: RC RDMA WRITE ONLY
+        writes.append((f[29], f[-5]))  # last octet of the source IP, last payload byte
+if not writes or writes[0][0] != 1:
+    sys.exit(f"the first WRITE must come from the server (192.168.77.1): {writes[:2]}")
+client = [m for src, m in writes if src == 2]
+want = [(i + 1) & 0xFF for i in range(260)]
+if client != want:
+    sys.exit(f"client markers {client[250:260]}, expected {want[250:260]}")
+PY
+    ;;
   *) echo "unknown case $case_"; exit 2 ;;
 esac
 echo "ok: $case_"
