@@ -73,8 +73,12 @@ void fill_wqe(Qp& qp, const SendWr& wr, SendWqe& w) {
     w.rkey = wr.wr.rdma.rkey;
   }
   if (!qp.is_rc()) {
-    w.ud.gid = wr.wr.ud.ah->dgid();
-    w.ud.mac = wr.wr.ud.ah->dmac();
+    const AddressHandle& ah = *wr.wr.ud.ah;
+    w.ud.gid = ah.dgid();
+    w.ud.sgid = ah.sgid();
+    w.ud.mac = ah.dmac();
+    w.ud.ttl = ah.attr().grh.hop_limit ? ah.attr().grh.hop_limit : 64;
+    w.ud.dscp = ah.attr().grh.traffic_class >> 2;
     w.ud.qpn = wr.wr.ud.remote_qpn;
     w.ud.qkey = wr.wr.ud.remote_qkey;
   }
