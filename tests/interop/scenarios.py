@@ -14,7 +14,7 @@ PP_ITERS = 10     # ibv_rc_pingpong round trips
 BW_ITERS = 8      # perftest -n for the bandwidth tests
 LAT_ITERS = 8     # and for the latency tests
 LOSS_ITERS = 40   # enough messages that netem's loss hits both directions
-NETEM = "delay 1ms reorder 25% loss 4%"
+NETEM = "delay 1ms reorder 10% loss 4%"
 
 
 @dataclass
