@@ -11,6 +11,7 @@ packages=(
   clang libclang-rt-14-dev        # libFuzzer + sanitizers
   tshark python3-scapy            # what the independent packet oracle runs on
   iproute2                        # network namespaces and veth pairs for the port tests
+  qemu-system-x86 busybox-static rdma-core ibverbs-utils ibverbs-providers perftest tcpdump  # the rxe interop VM (docs/interop.md)
 )
 
 missing=()
