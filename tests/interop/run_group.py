@@ -27,7 +27,7 @@ import oracle_batch  # noqa: E402
 import scenario_run  # noqa: E402
 import scenarios  # noqa: E402
 from harness import Failure, Harness, Skip  # noqa: E402
-from vm import VM  # noqa: E402
+from vm import VM, Unresponsive  # noqa: E402
 
 BASE_PORT = 18600
 
@@ -67,13 +67,20 @@ def main(argv):
     scs = [s for s in scenarios.GROUPS[gname]() if (not role or s.name.endswith(role)) and (not only or s.name in only)]
     bins = {"uroce-perf": perf, "uroce-pingpong": pingpong}
     os.makedirs(work, exist_ok=True)
-    skipped, results = [], []
+    skipped, results, hung = [], [], []
     with Harness(f"ix{gname[:6]}") as h:
         n = net.create(h, gname[:6])
-        vm = VM(h, work, img, n.ns, n.tap, net.VM_MAC, net.VM_IP + "/24", net.LINK_MTU)
-        info = vm.wait_ready(60)
-        print(f"VM up in {vm.boot_s:.1f} s: kernel {info.get('kernel')}, rxe0 GID index {info.get('gid_idx')} "
-              f"{info.get('gid')}, active MTU {info.get('active_mtu')}", flush=True)
+        boots = [0]
+
+        def boot():
+            boots[0] += 1
+            v = VM(h, work, img, n.ns, n.tap, net.VM_MAC, net.VM_IP + "/24", net.LINK_MTU, name=f"rxe{boots[0]}")
+            info = v.wait_ready(60)
+            print(f"VM up in {v.boot_s:.1f} s: kernel {info.get('kernel')}, rxe0 GID index {info.get('gid_idx')} "
+                  f"{info.get('gid')}, active MTU {info.get('active_mtu')}", flush=True)
+            return v
+
+        vm = boot()
         print("VM tools (the host's, copied in): " + tool_versions(), flush=True)
         for i, sc in enumerate(scs):
             why = missing_mode(pingpong, sc)
@@ -81,7 +88,20 @@ def main(argv):
                 skipped.append(f"{sc.name}: {why}")
                 print(f"SKIP {sc.name}: {why}", flush=True)
                 continue
-            r = scenario_run.run(h, vm, n, sc, bins, dump, oracle_py, work, BASE_PORT + i)
+            try:
+                r = scenario_run.run(h, vm, n, sc, bins, dump, oracle_py, work, BASE_PORT + i)
+            except Unresponsive as e:
+                # Seen twice in ~20 group runs on a loaded host, both times
+                # after a complete run and exchange with rxe as the server:
+                # the guest stops answering altogether (rxe tearing the QP
+                # down, it seems). A fresh VM gets one more try; a second
+                # hang, or any other failure, fails the test.
+                print(f"RETRY {sc.name}: {str(e).splitlines()[0]}; console tail:\n{vm.console()[-1500:]}", flush=True)
+                vm.proc.kill()
+                os.replace(os.path.join(work, sc.name), os.path.join(work, sc.name + "-hung"))
+                hung.append(sc.name)
+                vm = boot()
+                r = scenario_run.run(h, vm, n, sc, bins, dump, oracle_py, work, BASE_PORT + 100 + i)
             results.append(r)
             print(f"PASS {sc.name} ({r.seconds:.1f} s)", flush=True)
             for note in r.notes:
@@ -89,7 +109,8 @@ def main(argv):
         vm.poweroff()
     for line in oracle_batch.judge(oracle_py, results, work):
         print(line, flush=True)
-    print(f"{len(results)} scenarios passed, {len(skipped)} skipped")
+    print(f"{len(results)} scenarios passed, {len(skipped)} skipped"
+          + (f"; the VM hung and was rebooted during: {', '.join(hung)}" if hung else ""))
     if not results and skipped:
         raise Skip("; ".join(skipped))
     return 0

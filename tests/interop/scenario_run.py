@@ -30,6 +30,7 @@ class Outcome:
     seconds: float = 0.0
     pcap: str = ""
     pmtu: int = 0
+    procs: list = field(default_factory=list)
     notes: list = field(default_factory=list)
 
 
@@ -46,7 +47,7 @@ def _tool_server_result(vm):
                   "while [ ! -s /tmp/tool.rc ]; do read -r up _ < /proc/uptime; "
                   "if [ ${up%.*} -ge $end ]; then cat /tmp/tool.out; echo '--- the tool did not finish; ps:'; ps; "
                   "echo '--- dmesg:'; dmesg | tail -n 30; exit 124; fi; sleep 0.1; done; "
-                  "cat /tmp/tool.out; exit $(cat /tmp/tool.rc)", timeout_s=TOOL_TIMEOUT_S + 60, check=False)
+                  "cat /tmp/tool.out; exit $(cat /tmp/tool.rc)", timeout_s=TOOL_TIMEOUT_S + 20, check=False)
 
 
 def _describe(up, tool_rc, tool_out, tool):
@@ -68,13 +69,26 @@ def run(h, vm, n, sc, bins, dump, oracle_py, work, port):
     app = bins[sc.uroce[0]]
     argv = [app] + sc.uroce[1:] + ["-p", str(port), "--dev", net.vdev(n), "--ip", net.UROCE_IP]
     tool = f"{sc.tool} -p {port}"
+    try:
+        return _run(h, vm, n, sc, d, res, cap, argv, tool, port, before, t0, t_run, dump)
+    finally:
+        # On any way out (a hung VM is retried on a fresh one): no uroce or
+        # tcpdump of this attempt may stay on the link.
+        cap.stop()
+        for p in res.procs:
+            p.kill()
+
+
+def _run(h, vm, n, sc, d, res, cap, argv, tool, port, before, t0, t_run, dump):
     if sc.vm == "server":
         _tool_server(vm, tool, port)
         up = Proc(h, "uroce", argv + [net.VM_IP], os.path.join(d, "uroce.out"), ns=n.ns)
+        res.procs.append(up)
         wait_all([up], TOOL_TIMEOUT_S + 5)
         tool_rc, tool_out = _tool_server_result(vm)
     else:
         up = Proc(h, "uroce", argv, os.path.join(d, "uroce.out"), ns=n.ns)
+        res.procs.append(up)
         wait_listening(up, n.ns, port, 20)
         cid = vm.send(f"timeout {TOOL_TIMEOUT_S} {tool} {net.BR_IP}")
         tool_rc, tool_out = vm.result(cid, TOOL_TIMEOUT_S + 15, f"running {tool}")

@@ -18,12 +18,19 @@ import time
 from harness import Failure
 from procs import Proc
 
+
+
+class Unresponsive(Failure):
+    """The VM stopped answering on its control port (see run_group.py)."""
+
+
 DONE = re.compile(r"^UIX-DONE (\d+) (\d+) ([A-Za-z0-9+/=]*)$")
 
 
 class VM:
     def __init__(self, h, work, image, ns, tap, mac, ip_cidr, mtu, name="rxe"):
         self.work = work
+        self.console_path = os.path.join(work, f"console-{name}.log")
         self.sock_path = f"/tmp/uix-{os.getpid()}-{name}.sock"  # sun_path is 108 bytes at most
         if os.path.exists(self.sock_path):
             os.unlink(self.sock_path)
@@ -32,9 +39,9 @@ class VM:
             "qemu-system-x86_64", "-name", name, "-machine", "pc", "-accel", "tcg", "-cpu", "qemu64",
             "-smp", "1", "-m", "512M", "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
             "-kernel", image["kernel"], "-initrd", image["initrd"],
-            "-append", f"console=ttyS0 panic=-1 quiet loglevel=3 rdinit=/init "
+            "-append", f"console=ttyS0 panic=-1 quiet loglevel={os.environ.get('UROCE_INTEROP_LOGLEVEL', '3')} rdinit=/init "
                        f"uix.ip={ip_cidr} uix.mtu={mtu} uix.name={name}",
-            "-serial", "file:" + os.path.join(work, "console.log"),
+            "-serial", "file:" + self.console_path,
             "-chardev", f"socket,id=ctl,path={self.sock_path},server=on,wait=on",
             "-serial", "chardev:ctl",
             # vnet_hdr=off: no checksum or GSO offload between guest and tap, so
@@ -43,7 +50,7 @@ class VM:
             "-device", f"virtio-net-pci,netdev=n0,mac={mac},romfile=",
         ]
         self.t0 = time.monotonic()
-        self.proc = Proc(h, "qemu", argv, os.path.join(work, "qemu.out"), ns=ns)
+        self.proc = Proc(h, "qemu", argv, os.path.join(work, f"qemu-{name}.out"), ns=ns)
         self.sock = self._connect()
         h.defer("close the VM's control socket", self.sock.close)
         self._buf = b""
@@ -100,7 +107,7 @@ class VM:
 
     def console(self):
         try:
-            with open(os.path.join(self.work, "console.log"), errors="replace") as f:
+            with open(self.console_path, errors="replace") as f:
                 return f.read()
         except OSError:
             return ""
@@ -113,7 +120,7 @@ class VM:
                     raise Failure(f"the VM went away while {what}; console:\n{self.console()[-3000:]}")
                 left = end - time.monotonic()
                 if left <= 0:
-                    raise Failure(f"the VM did not answer within {timeout_s} s while {what}; "
+                    raise Unresponsive(f"the VM did not answer within {timeout_s} s while {what}; "
                                   f"console:\n{self.console()[-3000:]}")
                 self._cv.wait(min(left, 0.2))
             return self._results.pop(key)
