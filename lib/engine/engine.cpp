@@ -65,6 +65,13 @@ bool Engine::init(std::string& error) {
   return true;
 }
 
+bool Engine::take_async_event(AsyncEvent& ev) {
+  if (async_events_.empty()) return false;
+  ev = async_events_.front();
+  async_events_.erase(async_events_.begin());
+  return true;
+}
+
 uint32_t Engine::alloc_qpn() {
   while (by_qpn_.count(next_qpn_) || next_qpn_ < 0x11) next_qpn_ = (next_qpn_ + 1) & 0xFFFFFF;
   return next_qpn_++;

@@ -160,4 +160,15 @@ int post_recv(Qp& qp, const RecvWr* wr, const RecvWr** bad) {
 
 RecvQueue& Qp::recv_queue() { return srq ? srq->queue() : rq; }
 
+void recv_taken(Qp& qp) {
+  if (qp.srq == nullptr) return;
+  RecvQueue& q = qp.srq->queue();
+  if (q.limit == 0 || q.wq.size() >= q.limit) return;
+  q.limit = 0;  // one event per arming, as verbs says
+  AsyncEvent ev;
+  ev.event_type = IBV_EVENT_SRQ_LIMIT_REACHED;
+  ev.srq = qp.srq;
+  qp.eng->post_async_event(ev);
+}
+
 }  // namespace uroce::transport

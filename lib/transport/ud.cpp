@@ -78,6 +78,7 @@ void ud_rx(Qp& qp, const PacketView& pkt) {
   if (rq.wq.empty()) return;  // UD has no RNR: the datagram is dropped
   RecvWqe wqe = rq.wq.front();
   rq.wq.pop();
+  recv_taken(qp);
   ibv_wc wc{};
   wc.wr_id = wqe.wr_id;
   wc.opcode = IBV_WC_RECV;
