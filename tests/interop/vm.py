@@ -39,7 +39,7 @@ class VM:
             "qemu-system-x86_64", "-name", name, "-machine", "pc", "-accel", "tcg", "-cpu", "qemu64",
             "-smp", "1", "-m", "512M", "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
             "-kernel", image["kernel"], "-initrd", image["initrd"],
-            "-append", f"console=ttyS0 panic=-1 quiet loglevel={os.environ.get('UROCE_INTEROP_LOGLEVEL', '3')} rdinit=/init "
+            "-append", f"console=ttyS0 panic=-1 quiet loglevel={os.environ.get('UROCE_INTEROP_LOGLEVEL', '4')} rdinit=/init "
                        f"uix.ip={ip_cidr} uix.mtu={mtu} uix.name={name}",
             "-serial", "file:" + self.console_path,
             "-chardev", f"socket,id=ctl,path={self.sock_path},server=on,wait=on",
