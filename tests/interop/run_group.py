@@ -24,6 +24,7 @@ import harness  # noqa: E402
 import image  # noqa: E402
 import net  # noqa: E402
 import oracle_batch  # noqa: E402
+import vm_probe  # noqa: E402
 import scenario_run  # noqa: E402
 import scenarios  # noqa: E402
 from harness import Failure, Harness, Skip  # noqa: E402
@@ -96,11 +97,14 @@ def main(argv):
                 # the guest stops answering altogether (rxe tearing the QP
                 # down, it seems). A fresh VM gets one more try; a second
                 # hang, or any other failure, fails the test.
-                print(f"RETRY {sc.name}: {str(e).splitlines()[0]}; console tail:\n{vm.console()[-1500:]}", flush=True)
+                print(f"RETRY {sc.name}: {str(e).splitlines()[0]}\n  console tail:\n{vm.console()[-1500:]}",
+                      flush=True)
+                rips, stack = vm.probe()
                 vm.proc.kill()
                 os.replace(os.path.join(work, sc.name), os.path.join(work, sc.name + "-hung"))
                 hung.append(sc.name)
                 vm = boot()
+                print("  the hung VM's " + vm_probe.describe(rips, stack, vm.kallsyms()), flush=True)
                 r = scenario_run.run(h, vm, n, sc, bins, dump, oracle_py, work, BASE_PORT + 100 + i)
             results.append(r)
             print(f"PASS {sc.name} ({r.seconds:.1f} s)", flush=True)

@@ -32,17 +32,21 @@ class VM:
         self.work = work
         self.console_path = os.path.join(work, f"console-{name}.log")
         self.sock_path = f"/tmp/uix-{os.getpid()}-{name}.sock"  # sun_path is 108 bytes at most
-        if os.path.exists(self.sock_path):
-            os.unlink(self.sock_path)
-        h.defer(f"remove {self.sock_path}", lambda: os.path.exists(self.sock_path) and os.unlink(self.sock_path))
+        self.mon_path = f"/tmp/uix-{os.getpid()}-{name}.mon"
+        for p in (self.sock_path, self.mon_path):
+            if os.path.exists(p):
+                os.unlink(p)
+            h.defer(f"remove {p}", lambda p=p: os.path.exists(p) and os.unlink(p))
         argv = [
             "qemu-system-x86_64", "-name", name, "-machine", "pc", "-accel", "tcg", "-cpu", "qemu64",
             "-smp", "1", "-m", "512M", "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
             "-kernel", image["kernel"], "-initrd", image["initrd"],
-            "-append", f"console=ttyS0 panic=-1 quiet loglevel={os.environ.get('UROCE_INTEROP_LOGLEVEL', '4')} rdinit=/init "
+            "-append", f"console=ttyS0 panic=-1 nokaslr quiet loglevel={os.environ.get('UROCE_INTEROP_LOGLEVEL', '4')} rdinit=/init "
                        f"uix.ip={ip_cidr} uix.mtu={mtu} uix.name={name}",
             "-serial", "file:" + self.console_path,
             "-chardev", f"socket,id=ctl,path={self.sock_path},server=on,wait=on",
+            # HMP monitor: vm_probe samples a hung guest's vCPU through it.
+            "-monitor", f"unix:{self.mon_path},server=on,wait=off",
             "-serial", "chardev:ctl",
             # vnet_hdr=off: no checksum or GSO offload between guest and tap, so
             # every frame on the bridge is a complete wire frame.
@@ -151,6 +155,17 @@ class VM:
     def counters(self):
         _, out = self.run("uix-counters")
         return {k: int(v) for k, v in (ln.split("=", 1) for ln in out.split() if "=" in ln)}
+
+    def probe(self):
+        """Raw vCPU samples of a guest that stopped answering (vm_probe)."""
+        import vm_probe
+        return vm_probe.sample(self.mon_path)
+
+    def kallsyms(self):
+        import gzip
+        import vm_probe
+        _, out = self.run("gzip -c /proc/kallsyms | base64 -w 0", timeout_s=120)
+        return vm_probe.parse_kallsyms(gzip.decompress(base64.b64decode(out.strip())).decode(errors="replace"))
 
     def poweroff(self):
         if self.proc.running():
