@@ -35,8 +35,9 @@ TOOLS = ["ip", "rdma", "ibv_devinfo", "ibv_rc_pingpong", "ibv_ud_pingpong", "ibv
 SBIN_TOOLS = ["tc"]
 # Load order matters and the .deb has no modules.dep: these are resolved
 # through each module's own depends= list. crc32_generic: rxe's ICRC asks
-# for the "crc32" shash and nothing autoloads it.
-MODULES = ["virtio_pci", "virtio_net", "crc32_generic", "ib_core", "ib_uverbs", "rdma_rxe",
+# for the "crc32" shash and nothing autoloads it. virtio_console: the
+# control channel (an emulated 8250 lost interrupts under load).
+MODULES = ["virtio_pci", "virtio_net", "virtio_console", "crc32_generic", "ib_core", "ib_uverbs", "rdma_rxe",
            "sch_prio", "sch_netem", "cls_u32", "sch_ingress", "act_mirred", "ifb"]
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
 

@@ -2,7 +2,7 @@
 
 The VM's NIC is a tap on the test's bridge (qemu runs inside the test's
 network namespace, where it creates the tap). The console (ttyS0) goes to a
-log file; the second serial port (ttyS1) is a unix socket this class holds:
+log file; a virtio-serial port named "uix" is a unix socket this class holds:
 commands go down it as `ID BASE64`, results come back as `UIX-DONE ID RC
 BASE64`. qemu is started with wait=on, so nothing the guest says is lost
 before we connect.
@@ -44,10 +44,15 @@ class VM:
             "-append", f"console=ttyS0 panic=-1 nokaslr quiet loglevel={os.environ.get('UROCE_INTEROP_LOGLEVEL', '4')} rdinit=/init "
                        f"uix.ip={ip_cidr} uix.mtu={mtu} uix.name={name}",
             "-serial", "file:" + self.console_path,
+            # The control channel: a virtio-serial port. It was the second
+            # 8250 serial port first, and under load the guest sometimes sat
+            # idle with a command unread or an answer unsent (an interrupt
+            # lost): vm_probe found its vCPU in native_safe_halt each time.
+            "-device", "virtio-serial-pci,id=vser",
             "-chardev", f"socket,id=ctl,path={self.sock_path},server=on,wait=on",
+            "-device", "virtserialport,bus=vser.0,chardev=ctl,name=uix",
             # HMP monitor: vm_probe samples a hung guest's vCPU through it.
             "-monitor", f"unix:{self.mon_path},server=on,wait=off",
-            "-serial", "chardev:ctl",
             # vnet_hdr=off: no checksum or GSO offload between guest and tap, so
             # every frame on the bridge is a complete wire frame.
             "-netdev", f"tap,id=n0,ifname={tap},script=no,downscript=no,vnet_hdr=off",
