@@ -52,26 +52,32 @@ def rc_pingpong():
 
 
 PERF_TESTS = [
-    # (uroce-perf test, perftest binary, extra perftest/uroce args, size)
-    ("write_bw", "ib_write_bw", [], 5000),
-    ("write_bw", "ib_write_bw", [], 65536),
-    ("read_bw", "ib_read_bw", [], 5000),
-    ("read_bw", "ib_read_bw", [], 65536),
-    ("send_bw", "ib_send_bw", [], 5000),
-    ("atomic_bw", "ib_atomic_bw", ["-A", "FETCH_AND_ADD"], 8),
-    ("atomic_bw", "ib_atomic_bw", ["-A", "CMP_AND_SWAP"], 8),
-    ("write_lat", "ib_write_lat", [], 5000),
-    ("read_lat", "ib_read_lat", [], 5000),
-    ("send_lat", "ib_send_lat", [], 5000),
+    # (uroce-perf test, perftest binary, extra args, size, path MTU)
+    ("write_bw", "ib_write_bw", [], 5000, 1024),
+    ("write_bw", "ib_write_bw", [], 65536, 1024),
+    ("read_bw", "ib_read_bw", [], 5000, 1024),
+    ("read_bw", "ib_read_bw", [], 65536, 1024),
+    ("send_bw", "ib_send_bw", [], 5000, 1024),
+    ("atomic_bw", "ib_atomic_bw", ["-A", "FETCH_AND_ADD"], 8, 1024),
+    ("atomic_bw", "ib_atomic_bw", ["-A", "CMP_AND_SWAP"], 8, 1024),
+    ("write_lat", "ib_write_lat", [], 5000, 1024),
+    ("read_lat", "ib_read_lat", [], 5000, 1024),
+    ("send_lat", "ib_send_lat", [], 5000, 1024),
+    # jumbo: 10000 B at path MTU 4096 is two full packets and 1808 B
+    ("write_bw", "ib_write_bw", [], 10000, 4096),
+    ("read_bw", "ib_read_bw", [], 10000, 4096),
+    ("send_bw", "ib_send_bw", [], 10000, 4096),
+    ("write_lat", "ib_write_lat", [], 10000, 4096),
 ]
 
 
-def perf(mtu=1024):
+def perf():
     out = []
-    for test, binary, extra, size in PERF_TESTS:
+    for test, binary, extra, size, mtu in PERF_TESTS:
         n = LAT_ITERS if test.endswith("_lat") else BW_ITERS
         common = ["-s", str(size), "-n", str(n), "-m", str(mtu)] + extra
-        tag = "-".join([test] + ([extra[1].lower()] if extra else []) + [f"s{size}"])
+        tag = "-".join([test] + ([extra[1].lower()] if extra else []) + ([f"m{mtu}"] if mtu != 1024 else [])
+                       + [f"s{size}"])
         tool = f"{binary} -d rxe0 -x $GID_IDX -F " + " ".join(common)
         out += _both(tag, "perf", tool, ["uroce-perf", test] + common, mtu, iters=n)
     return out
