@@ -53,9 +53,10 @@ def create(h, group):
 
 
 def restore_mtu(net):
-    """net_af_packet sets the interface MTU to the port MTU uroce asks for
-    (SIOCSIFMTU), so a -m 1024 run leaves `hv` at 1500 and the next -m 4096
-    run would find it too small. Returns the MTU found."""
+    """Sets `hv` back to the link MTU; returns the MTU found. net_af_packet's
+    set_mtu is SIOCSIFMTU: uroce used to leave `hv` at 1500 after a -m 1024
+    run, and the next -m 4096 run failed (fixed in drivers/dpdk/mtu_plan.cpp;
+    scenario_run fails if it comes back)."""
     _, out = run(["ip", "-n", net.ns, "link", "show", "dev", net.host_if])
     mtu = int(out.split(" mtu ")[1].split()[0])
     if mtu != LINK_MTU:

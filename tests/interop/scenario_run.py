@@ -97,7 +97,8 @@ def _run(h, vm, n, sc, d, res, cap, argv, tool, port, before, t0, t_run, dump):
     after = vm.counters()
     left_mtu = net.restore_mtu(n)
     if left_mtu != net.LINK_MTU:
-        res.notes.append(f"uroce left {n.host_if} at MTU {left_mtu} (was {net.LINK_MTU})")
+        raise Failure(f"{sc.name}: uroce left {n.host_if} at MTU {left_mtu} (it was {net.LINK_MTU}): "
+                      "a port must not shrink the kernel interface")
     netem = ""
     if sc.netem:
         _, netem = vm.run("uix-netem stats; uix-netem off")
