@@ -13,6 +13,7 @@ packages=(
   iproute2                        # network namespaces and veth pairs for the port tests
   iptables                        # the ECN marker of the DCQCN bottleneck test where the kernel has no sch_red
   python3-matplotlib              # scripts/plot_incast.py (docs/img/incast-*.png)
+  qemu-system-x86 busybox-static rdma-core ibverbs-utils ibverbs-providers perftest tcpdump  # the rxe interop VM (docs/interop.md)
 )
 
 missing=()

@@ -18,6 +18,7 @@ std::unique_ptr<Endpoint> Endpoint::create(Device& dev, const Options& o, uint64
   std::unique_ptr<Endpoint> e(new Endpoint());
   e->dev_ = &dev;
   e->buf_bytes_ = buf_bytes;
+  e->exposed_offset_ = o.kind == Kind::lat ? buf_bytes / 2 : 0;
   e->pd_ = dev.alloc_pd();
   int err = 0;
   const uint32_t depth = std::max<uint32_t>(o.tx_depth, 1);
@@ -54,7 +55,7 @@ PeerInfo Endpoint::info(size_t qp) const {
   p.qpn = qps_[qp]->qp_num();
   p.psn = psns_[qp];
   p.rkey = mr_->rkey();
-  p.vaddr = addr(qp);
+  p.vaddr = addr(qp) + exposed_offset_;
   p.out_reads = 16;
   p.gid = dev_->gids()[0];
   return p;

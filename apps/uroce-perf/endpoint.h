@@ -39,12 +39,20 @@ class Endpoint {
   uint64_t addr(size_t qp) const { return reinterpret_cast<uintptr_t>(mr_->addr()) + qp * buf_bytes_; }
   uint32_t lkey() const { return mr_->lkey(); }
   uint64_t buf_bytes() const { return buf_bytes_; }
+  // Where, in each QP's buffer, the peer's RDMA goes: the address sent in
+  // PeerInfo is addr(qp) + this. Latency tests expose the second half, as
+  // perftest does (its exchanged vaddr is buf + BUFF_SIZE, its write_lat
+  // writes exactly there and spins on the last byte of its own second
+  // half); the first half holds what this side sends. Bandwidth tests
+  // expose the whole buffer.
+  uint64_t exposed_offset() const { return exposed_offset_; }
   uint32_t recvs_outstanding = 0;  // receives posted and not yet consumed
 
  private:
   Endpoint() = default;
   Device* dev_ = nullptr;
   uint64_t buf_bytes_ = 0;
+  uint64_t exposed_offset_ = 0;
   std::vector<uint32_t> psns_;
   std::unique_ptr<ProtectionDomain> pd_;
   std::unique_ptr<CompletionQueue> cq_;

@@ -6,8 +6,8 @@
 namespace uroce::perf {
 namespace {
 
-int post_recv(Endpoint& e, uint64_t size) {
-  ibv_sge sge{e.addr(0) + size, uint32_t(e.buf_bytes() - size), e.lkey()};
+int post_recv(Endpoint& e) {
+  ibv_sge sge{e.addr(0) + e.exposed_offset(), uint32_t(e.buf_bytes() - e.exposed_offset()), e.lkey()};
   RecvWr wr;
   wr.sg_list = &sge;
   wr.num_sge = 1;
@@ -47,10 +47,10 @@ LatSide::LatSide(Endpoint& e, const PeerInfo& peer, const Options& o, uint64_t s
 void LatSide::start(bool first_size) {
   start_ = Clock::now();
   if (first_size) std::memset(e_.buf(0), 0, e_.buf_bytes());
-  if (client_) fill_pattern(e_.buf(0), size_, 0x33);
-  else if (o_.verb == Verb::read) fill_pattern(e_.buf(0), size_, 0x77);  // READ fetches this
-  if (o_.verb == Verb::send) post_recv(e_, size_);
-  state_ = o_.verb == Verb::read && !client_ ? State::done : client_ ? State::post : State::wait_peer;
+  if (client_ || o_.verb == Verb::write) fill_pattern(e_.buf(0), size_, 0x33);
+  else if (o_.verb == Verb::read) fill_pattern(in(), size_, 0x77);  // READ fetches this
+  if (o_.verb == Verb::send) post_recv(e_);
+  state_ = o_.verb == Verb::read && !client_ ? State::done : posts_first() ? State::post : State::wait_peer;
 }
 
 void LatSide::post() {
@@ -61,19 +61,19 @@ void LatSide::post() {
   w.num_sge = 1;
   w.send_flags = IBV_SEND_SIGNALED;
   if (size_ <= o_.inline_size && o_.verb != Verb::read) w.send_flags |= IBV_SEND_INLINE;
-  w.wr.rdma.remote_addr = peer_.vaddr + (o_.verb == Verb::read ? 0 : size_);
+  w.wr.rdma.remote_addr = peer_.vaddr;  // the peer's exposed half
   w.wr.rdma.rkey = peer_.rkey;
-  // The client sends its own bytes; the server echoes what arrived, and a
-  // READ lands in the second half.
-  if (!client_ || o_.verb == Verb::read) sge.addr += size_;
+  // A SEND server echoes what arrived; a READ lands in the exposed half;
+  // everything else goes out of this side's own first half.
+  if (o_.verb == Verb::read || (o_.verb == Verb::send && !client_)) sge.addr += e_.exposed_offset();
   const SendWr* bad = nullptr;
   if (e_.qp(0).post_send(&w, &bad) != 0 && tally_.error.empty()) tally_.error = "post_send failed";
 }
 
 bool LatSide::peer_arrived() {
-  if (o_.verb == Verb::write) return *static_cast<volatile uint8_t*>(e_.buf(0) + 2 * size_ - 1) == marker();
+  if (o_.verb == Verb::write) return *static_cast<volatile uint8_t*>(in() + size_ - 1) == marker();
   if (!tally_.take(IBV_WC_RECV)) return false;
-  if (iter_ + 1 < o_.iters) post_recv(e_, size_);  // none left over for the next size
+  if (iter_ + 1 < o_.iters) post_recv(e_);  // none left over for the next size
   return true;
 }
 
@@ -88,7 +88,7 @@ void LatSide::next() {
     }
   }
   if (++iter_ == o_.iters) state_ = State::done;
-  else state_ = client_ ? State::post : State::wait_peer;
+  else state_ = posts_first() ? State::post : State::wait_peer;
 }
 
 bool LatSide::step() {
@@ -99,13 +99,15 @@ bool LatSide::step() {
       e_.buf(0)[size_ - 1] = marker();  // the message ends with the iteration's marker
       t0_ = Clock::now();
       post();
-      state_ = o_.verb == Verb::read ? State::wait_own : State::wait_peer;
+      state_ = o_.verb == Verb::read || !posts_first() ? State::wait_own : State::wait_peer;
       break;
     case State::wait_peer:
       if (!peer_arrived()) break;
-      if (client_) r_.usec.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0_).count() / 2);
-      else post();
-      state_ = State::wait_own;
+      // Half a round trip since this side's last post (the write_lat
+      // client has none before the server's first message).
+      if (client_ && (posts_first() || iter_ > 0))
+        r_.usec.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0_).count() / 2);
+      state_ = posts_first() ? State::wait_own : State::post;  // or answer it
       break;
     case State::wait_own:
       if (!tally_.take(completion_of(o_.verb))) break;
@@ -121,8 +123,8 @@ bool LatSide::step() {
 LatResult LatSide::finish() {
   r_.error = tally_.error;
   if (!client_ || !o_.verify || !r_.error.empty()) return r_;
-  if (o_.verb == Verb::read) check_pattern(e_.buf(0) + size_, size_, 0x77, r_.error);
-  else if (std::memcmp(e_.buf(0), e_.buf(0) + size_, size_) != 0) r_.error = "echoed data does not match what was sent";
+  if (o_.verb == Verb::read) check_pattern(in(), size_, 0x77, r_.error);
+  else if (std::memcmp(e_.buf(0), in(), size_) != 0) r_.error = "echoed data does not match what was sent";
   return r_;
 }
 

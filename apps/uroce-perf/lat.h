@@ -1,10 +1,13 @@
 // The two sides of a latency test, one message in flight, as state
 // machines that never block (see bw.h). SEND and WRITE ping-pong between
 // the sides and report half the round trip (perftest's convention); READ
-// reports the whole READ. Messages go from the first `size` bytes of one
-// buffer into the second `size` bytes of the other, so a side never takes
-// its own bytes for the peer's; the last byte carries the iteration's
-// marker, which a WRITE's receiver spins on, as perftest's write_lat does.
+// reports the whole READ. Messages go from the start of one buffer into
+// the exposed second half of the other (Endpoint::exposed_offset, the
+// address exchanged), so a side never takes its own bytes for the peer's;
+// the last byte carries the iteration's marker, which a WRITE's receiver
+// spins on, as perftest's write_lat does. In write_lat each side sends its
+// own first half (the same pattern on both sides, so the client can check
+// what arrived); in send_lat the server echoes what arrived.
 #pragma once
 
 #include <chrono>
@@ -39,8 +42,14 @@ class LatSide {
  private:
   enum class State { post, wait_peer, wait_own, done };
   using Clock = CycleClock;
-  uint8_t marker() const { return uint8_t(iter_ % 255 + 1); }
-  bool sends_first() const { return client_; }
+  // perftest's (char)++scnt: 1, 2, ... 255, 0, 1 ...
+  uint8_t marker() const { return uint8_t(iter_ + 1); }
+  // Who posts first in each round trip: in perftest's write_lat the server
+  // (run_iter_lat_write: "client poll first"), in send_lat the client. A
+  // side that posts when its peer also does would overwrite its first
+  // marker before the peer saw it.
+  bool posts_first() const { return o_.verb == Verb::write ? !client_ : client_; }
+  uint8_t* in() { return e_.buf(0) + e_.exposed_offset(); }  // where the peer's bytes land
   void post();
   bool peer_arrived();
   void next();

@@ -6,40 +6,36 @@
 #include <memory>
 #include <string>
 
+#include "endpoint.h"
 #include "options.h"
 #include "uroce/exchange/pingpong.h"
 #include "uroce/verbs/verbs.h"
 
 namespace uroce::pingpong {
 
-enum WrId : uint64_t { kRecvWrid = 1, kSendWrid = 2 };  // rc_pingpong's PINGPONG_*_WRID
-
-class Context {
+class Context : public Endpoint {
  public:
   // The client sends from the first `size` bytes and receives into the
   // second, so with --chk an echo cannot be mistaken for its own bytes.
   // The server sends and receives in one buffer, as rc_pingpong does: what
   // it sends back is what it received. nullptr and a message on failure.
   static std::unique_ptr<Context> create(Device& dev, const Options& o, bool client, std::string& error);
-  ~Context();
+  ~Context() override;
 
-  // Posts up to n receives; returns how many were posted.
-  int post_recv(int n);
-  // 0 or an errno.
-  int post_send();
+  int post_recv(int n) override;
+  int post_send() override;
   // INIT -> RTR -> RTS towards `remote`, as pp_connect_ctx.
   bool connect(const exchange::PingpongDest& remote, uint32_t my_psn, std::string& error);
 
-  CompletionQueue& cq() { return *cq_; }
+  CompletionQueue& cq() override { return *cq_; }
+  uint8_t* tx() override { return tx_; }
+  const uint8_t* rx_payload() override { return rx_; }
+  uint32_t recv_byte_len() const override { return size_; }
   QueuePair& qp() { return *qp_; }
-  uint8_t* tx() const { return tx_; }
-  uint8_t* rx() const { return rx_; }
-  uint32_t size() const { return size_; }
 
  private:
   Context() = default;
   const Options* o_ = nullptr;
-  uint32_t size_ = 0;
   unsigned send_flags_ = IBV_SEND_SIGNALED;
   uint8_t* tx_ = nullptr;
   uint8_t* rx_ = nullptr;

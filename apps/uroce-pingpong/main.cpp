@@ -1,5 +1,6 @@
-// uroce-pingpong: rdma-core's ibv_rc_pingpong over uroce, with its flags,
-// its TCP exchange (so either end can be the real tool) and its output.
+// uroce-pingpong: rdma-core's ibv_rc_pingpong (--ud: ibv_ud_pingpong,
+// --srq: ibv_srq_pingpong) over uroce, with its flags, its TCP exchange
+// (so either end can be the real tool) and its output.
 #include <unistd.h>
 
 #include <cstdio>
@@ -7,39 +8,25 @@
 #include <ctime>
 
 #include "app_device.h"
-#include "context.h"
 #include "options.h"
-#include "report.h"
-#include "run.h"
-#include "uroce/exchange/pingpong.h"
-#include "uroce/exchange/tcp_channel.h"
+#include "session.h"
 
 using namespace uroce;
 using namespace uroce::pingpong;
 
 namespace {
 
-using std::chrono::milliseconds;
-
-int fail(const std::string& msg) {
-  std::fprintf(stderr, "uroce-pingpong: %s\n", msg.c_str());
-  return 1;
-}
-
 // What a SEND packet adds to the path MTU on the wire, as the engine
 // counts it when it checks a QP's path MTU against the port (IPv6, UDP,
 // BTH, the longest extension headers, ICRC).
 constexpr uint32_t kPacketOverhead = 40 + 8 + 12 + 28 + 4;
 
-// The peer's MAC by ARP/ND, then the QP to RTR and RTS.
-bool connect_to(app::AppDevice& ad, Context& ctx, const Options& o, const exchange::PingpongDest& remote,
-                uint32_t my_psn, std::string& error) {
-  if (remote.gid != wire::IpAddr{} && !ad.resolve(remote.gid, milliseconds(o.timeout_ms), error)) return false;
-  return ctx.connect(remote, my_psn, error);
-}
-
 int run(const Options& o) {
-  const bool client = !o.server.empty();
+  if (o.mode == Mode::ud && o.size > o.mtu)
+    // ud_pingpong's check (and its first words): a UD message is one packet.
+    return fail("Requested size larger than port MTU (" + std::to_string(o.mtu) + "): -s " + std::to_string(o.size) +
+                " does not fit one UD packet; use -s <= " + std::to_string(o.mtu) +
+                ", or -m 2048/4096 on a jumbo link");
   app::AppDevice ad;
   app::PortOptions po;
   po.dev = o.dev;
@@ -59,48 +46,7 @@ int run(const Options& o) {
   if (size_t(o.gid_idx) >= gids.size())
     return fail("can't read sgid of index " + std::to_string(o.gid_idx) + ": " + o.ib_dev + " has " +
                 std::to_string(gids.size()) + " GID(s), index 0 is the --ip address");
-
-  auto ctx = Context::create(*ad.device, o, client, error);
-  if (!ctx) return fail(error);
-  const int routs = ctx->post_recv(int(o.rx_depth));
-  if (routs < int(o.rx_depth)) return fail("couldn't post receive (" + std::to_string(routs) + ")");
-
-  exchange::PingpongDest mine;
-  mine.lid = 0;  // Ethernet: no LID
-  mine.qpn = ctx->qp().qp_num();
-  mine.psn = uint32_t(lrand48() & 0xffffff);
-  mine.gid = gids[size_t(o.gid_idx)];
-  print_address("local address: ", mine);
-
-  // The engine keeps running while we wait on TCP: it answers the peer's
-  // ARP and acknowledges its packets.
-  const exchange::Idle idle = [&] { ad.poll(); };
-  exchange::PingpongDest remote;
-  if (client) {
-    auto ch = exchange::TcpChannel::connect(o.server, o.tcp_port, milliseconds(o.timeout_ms), idle, error);
-    if (!ch) return fail(error);
-    ch->set_timeout(milliseconds(o.timeout_ms));
-    if (!exchange::pingpong_client_exchange(*ch, mine, remote, error)) return fail(error);
-  } else {
-    auto ch = exchange::TcpChannel::accept(o.tcp_port, milliseconds(o.accept_timeout_ms),
-                                           idle, error);
-    if (!ch) return fail(error);
-    ch->set_timeout(milliseconds(o.timeout_ms));
-    const exchange::PingpongConnect connect = [&](const exchange::PingpongDest& r, std::string& e) {
-      return connect_to(ad, *ctx, o, r, mine.psn, e);
-    };
-    if (!exchange::pingpong_server_exchange(*ch, mine, connect, remote, error)) return fail(error);
-  }
-  print_address("remote address:", remote);
-  if (client && !connect_to(ad, *ctx, o, remote, mine.psn, error)) return fail(error);
-
-  const RunResult r = run_pingpong(*ctx, [&] { return ad.device->poll(); }, o, client, routs);
-  if (!r.error.empty()) return fail(r.error);
-  print_result(o.size, o.iters, r.usec);
-  if (r.mismatches)
-    return fail("--chk: " + std::to_string(r.mismatches) + " of " + std::to_string(o.iters) +
-                " received messages were wrong; first: " + r.first_mismatch);
-  return 0;
+  return o.mode == Mode::srq ? run_srq(ad, o) : run_single_qp(ad, o);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "uroce/exchange/pingpong.h"
+
 namespace uroce::pingpong {
 namespace {
 
@@ -24,21 +26,31 @@ int parse_options(int argc, char** argv, Options& o) {
   CLI::App app{
       "uroce-pingpong: ibv_rc_pingpong over uroce. RC SENDs of -s bytes bounce -n times between two\n"
       "processes; the QP numbers, PSNs and GIDs are exchanged over TCP in rc_pingpong's format, so either\n"
-      "end may be the real ibv_rc_pingpong.\n"
+      "end may be the real ibv_rc_pingpong. --ud plays ibv_ud_pingpong (UD SENDs, qkey 0x11111111) and\n"
+      "--srq plays ibv_srq_pingpong (-q RC QPs sharing one receive queue), each with its own exchange.\n"
       "  server: uroce-pingpong --dev DEV --ip ADDR [options]\n"
       "  client: uroce-pingpong --dev DEV --ip ADDR [options] SERVER   (SERVER: host of the TCP exchange)"};
   app.set_version_flag("--version", "uroce-pingpong " UROCE_VERSION);
+  bool ud = false, srq = false;
+  app.add_flag("--ud", ud,
+               "be ibv_ud_pingpong: one UD QP, qkey 0x11111111, receives with a 40-byte GRH before the payload; "
+               "-s (default 2048) must not exceed the port's active MTU (-m)");
+  app.add_flag("--srq", srq,
+               "be ibv_srq_pingpong: -q RC QPs on one shared receive queue of -r receives; -n counts over all QPs")
+      ->excludes("--ud");
+  app.add_option("-q,--num-qp", o.num_qp, "--srq: number of QPs to use (default 16)")
+      ->check(CLI::Range(1u, uint32_t(exchange::kSrqPingpongRecords)));
   app.add_option("server", o.server, "server host for the TCP exchange (client mode)");
   app.add_option("-p,--port", o.tcp_port, "listen on/connect to TCP port (default 18515)");
   app.add_option("-d,--ib-dev", o.ib_dev, "name of the uroce device (default uroce0)");
   app.add_option("-i,--ib-port", o.ib_port, "port of the device (default 1; uroce devices have one)")
       ->check(CLI::Range(1, 1));
-  app.add_option("-s,--size", o.size, "size of message to exchange (default 4096)")
+  app.add_option("-s,--size", o.size, "size of message to exchange (default 4096; --ud: 2048)")
       ->check(CLI::Range(uint32_t(1), uint32_t(1) << 31));
-  app.add_option("-m,--mtu", o.mtu, "path MTU (default 1024)")->check(CLI::IsMember({256, 512, 1024, 2048, 4096}));
+  app.add_option("-m,--mtu", o.mtu, "path MTU (default 1024; --ud: the port's active MTU)")->check(CLI::IsMember({256, 512, 1024, 2048, 4096}));
   app.add_option("-r,--rx-depth", o.rx_depth, "number of receives to post at a time (default 500)")
       ->check(CLI::Range(2, 16384));
-  app.add_option("-n,--iters", o.iters, "number of exchanges (default 1000)")->check(CLI::Range(1u, 1000000000u));
+  app.add_option("-n,--iters", o.iters, "number of exchanges (default 1000; --srq: over all QPs)")->check(CLI::Range(1u, 1000000000u));
   app.add_option("-l,--sl", o.sl, "service level (accepted; RoCEv2 carries none)")->check(CLI::Range(0, 15));
   app.add_flag("-e,--events", o.events, "accepted for compatibility: uroce always polls the CQ (no events)");
   app.add_option("-g,--gid-idx", o.gid_idx, "local GID index (default 0: the --ip address)")->check(CLI::Range(0, 255));
@@ -68,6 +80,18 @@ int parse_options(int argc, char** argv, Options& o) {
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
+  }
+  o.mode = ud ? Mode::ud : srq ? Mode::srq : Mode::rc;
+  if (o.mode == Mode::ud && app.count("--size") == 0) o.size = 2048;  // ud_pingpong's default
+  if (o.mode != Mode::srq && app.count("--num-qp")) {
+    std::fprintf(stderr, "uroce-pingpong: -q/--num-qp needs --srq (ibv_srq_pingpong's option)\n");
+    return 2;
+  }
+  if (o.mode == Mode::srq && o.num_qp > o.rx_depth) {
+    // srq_pingpong's own check and words.
+    std::fprintf(stderr, "uroce-pingpong: rx_depth %u is too small for %u QPs -- must have at least one receive per QP.\n",
+                 o.rx_depth, o.num_qp);
+    return 2;
   }
   if (odp) {
     std::fprintf(stderr, "uroce-pingpong: -o/--odp is not supported: uroce registers all memory up front\n");

@@ -1,6 +1,6 @@
 // uroce-pingpong's options: ibv_rc_pingpong's flags with its meaning and
-// defaults, plus uroce's own (--dev, --ip, --mac, --eal, --pcap,
-// --timeout).
+// defaults (ibv_ud_pingpong's with --ud, ibv_srq_pingpong's with --srq),
+// plus uroce's own (--dev, --ip, --mac, --eal, --pcap, --timeout).
 #pragma once
 
 #include <cstdint>
@@ -10,16 +10,21 @@
 
 namespace uroce::pingpong {
 
+// Which rdma-core example we stand in for.
+enum class Mode { rc, ud, srq };
+
 struct Options {
+  Mode mode = Mode::rc;       // --ud, --srq
   // rc_pingpong's.
   uint16_t tcp_port = 18515;  // -p
   std::string ib_dev;         // -d: names our device (default "uroce0")
   int ib_port = 1;            // -i: must be 1 (one port per device)
-  uint32_t size = 4096;       // -s
-  uint32_t mtu = 1024;        // -m
+  uint32_t size = 4096;       // -s (ud_pingpong: 2048)
+  uint32_t mtu = 1024;        // -m (--ud: the port's active MTU, which bounds -s)
   ibv_mtu mtu_enum = IBV_MTU_1024;
   uint32_t rx_depth = 500;    // -r
-  uint32_t iters = 1000;      // -n
+  uint32_t iters = 1000;      // -n (srq: over all QPs)
+  uint32_t num_qp = 16;       // -q: srq_pingpong's QPs on one SRQ
   int sl = 0;                 // -l: accepted; RoCEv2 has no SL on the wire
   bool events = false;        // -e: accepted; we always poll
   int gid_idx = 0;            // -g (rc_pingpong: none; RoCE needs one)

@@ -6,12 +6,12 @@
 
 namespace uroce::pingpong {
 
-void print_address(const char* label, const exchange::PingpongDest& d) {
+void print_address(const char* label, const exchange::PingpongDest& d, const char* gid_sep) {
   // inet_ntop of the raw GID, as rc_pingpong: "::ffff:10.0.0.1" for IPv4.
   char gid[INET6_ADDRSTRLEN];
   inet_ntop(AF_INET6, d.gid.bytes.data(), gid, sizeof gid);
-  std::printf("  %s LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", label, unsigned(d.lid), unsigned(d.qpn),
-              unsigned(d.psn), gid);
+  std::printf("  %s LID 0x%04x, QPN 0x%06x, PSN 0x%06x%sGID %s\n", label, unsigned(d.lid), unsigned(d.qpn),
+              unsigned(d.psn), gid_sep, gid);
   std::fflush(stdout);
 }
 

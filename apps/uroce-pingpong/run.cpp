@@ -6,44 +6,18 @@
 #include <cstdio>
 #include <cstring>
 
+#include "loop_support.h"
 #include "pattern.h"
 #include "wc_status.h"
 
 namespace uroce::pingpong {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-// A line on stderr every 2 s once a run has lasted 3 s, so a long run
-// shows it is alive without cluttering short ones.
-class Progress {
- public:
-  explicit Progress(uint32_t iters) : iters_(iters), start_(Clock::now()), next_(start_ + std::chrono::seconds(3)) {}
-  void update(Clock::time_point now, uint32_t done) {
-    if (now < next_) return;
-    next_ = now + std::chrono::seconds(2);
-    std::fprintf(stderr, "uroce-pingpong: %u/%u iterations, %.1f s\n", done, iters_,
-                 std::chrono::duration<double>(now - start_).count());
-  }
-
- private:
-  uint32_t iters_;
-  Clock::time_point start_, next_;
-};
-
 const char* wr_name(uint64_t wr_id) { return wr_id == kSendWrid ? "send" : wr_id == kRecvWrid ? "recv" : "?"; }
-
-// Runs the engine until it has nothing left to do (at most ~50 ms): our
-// last ACK may still be queued when the last completion arrives, and the
-// peer's last SEND completes only when that ACK reaches it.
-void drain(const PollFn& poll) {
-  const auto deadline = Clock::now() + std::chrono::milliseconds(50);
-  for (int quiet = 0; quiet < 64 && Clock::now() < deadline;) quiet = poll() ? 0 : quiet + 1;
-}
 
 }  // namespace
 
-RunResult run_pingpong(Context& c, const PollFn& poll, const Options& o, bool client, int routs) {
+RunResult run_pingpong(Endpoint& c, const PollFn& poll, const Options& o, bool client, int routs) {
   RunResult r;
   const auto stall_limit = std::chrono::milliseconds(o.timeout_ms);
   uint64_t pending = kRecvWrid;
@@ -95,11 +69,13 @@ RunResult run_pingpong(Context& c, const PollFn& poll, const Options& o, bool cl
           }
           if (o.chk) {
             std::string why;
-            if (w.byte_len != c.size())
+            if (w.byte_len != c.recv_byte_len())
               why = "message " + std::to_string(rcnt) + ": " + std::to_string(w.byte_len) + " bytes, expected " +
-                    std::to_string(c.size());
+                    std::to_string(c.recv_byte_len());
+            else if (c.check_recv(w, why))
+              check_pattern(c.rx_payload(), c.size(), rcnt, why);
             else
-              check_pattern(c.rx(), c.size(), rcnt, why);
+              why = "message " + std::to_string(rcnt) + ": " + why;
             if (!why.empty() && r.mismatches++ == 0) r.first_mismatch = why;
           }
           ++rcnt;

@@ -1,4 +1,4 @@
-// The ping-pong itself, as rc_pingpong's main loop and parse_single_wc:
+// The ping-pong itself, as rc_pingpong's (and ud_pingpong's) main loop:
 // the client sends first; each side posts its next SEND once both its
 // previous SEND and a RECV have completed, and refills the receive queue
 // when it runs low.
@@ -7,13 +7,11 @@
 #include <functional>
 #include <string>
 
-#include "context.h"
+#include "endpoint.h"
+#include "loop_support.h"
 #include "options.h"
 
 namespace uroce::pingpong {
-
-// Runs the engine once; returns the work done (0 = idle).
-using PollFn = std::function<int()>;
 
 struct RunResult {
   float usec = 0;            // gettimeofday from the first send to the last completion
@@ -23,6 +21,6 @@ struct RunResult {
 };
 
 // `routs`: receives already posted.
-RunResult run_pingpong(Context& ctx, const PollFn& poll, const Options& o, bool client, int routs);
+RunResult run_pingpong(Endpoint& ctx, const PollFn& poll, const Options& o, bool client, int routs);
 
 }  // namespace uroce::pingpong

@@ -69,6 +69,13 @@ bool Engine::init(std::string& error) {
   return true;
 }
 
+bool Engine::take_async_event(AsyncEvent& ev) {
+  if (async_events_.empty()) return false;
+  ev = async_events_.front();
+  async_events_.erase(async_events_.begin());
+  return true;
+}
+
 uint32_t Engine::alloc_qpn() {
   for (uint32_t tries = 0; tries < kQpnSlots; ++tries) {
     const uint32_t qpn = next_qpn_;

@@ -73,12 +73,17 @@ class Engine {
   NeighborState resolve_neighbor(const wire::IpAddr& ip);
   wire::MacAddr mac() const { return mac_; }
 
+  // Asynchronous events, in the order they happened (control path).
+  void post_async_event(const AsyncEvent& ev) { async_events_.push_back(ev); }
+  bool take_async_event(AsyncEvent& ev);
+
   DeviceCounters& counters() { return counters_; }
   TransportCounters& retired() { return retired_; }
   const std::vector<transport::Qp*>& qps() const { return all_; }
 
  private:
   static constexpr size_t kTxBacklog = 4096;
+  std::vector<AsyncEvent> async_events_;
   void receive(rte_mbuf* m);
   void neighbor_rx(const rte_mbuf* m);
   void send_neighbor_request(const wire::IpAddr& ip);

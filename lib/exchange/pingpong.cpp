@@ -40,6 +40,49 @@ bool bad(std::string& error, const std::string& what) {
   return false;
 }
 
+// The client's closing "done\0".
+bool recv_done(TcpChannel& ch, std::string& error) {
+  std::string why;
+  char done[sizeof kPingpongDone];
+  if (!ch.recv(done, sizeof done, why)) return error = "couldn't read \"done\" from " + ch.peer() + ": " + why, false;
+  if (std::memcmp(done, kPingpongDone, sizeof done) != 0) {
+    std::string shown;
+    for (char c : done) shown += show(c) + " ";
+    return error = "expected \"done\\0\" from " + ch.peer() + ", got " + shown.substr(0, shown.size() - 1), false;
+  }
+  return true;
+}
+
+// srq_pingpong's kSrqPingpongRecords records: one per QP, then zeros.
+bool encode_all(const std::vector<PingpongDest>& mine, std::string& out, std::string& error) {
+  if (mine.size() > kSrqPingpongRecords)
+    return error = std::to_string(mine.size()) + " QPs: srq_pingpong exchanges at most " +
+                   std::to_string(kSrqPingpongRecords), false;
+  out.clear();
+  PingpongRecord r;
+  for (size_t i = 0; i < kSrqPingpongRecords; ++i) {
+    if (!encode_pingpong(i < mine.size() ? mine[i] : PingpongDest{}, r, error))
+      return error = "QP " + std::to_string(i) + ": " + error, false;
+    out.append(r.data(), r.size());
+  }
+  return true;
+}
+
+bool recv_all(TcpChannel& ch, std::vector<PingpongDest>& remote, std::string& error) {
+  std::string why;
+  std::vector<PingpongDest> got(kSrqPingpongRecords);
+  PingpongRecord r;
+  for (size_t i = 0; i < kSrqPingpongRecords; ++i) {
+    if (!ch.recv(r.data(), r.size(), why))
+      return error = "couldn't read remote address " + std::to_string(i) + " of " +
+                     std::to_string(kSrqPingpongRecords) + " from " + ch.peer() + ": " + why, false;
+    if (!decode_pingpong(r, got[i], why))
+      return error = "remote address " + std::to_string(i) + " from " + ch.peer() + ": " + why, false;
+  }
+  remote = std::move(got);
+  return true;
+}
+
 }  // namespace
 
 bool encode_pingpong(const PingpongDest& d, PingpongRecord& out, std::string& error) {
@@ -109,14 +152,35 @@ bool pingpong_server_exchange(TcpChannel& ch, const PingpongDest& mine, const Pi
   if (connect && !connect(got, why)) return error = "couldn't connect to the remote QP: " + why, false;
   if (!ch.send(reply.data(), reply.size(), why))
     return error = "couldn't send the local address to " + ch.peer() + ": " + why, false;
-  char done[sizeof kPingpongDone];
-  if (!ch.recv(done, sizeof done, why)) return error = "couldn't read \"done\" from " + ch.peer() + ": " + why, false;
-  if (std::memcmp(done, kPingpongDone, sizeof done) != 0) {
-    std::string shown;
-    for (char c : done) shown += show(c) + " ";
-    return error = "expected \"done\\0\" from " + ch.peer() + ", got " + shown.substr(0, shown.size() - 1), false;
-  }
+  if (!recv_done(ch, error)) return false;
   remote = got;
+  return true;
+}
+
+bool srq_pingpong_client_exchange(TcpChannel& ch, const std::vector<PingpongDest>& mine,
+                                  std::vector<PingpongDest>& remote, std::string& error) {
+  std::string msg, why;
+  if (!encode_all(mine, msg, why)) return error = "local addresses: " + why, false;
+  if (!ch.send(msg.data(), msg.size(), why))
+    return error = "couldn't send the local addresses to " + ch.peer() + ": " + why, false;
+  if (!recv_all(ch, remote, error)) return false;
+  if (!ch.send(kPingpongDone, sizeof kPingpongDone, why))
+    return error = "couldn't send \"done\" to " + ch.peer() + ": " + why, false;
+  return true;
+}
+
+bool srq_pingpong_server_exchange(TcpChannel& ch, const std::vector<PingpongDest>& mine,
+                                  const PingpongConnectAll& connect, std::vector<PingpongDest>& remote,
+                                  std::string& error) {
+  std::string reply, why;
+  if (!encode_all(mine, reply, why)) return error = "local addresses: " + why, false;
+  std::vector<PingpongDest> got;
+  if (!recv_all(ch, got, error)) return false;
+  if (connect && !connect(got, why)) return error = "couldn't connect to the remote QPs: " + why, false;
+  if (!ch.send(reply.data(), reply.size(), why))
+    return error = "couldn't send the local addresses to " + ch.peer() + ": " + why, false;
+  if (!recv_done(ch, error)) return false;
+  remote = std::move(got);
   return true;
 }
 

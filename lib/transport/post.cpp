@@ -73,8 +73,12 @@ void fill_wqe(Qp& qp, const SendWr& wr, SendWqe& w) {
     w.rkey = wr.wr.rdma.rkey;
   }
   if (!qp.is_rc()) {
-    w.ud.gid = wr.wr.ud.ah->dgid();
-    w.ud.mac = wr.wr.ud.ah->dmac();
+    const AddressHandle& ah = *wr.wr.ud.ah;
+    w.ud.gid = ah.dgid();
+    w.ud.sgid = ah.sgid();
+    w.ud.mac = ah.dmac();
+    w.ud.ttl = ah.attr().grh.hop_limit ? ah.attr().grh.hop_limit : 64;
+    w.ud.dscp = ah.attr().grh.traffic_class >> 2;
     w.ud.qpn = wr.wr.ud.remote_qpn;
     w.ud.qkey = wr.wr.ud.remote_qkey;
   }
@@ -155,5 +159,16 @@ int post_recv(Qp& qp, const RecvWr* wr, const RecvWr** bad) {
 }
 
 RecvQueue& Qp::recv_queue() { return srq ? srq->queue() : rq; }
+
+void recv_taken(Qp& qp) {
+  if (qp.srq == nullptr) return;
+  RecvQueue& q = qp.srq->queue();
+  if (q.limit == 0 || q.wq.size() >= q.limit) return;
+  q.limit = 0;  // one event per arming, as verbs says
+  AsyncEvent ev;
+  ev.event_type = IBV_EVENT_SRQ_LIMIT_REACHED;
+  ev.srq = qp.srq;
+  qp.eng->post_async_event(ev);
+}
 
 }  // namespace uroce::transport

@@ -143,7 +143,9 @@ int modify_qp(Qp& qp, const ibv_qp_attr& attr, int mask) {
   if (!transition_allowed(qp.init.qp_type, from, to, mask)) return EINVAL;
   if (int err = check_values(qp, attr, mask)) return err;
   if (qp.init.qp_type == IBV_QPT_UD && to == IBV_QPS_RTR) {
-    wire::PacketFields& f = qp.hdr;  // UD: only the source side is fixed
+    // UD: only the source side is fixed, and each datagram's address
+    // handle still picks its IP source (ud.cpp).
+    wire::PacketFields& f = qp.hdr;
     f.eth.src = qp.eng->mac();
     f.ip.src = qp.eng->config().gids.empty() ? wire::IpAddr{} : qp.eng->config().gids[0];
     f.ip.ipv6 = !f.ip.src.is_v4_mapped();

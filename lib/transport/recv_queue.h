@@ -9,6 +9,10 @@ namespace uroce::transport {
 struct RecvQueue {
   WorkQueue<RecvWqe> wq;
   uint32_t max_sge = 1;
+  // SRQ only: the armed limit (ibv_modify_srq IBV_SRQ_LIMIT), 0 = off.
+  // When a receive taken leaves fewer WQEs than this, the SRQ_LIMIT_REACHED
+  // event fires once and the limit disarms.
+  uint32_t limit = 0;
 };
 
 }  // namespace uroce::transport

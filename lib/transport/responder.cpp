@@ -43,6 +43,7 @@ bool take_recv(Qp& qp) {
   if (rq.wq.empty()) return false;
   qp.resp.recv = rq.wq.front();
   rq.wq.pop();
+  recv_taken(qp);
   qp.resp.have_recv = true;
   qp.resp.recv_off = 0;
   return true;

@@ -37,6 +37,10 @@ void responder_tx(Qp& qp);
 void ud_send(Qp& qp);
 void ud_rx(Qp& qp, const wire::PacketView& pkt);
 
+// A receive WQE was just taken off the QP's receive queue (post.cpp): an
+// armed SRQ limit may fire its event.
+void recv_taken(Qp& qp);
+
 // Completions and errors (completion.cpp).
 void complete_send(Qp& qp, SendWqe& wqe, ibv_wc_status status);
 // The completion opcode of a work request's opcode.

@@ -21,9 +21,15 @@ bool send_datagram(Qp& qp, SendWqe& w) {
   const bool imm = w.opcode == IBV_WR_SEND_WITH_IMM;
   PacketFields f = packet_fields(qp, imm ? op::UD_SEND_ONLY_WITH_IMMEDIATE : op::UD_SEND_ONLY, qp.req.psn,
                                  uint32_t(w.length));
+  // Each datagram is addressed by its own address handle, source included
+  // (create_ah made sure both GIDs are of one IP version).
   f.eth.dst = w.ud.mac;
+  f.ip.src = w.ud.sgid;
   f.ip.dst = w.ud.gid;
   f.ip.ipv6 = !w.ud.gid.is_v4_mapped();
+  f.ip.df = !f.ip.ipv6;
+  f.ip.ttl = w.ud.ttl;
+  f.ip.dscp = w.ud.dscp;
   f.bth.dest_qp = w.ud.qpn;
   f.bth.se = w.flags & IBV_SEND_SOLICITED;
   f.ext.deth_qkey = (w.ud.qkey & kQkeyUseQp) ? qp.attr.qkey : w.ud.qkey;
@@ -72,6 +78,7 @@ void ud_rx(Qp& qp, const PacketView& pkt) {
   if (rq.wq.empty()) return;  // UD has no RNR: the datagram is dropped
   RecvWqe wqe = rq.wq.front();
   rq.wq.pop();
+  recv_taken(qp);
   ibv_wc wc{};
   wc.wr_id = wqe.wr_id;
   wc.opcode = IBV_WC_RECV;

@@ -32,7 +32,10 @@ enum class WqeState : uint8_t {
 
 struct UdDest {
   wire::IpAddr gid;
+  wire::IpAddr sgid;  // the address handle's sgid_index, resolved at post
   wire::MacAddr mac;
+  uint8_t ttl = 64;   // its hop_limit
+  uint8_t dscp = 0;   // its traffic_class >> 2
   uint32_t qpn = 0;
   uint32_t qkey = 0;
 };

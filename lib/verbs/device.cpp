@@ -87,6 +87,11 @@ const std::string& Device::name() const { return engine_->config().name; }
 const std::vector<wire::IpAddr>& Device::gids() const { return engine_->config().gids; }
 const DeviceLimits& Device::limits() const { return engine_->config().limits; }
 
+bool Device::get_async_event(AsyncEvent& ev) {
+  detail::Pause pause(*thread_);
+  return engine_->take_async_event(ev);
+}
+
 DeviceCounters Device::counters() const {
   detail::Pause pause(*thread_);
   DeviceCounters c = engine_->counters();

@@ -169,6 +169,12 @@ std::unique_ptr<AddressHandle> ProtectionDomain::create_ah(const ibv_ah_attr& at
     return nullptr;
   }
   const wire::IpAddr dgid = wire::IpAddr::from_v6(attr.grh.dgid.raw);
+  const wire::IpAddr& sgid = device_->gids()[attr.grh.sgid_index];
+  // RoCEv2 carries one IP header: an IPv4 source cannot reach an IPv6 GID.
+  if (sgid.is_v4_mapped() != dgid.is_v4_mapped()) {
+    err = EINVAL;
+    return nullptr;
+  }
   wire::MacAddr dmac;
   if (!device_->engine().resolve(dgid, dmac)) {
     device_->engine().resolve_neighbor(dgid);  // so that a retry can succeed
@@ -177,7 +183,7 @@ std::unique_ptr<AddressHandle> ProtectionDomain::create_ah(const ibv_ah_attr& at
   }
   ++children_;
   err = 0;
-  return std::unique_ptr<AddressHandle>(new AddressHandle(this, attr, dgid, dmac));
+  return std::unique_ptr<AddressHandle>(new AddressHandle(this, attr, dgid, sgid, dmac));
 }
 
 MemoryRegion::~MemoryRegion() {

@@ -1,5 +1,6 @@
 #include "uroce/verbs/shared_receive_queue.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 
@@ -46,6 +47,25 @@ int SharedReceiveQueue::post_recv(const RecvWr* wr, const RecvWr** bad) {
       return err;
     }
   }
+  return 0;
+}
+
+int SharedReceiveQueue::modify(const ibv_srq_attr& attr, int attr_mask) {
+  if (attr_mask & ~(IBV_SRQ_LIMIT | IBV_SRQ_MAX_WR)) return EINVAL;
+  if (attr_mask & IBV_SRQ_MAX_WR) return EINVAL;  // no resizing
+  detail::Pause pause(pd_->device().engine_thread());
+  if (attr_mask & IBV_SRQ_LIMIT) {
+    if (attr.srq_limit > queue_->wq.capacity()) return EINVAL;
+    queue_->limit = attr.srq_limit;
+  }
+  return 0;
+}
+
+int SharedReceiveQueue::query(ibv_srq_attr& attr) const {
+  detail::Pause pause(pd_->device().engine_thread());
+  attr.max_wr = queue_->wq.capacity();
+  attr.max_sge = max_sge_;
+  attr.srq_limit = queue_->limit;
   return 0;
 }
 

@@ -4,7 +4,12 @@
 // with jumbo frames (path MTU 4096).
 #include <catch2/catch.hpp>
 
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <cstdio>
 
 #include <chrono>
 #include <thread>
@@ -136,6 +141,26 @@ TEST_CASE("af_packet: an MTU above what the interface and ring slots allow is cl
   CHECK(pa->mtu() == 1500);
   REQUIRE(pa->notices().size() == 1);
   CHECK(pa->notices()[0].find("MTU 9000") != std::string::npos);
+}
+
+TEST_CASE("af_packet: a smaller port MTU leaves a larger interface MTU alone", "[af-packet]") {
+  VethPair veth(prefix("m"), 9000);
+  INFO(veth.error());
+  REQUIRE(veth.ok());
+  auto if_mtu = [&] {
+    ifreq ifr{};
+    std::snprintf(ifr.ifr_name, IFNAMSIZ, "%s", veth.a().c_str());
+    const int s = ::socket(AF_INET, SOCK_DGRAM, 0);
+    const int rc = ::ioctl(s, SIOCGIFMTU, &ifr);
+    ::close(s);
+    return rc == 0 ? ifr.ifr_mtu : -1;
+  };
+  REQUIRE(if_mtu() == 9000);
+  {
+    auto pa = open_af_packet(7, veth.a(), 1500);
+    CHECK(pa->mtu() == 1500);
+  }
+  CHECK(if_mtu() == 9000);  // was 1500: SIOCSIFMTU from the PMD's set_mtu
 }
 
 TEST_CASE("af_packet ports are removed on close: the same vdev opens again", "[af-packet]") {

@@ -97,6 +97,44 @@ case $case_ in
       [ $rc = 2 ] || fail "uroce-perf $args: exit $rc, expected 2"
     done
     grep -q "cannot read congestion-control file /nonexistent.conf" "$out" || fail "no message for a missing file" ;;
+  lat-remote-address)
+    # RDMA in the latency tests goes exactly to the address the peer sent
+    # (perftest's write_lat spins on the last byte of that region; found
+    # against rxe: uroce wrote `size` bytes past it, out of the peer's MR).
+    for t in write_lat read_lat; do
+      run_ok $t --loopback --verify -n 5 -s 5000 --pcap "$work/$t.pcap"
+      va_of() { sed -n "s/^ $1 address: .*VAddr 0x\([0-9a-f]*\).*/\1/p" "$out"; }
+      loc=$(va_of local) rem=$(va_of remote)
+      [ -n "$loc" ] && [ -n "$rem" ] || fail "$t: no local/remote VAddr in the banner"
+      "$dump" "$work/$t.pcap" >"$work/$t.txt" || fail "$t: uroce-dump rejects the capture"
+      targets=$(grep -o 'RETH(va=0x[0-9a-f]*' "$work/$t.txt" | sed 's/.*va=0x0*//' | sort -u)
+      [ -n "$targets" ] || fail "$t: no RETH in the capture"
+      for v in $targets; do
+        [ "$((16#$v))" = "$((16#$rem))" ] || [ "$((16#$v))" = "$((16#$loc))" ] ||
+          fail "$t: RDMA to 0x$v, but the exchanged addresses are 0x$loc and 0x$rem"
+      done
+    done
+    # perftest's write_lat: the server writes first (its client polls first),
+    # and the marker in the last byte is (char)++scnt, so 0 after 255.
+    run_ok write_lat --loopback --verify -n 260 -s 64 --pcap "$work/wl.pcap"
+    /usr/bin/python3 - "$work/wl.pcap" <<'PY' || fail "write_lat: wrong order or markers (see above)"
+import struct, sys
+d = open(sys.argv[1], "rb").read()
+off, writes = 24, []
+while off + 16 <= len(d):
+    n = struct.unpack_from("<I", d, off + 8)[0]
+    f = d[off + 16:off + 16 + n]
+    off += 16 + n
+    if len(f) > 58 and f[23] == 17 and f[42] == 0x0A:  # BTH opcode: RC RDMA WRITE ONLY
+        writes.append((f[29], f[-5]))  # last octet of the source IP, last payload byte
+if not writes or writes[0][0] != 1:
+    sys.exit(f"the first WRITE must come from the server (192.168.77.1): {writes[:2]}")
+client = [m for src, m in writes if src == 2]
+want = [(i + 1) & 0xFF for i in range(260)]
+if client != want:
+    sys.exit(f"client markers {client[250:260]}, expected {want[250:260]}")
+PY
+    ;;
   *) echo "unknown case $case_"; exit 2 ;;
 esac
 echo "ok: $case_"

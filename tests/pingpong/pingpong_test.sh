@@ -6,7 +6,7 @@
 # fd00::1/::2 for the IPv6 run. Needs root; exit 77 (skip) otherwise.
 #
 # usage: pingpong_test.sh CASE UROCE_PINGPONG UROCE_DUMP ORACLE_PY WORKDIR
-#   CASE: sizes | pcap | errors | usage
+#   CASE: sizes | pcap | errors | usage | ud | srq
 #
 # Namespace A is this script's own (unshare --net re-runs it there);
 # namespace B belongs to a `sleep` holder process. Both vanish when their
@@ -102,15 +102,16 @@ wait_server() { wait "$SRV"; SRC=$?; SRV=; }
 # The part of an address line after its label.
 addr_of() { grep "^  $2 address:" "$1" | sed 's/^.*address: *//'; }
 
-# check_run NAME SIZE ITERS: both exited 0, printed rc_pingpong's lines,
-# and each side's remote address is the other's local one.
+# check_run NAME SIZE ITERS [SEP]: both exited 0, printed rc_pingpong's
+# lines, and each side's remote address is the other's local one. SEP is
+# what comes before "GID" on the local line (ud_pingpong's is ":").
 check_run() {
-  local name=$1 size=$2 iters=$3 s=$work/$1.srv.out c=$work/$1.cli.out
+  local name=$1 size=$2 iters=$3 sep=${4:-,} s=$work/$1.srv.out c=$work/$1.cli.out
   [ "$SRC" = 0 ] || fail "$name: server exited $SRC"
   [ "$CRC" = 0 ] || fail "$name: client exited $CRC"
   for f in "$s" "$c"; do
-    grep -qE '^  local address:  LID 0x0000, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}, GID [0-9a-f:.]+$' "$f" ||
-      fail "$name: no rc_pingpong local address line in $f"
+    grep -qE "^  local address:  LID 0x0000, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}$sep GID [0-9a-f:.]+\$" "$f" ||
+      fail "$name: no local address line in $f"
     grep -qE "^$((2 * size * iters)) bytes in [0-9]+\.[0-9]{2} seconds = [0-9]+\.[0-9]{2} Mbit/sec\$" "$f" ||
       fail "$name: no '$((2 * size * iters)) bytes in ...' line in $f"
     grep -qE "^$iters iters in [0-9]+\.[0-9]{2} seconds = [0-9]+\.[0-9]{2} usec/iter\$" "$f" ||
@@ -119,11 +120,26 @@ check_run() {
   # rc_pingpong prints the GID with inet_ntop(AF_INET6): ::ffff:a.b.c.d for IPv4.
   local sgid=$SRV_IP cgid=$CLI_IP
   case $SRV_IP in *:*) ;; *) sgid=::ffff:$SRV_IP cgid=::ffff:$CLI_IP ;; esac
-  [ "$(addr_of "$s" local | sed 's/.*GID //')" = "$sgid" ] || fail "$name: server's GID is not $sgid"
-  [ "$(addr_of "$c" local | sed 's/.*GID //')" = "$cgid" ] || fail "$name: client's GID is not $cgid"
+  for g in $(addr_of "$s" local | sed 's/.*GID //'); do [ "$g" = "$sgid" ] || fail "$name: server's GID $g is not $sgid"; done
+  for g in $(addr_of "$c" local | sed 's/.*GID //'); do [ "$g" = "$cgid" ] || fail "$name: client's GID $g is not $cgid"; done
   [ -n "$(addr_of "$s" remote)" ] && [ -n "$(addr_of "$c" remote)" ] || fail "$name: no remote address line"
-  [ "$(addr_of "$s" remote)" = "$(addr_of "$c" local)" ] || fail "$name: server's remote address != client's local"
-  [ "$(addr_of "$c" remote)" = "$(addr_of "$s" local)" ] || fail "$name: client's remote address != server's local"
+  # In order, line for line (srq: one per QP); ud_pingpong's local ":" is a "," on the remote line.
+  [ "$(addr_of "$s" remote)" = "$(addr_of "$c" local | sed 's/: GID/, GID/')" ] ||
+    fail "$name: server's remote addresses != client's local ones"
+  [ "$(addr_of "$c" remote)" = "$(addr_of "$s" local | sed 's/: GID/, GID/')" ] ||
+    fail "$name: client's remote addresses != server's local ones"
+}
+
+# dump_pcap SIDE [oracle]: uroce-dump (and with "oracle" the oracle, where
+# present: it is slow, and both sides' captures hold the same packets)
+# accept it.
+dump_pcap() {
+  local out=$work/dump-$1.out
+  "$dump" "$work/$1.pcap" >"$out" 2>&1 || fail "uroce-dump rejects $1.pcap"
+  grep -qE "invalid: +0\$" "$out" || fail "$1.pcap has invalid RoCE packets"
+  if [ "${2:-}" = oracle ] && [ -f "$oracle" ]; then
+    /usr/bin/python3 "$oracle" "$work/$1.pcap" -q >"$work/oracle-$1.out" 2>&1 || fail "the oracle rejects $1.pcap"
+  fi
 }
 
 # field FILE local|remote QPN|PSN -> the hex digits
@@ -261,6 +277,101 @@ case $case_ in
       "$work/chk.srv.out" || fail "--chk mismatch: no message naming the first wrong byte"
     echo "ok: --chk mismatch -> exit 1" ;;
 
+  ud)
+    setup_links
+    # ud_pingpong: -s up to the port's active MTU; sizes down to 1 byte,
+    # and IPv6 (the GRH slot then holds the whole IPv6 header). -c checks
+    # every message, its GRH source and its source QP.
+    for run in "1 1024 200 4" "512 1024 300 4" "1024 1024 300 4" "4096 4096 300 4" "1000 1024 200 6"; do
+      set -- $run
+      if [ "$4" = 6 ]; then SRV_IP=fd00::1 CLI_IP=fd00::2; else SRV_IP=10.0.0.1 CLI_IP=10.0.0.2; fi
+      slots=
+      if [ "$2" -gt 1024 ]; then
+        ip link set dev ppa mtu 9000 && inb ip link set dev ppb mtu 9000 || fail "veth MTU 9000"
+        slots=$JUMBO
+      fi
+      name=ud-s$1-m$2-ipv$4
+      start_server "$name" "$slots" --ud -s "$1" -m "$2" -n "$3" -c --timeout 20
+      run_client "$name" "$slots" --ud -s "$1" -m "$2" -n "$3" -c --timeout 20
+      wait_server
+      check_run "$name" "$1" "$3" :
+      echo "ok: --ud IPv$4 -s $1 -m $2 -n $3 -c: $(grep usec/iter "$work/$name.cli.out")"
+    done
+    SRV_IP=10.0.0.1 CLI_IP=10.0.0.2
+    # The wire: UD SEND ONLY with ud_pingpong's qkey and our QP as the
+    # source, to the QPN and from the PSN that were exchanged; no ACKs.
+    start_server udcap "" --ud -s 512 -n 10 --pcap "$work/udsrv.pcap" --timeout 20
+    run_client udcap "" --ud -s 512 -n 10 --pcap "$work/udcli.pcap" --timeout 20
+    wait_server
+    check_run udcap 512 10 :
+    s=$work/udcap.srv.out c=$work/udcap.cli.out
+    for side in udsrv udcli; do
+      dump_pcap $side $([ $side = udsrv ] && echo oracle)
+      out=$work/dump-$side.out
+      n=$(grep -c " UD_SEND_ONLY " "$out")
+      [ "$n" = 20 ] || fail "$side.pcap: $n UD_SEND_ONLY packets, expected 20 (10 each way)"
+      ! grep -q " RC_" "$out" || fail "$side.pcap: RC packets in a UD run"
+      n=$(grep " UD_SEND_ONLY " "$out" | grep "payload=512" | grep -c "DETH(qkey=0x11111111 ")
+      [ "$n" = 20 ] || fail "$side.pcap: $n of 20 UD SENDs have a 512-byte payload and qkey 0x11111111"
+      grep -qE "^#[0-9]+ $CLI_IP:[0-9]+ -> $SRV_IP UD_SEND_ONLY qpn=0x$(field "$s" local QPN) psn=0x$(field "$c" local PSN) .*DETH\(qkey=0x11111111 srcqp=0x$(field "$c" local QPN)\)" "$out" ||
+        fail "$side.pcap: the client's first UD SEND does not match the exchange"
+      grep -qE "^#[0-9]+ $SRV_IP:[0-9]+ -> $CLI_IP UD_SEND_ONLY qpn=0x$(field "$c" local QPN) psn=0x$(field "$s" local PSN) .*DETH\(qkey=0x11111111 srcqp=0x$(field "$s" local QPN)\)" "$out" ||
+        fail "$side.pcap: the server's first UD SEND does not match the exchange"
+    done
+    echo "ok: UD captures decode; qkey, source QP, QPN and PSN match the exchange" ;;
+
+  srq)
+    setup_links
+    # srq_pingpong: -q QPs on one SRQ of -r receives; -n counts over all
+    # QPs. -c checks each QP's messages in order.
+    for run in "256 2 10 500 1024" "4096 16 500 500 1024" "64 4 1000 8 1024" "8192 3 300 100 4096" "1 1 100 2 1024"; do
+      set -- $run
+      slots=
+      if [ "$5" -gt 1024 ]; then
+        ip link set dev ppa mtu 9000 && inb ip link set dev ppb mtu 9000 || fail "veth MTU 9000"
+        slots=$JUMBO
+      fi
+      name=srq-s$1-q$2-r$4-m$5
+      start_server "$name" "$slots" --srq -s "$1" -q "$2" -n "$3" -r "$4" -m "$5" -c --timeout 20
+      run_client "$name" "$slots" --srq -s "$1" -q "$2" -n "$3" -r "$4" -m "$5" -c --timeout 20
+      wait_server
+      check_run "$name" "$1" "$3"
+      for f in "$work/$name.srv.out" "$work/$name.cli.out"; do
+        [ "$(grep -c '^  local address:' "$f")" = "$2" ] || fail "$name: not $2 local address lines in $f"
+        [ "$(grep -c '^  remote address:' "$f")" = "$2" ] || fail "$name: not $2 remote address lines in $f"
+        [ "$(addr_of "$f" local | sed -E 's/.*QPN 0x([0-9a-f]+).*/\1/' | sort -u | wc -l)" = "$2" ] ||
+          fail "$name: the $2 QPs in $f do not have distinct QPNs"
+      done
+      echo "ok: --srq -s $1 -q $2 -n $3 -r $4 -m $5 -c: $(grep usec/iter "$work/$name.cli.out")"
+    done
+    # The wire: every QP carries SENDs to its peer QP (completions were
+    # told apart by QPN, so each QP must have had traffic).
+    start_server srqcap "" --srq -s 256 -q 3 -n 30 --pcap "$work/srqsrv.pcap" --timeout 20
+    run_client srqcap "" --srq -s 256 -q 3 -n 30 --timeout 20
+    wait_server
+    check_run srqcap 256 30
+    dump_pcap srqsrv oracle
+    out=$work/dump-srqsrv.out s=$work/srqcap.srv.out c=$work/srqcap.cli.out
+    paste <(addr_of "$c" local) <(addr_of "$s" local) | while read -r line; do
+      cq=$(echo "$line" | sed -E 's/^.*QPN 0x([0-9a-f]{6}), PSN 0x([0-9a-f]{6}).*QPN 0x([0-9a-f]{6}), PSN 0x([0-9a-f]{6}).*$/\1 \2 \3 \4/')
+      set -- $cq  # client QPN, client PSN, server QPN, server PSN
+      grep -qE "^#[0-9]+ $CLI_IP:[0-9]+ -> $SRV_IP RC_SEND_ONLY qpn=0x$3 psn=0x$2 " "$out" ||
+        fail "srqsrv.pcap: no SEND from client QP 0x$1 to server QP 0x$3 at PSN 0x$2"
+      grep -qE "^#[0-9]+ $SRV_IP:[0-9]+ -> $CLI_IP RC_SEND_ONLY qpn=0x$1 psn=0x$4 " "$out" ||
+        fail "srqsrv.pcap: no SEND from server QP 0x$3 to client QP 0x$1 at PSN 0x$4"
+    done || exit 1
+    echo "ok: SRQ capture decodes; each QP pair carries its own SENDs from the exchanged PSNs"
+    # Different -q on the two sides: srq_pingpong's zero records tell the
+    # server that the client has fewer QPs; it says so and hangs up.
+    start_server fewer "" --srq -q 4 -n 10 --timeout 5
+    run_client fewer "" --srq -q 2 -n 10 --timeout 5
+    wait_server
+    [ "$SRC" = 1 ] && [ "$CRC" = 1 ] || fail "-q 4 vs -q 2: server exit $SRC, client exit $CRC, expected 1 and 1"
+    grep -q "the peer has fewer QPs than our 4 (no QPN for QP\[2\]): give both sides the same -q" "$work/fewer.srv.out" ||
+      fail "-q 4 vs -q 2: the server does not say the peer has fewer QPs"
+    grep -q "couldn't read remote address 0 of 256" "$work/fewer.cli.out" || fail "-q 4 vs -q 2: the client does not say the server hung up"
+    echo "ok: -q 4 server, -q 2 client -> both exit 1, the server names the cause" ;;
+
   usage)
     expect() {  # expect RC NEEDLE ARGS...
       local want=$1 needle=$2; shift 2
@@ -279,6 +390,15 @@ case $case_ in
     expect 0 "always polls" --help
     expect 0 "chk" --help
     expect 0 "uroce-pingpong" --version
+    expect 0 "ibv_ud_pingpong" --help
+    expect 0 "ibv_srq_pingpong" --help
+    expect 2 "needs --srq" $d -q 4
+    expect 2 "excludes" $d --ud --srq
+    expect 2 "rx_depth 8 is too small for 16 QPs -- must have at least one receive per QP" $d --srq -r 8
+    expect 2 "num-qp" $d --srq -q 257
+    # UD: a message is one packet; the default -s (2048) exceeds the default -m (1024).
+    expect 1 "Requested size larger than port MTU (1024)" $d --ud
+    expect 1 "Requested size larger than port MTU (2048): -s 4096" $d --ud -s 4096 -m 2048
     echo "ok: usage errors exit 2 with a message" ;;
 
   *) echo "unknown case $case_"; exit 2 ;;

@@ -80,8 +80,11 @@ TEST_CASE("client conversation sends exactly what rc_pingpong's client sent", "[
 }
 
 TEST_CASE("server conversation: read, connect, reply, read done", "[pingpong-conversation]") {
-  const std::string client_bytes = test::read_stream("rc_pingpong", "client");
-  const std::string server_bytes = test::read_stream("rc_pingpong", "server");
+  // ud_pingpong's server speaks the same conversation as rc_pingpong's.
+  const char* name = GENERATE("rc_pingpong", "ud_pingpong");
+  INFO(name);
+  const std::string client_bytes = test::read_stream(name, "client");
+  const std::string server_bytes = test::read_stream(name, "server");
   const uint16_t port = RawSocket::free_port();
   REQUIRE(port != 0);
   std::atomic<bool> client_got_reply{false};

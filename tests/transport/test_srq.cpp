@@ -199,3 +199,49 @@ TEST_CASE("Destroying an SRQ with posted receives releases their regions", "[ud-
   CHECK(mr->in_use() == 0);
   CHECK(pd->dereg_mr(mr) == 0);
 }
+
+TEST_CASE("SRQ limit: one SRQ_LIMIT_REACHED event when fewer receives remain, then disarmed", "[ud-srq]") {
+  SrqRig r(147, 8);
+  for (uint64_t i = 0; i < 4; ++i) REQUIRE(r.srq_recv(i, i * 256, 256) == 0);
+  Device& dev = r.srq->pd().device();
+  ibv_srq_attr a{};
+  a.srq_limit = 9;
+  CHECK(r.srq->modify(a, IBV_SRQ_LIMIT) == EINVAL);  // above max_wr
+  a.max_wr = 16;
+  CHECK(r.srq->modify(a, IBV_SRQ_MAX_WR) == EINVAL);  // no resizing
+  a.srq_limit = 3;
+  REQUIRE(r.srq->modify(a, IBV_SRQ_LIMIT) == 0);
+  ibv_srq_attr q{};
+  REQUIRE(r.srq->query(q) == 0);
+  CHECK(q.srq_limit == 3);
+  CHECK(q.max_wr == 8);
+  AsyncEvent ev;
+  CHECK_FALSE(dev.get_async_event(ev));
+
+  // 4 -> 3 receives left: not below the limit yet.
+  REQUIRE(r.send(0, 1, 0, 64) == 0);
+  REQUIRE(r.fabric.run_until([&] { return r.srq->posted() == 3; }));
+  r.fabric.run_for(kSecond / 100);
+  CHECK_FALSE(dev.get_async_event(ev));
+  // 3 -> 2, through the other QP: the event fires, naming the SRQ.
+  REQUIRE(r.send(1, 2, 0, 64) == 0);
+  REQUIRE(r.fabric.run_until([&] { return r.srq->posted() == 2; }));
+  REQUIRE(dev.get_async_event(ev));
+  CHECK(ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED);
+  CHECK(ev.srq == r.srq.get());
+  CHECK(ev.qp == nullptr);
+  CHECK_FALSE(dev.get_async_event(ev));  // taken once
+  REQUIRE(r.srq->query(q) == 0);
+  CHECK(q.srq_limit == 0);  // disarmed
+  // Disarmed: taking more receives raises nothing until it is armed again.
+  REQUIRE(r.send(0, 3, 0, 64) == 0);
+  REQUIRE(r.fabric.run_until([&] { return r.srq->posted() == 1; }));
+  r.fabric.run_for(kSecond / 100);
+  CHECK_FALSE(dev.get_async_event(ev));
+  a.srq_limit = 2;
+  REQUIRE(r.srq->modify(a, IBV_SRQ_LIMIT) == 0);
+  REQUIRE(r.send(1, 4, 0, 64) == 0);
+  REQUIRE(r.fabric.run_until([&] { return r.srq->posted() == 0; }));
+  REQUIRE(dev.get_async_event(ev));
+  CHECK(ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED);
+}

@@ -229,3 +229,42 @@ TEST_CASE("UD over IPv6 GIDs: the GRH slot holds the whole IPv6 header", "[ud-sr
   CHECK(std::memcmp(grh + 24, p.b.dev->gids()[0].bytes.data(), 16) == 0);
   CHECK(std::memcmp(grh + 40, p.a.buf(), 500) == 0);
 }
+
+TEST_CASE("UD: the address handle's hop limit and traffic class reach the wire", "[ud-srq]") {
+  UdPair p(133);
+  ibv_ah_attr at{};
+  at.is_global = 1;
+  at.port_num = 1;
+  at.grh.sgid_index = 0;
+  at.grh.hop_limit = 7;
+  at.grh.traffic_class = 0x68;  // DSCP 26 (AF31), ECN bits 0
+  std::memcpy(at.grh.dgid.raw, p.b.dev->gids()[0].bytes.data(), 16);
+  int err = -1;
+  p.a.ah = p.a.pd->create_ah(at, err);
+  REQUIRE(err == 0);
+  CHECK(p.a.ah->sgid() == p.a.dev->gids()[0]);
+  REQUIRE(p.recv(p.b, 1, 0, 40 + 64) == 0);
+  REQUIRE(p.send(p.a, p.b, 2, 4096, 64, 0x1111) == 0);
+  auto wb = p.wait(p.b, 1);
+  REQUIRE(wb.size() == 1);
+  CHECK(wb[0].status == IBV_WC_SUCCESS);
+  const uint8_t* ipv4 = p.b.buf(20);  // the IPv4 header in the GRH slot
+  CHECK(ipv4[8] == 7);                // TTL
+  CHECK((ipv4[1] >> 2) == 26);        // DSCP
+  CHECK(std::memcmp(ipv4 + 12, p.a.dev->gids()[0].bytes.data() + 12, 4) == 0);
+}
+
+TEST_CASE("UD: an address handle mixing an IPv4 source with an IPv6 destination is EINVAL", "[ud-srq]") {
+  UdPair p(134);
+  ibv_ah_attr at{};
+  at.is_global = 1;
+  at.port_num = 1;
+  at.grh.sgid_index = 0;  // ::ffff:10.0.0.1
+  wire::IpAddr v6;
+  REQUIRE(wire::IpAddr::parse("fd00::2", v6));
+  std::memcpy(at.grh.dgid.raw, v6.bytes.data(), 16);
+  p.a.dev->add_neighbor(v6, wire::MacAddr{});  // resolvable: only the family is wrong
+  int err = 0;
+  CHECK(p.a.pd->create_ah(at, err) == nullptr);
+  CHECK(err == EINVAL);
+}

@@ -86,6 +86,14 @@ TEST_CASE("rxe's UDP source port for QPN 0x11 <-> 0x123 is 54099", "[rxe-facts]"
   }
 }
 
+TEST_CASE("rxe's UDP source port for UD QPN 0x11 is 57236, whatever the destination", "[rxe-facts]") {
+  // A UD QP has no peer: rxe hashes its own QPN only, as uroce's UD QPs do.
+  CHECK(uroce::wire::roce_udp_sport_unconnected(0x11) == 57236);
+  const auto& pkts = rxe_capture("ud_pingpong.pcap").roce;
+  REQUIRE(pkts.size() == 10);
+  for (const auto& r : pkts) CHECK(r.sport == 57236);
+}
+
 TEST_CASE("AckReq is set exactly on the packets that end an RC request", "[rxe-facts]") {
   for (const auto& c : uroce::test::rxe_captures()) {
     INFO(c.name);

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "uroce/wire/ip_addr.h"
 
@@ -75,5 +76,27 @@ using PingpongConnect = std::function<bool(const PingpongDest& remote, std::stri
 // `connect`, sends `mine`, receives "done\0".
 bool pingpong_server_exchange(TcpChannel& ch, const PingpongDest& mine, const PingpongConnect& connect,
                               PingpongDest& remote, std::string& error);
+
+// ibv_srq_pingpong's variant (libibverbs/examples/srq_pingpong.c): the
+// same record, but always kSrqPingpongRecords of them each way (its
+// MAX_QP), one per QP in QP order and all-zero records after the last QP:
+//
+//   client -> server   256 records
+//   server             connects its QPs (RTR/RTS)
+//   server -> client   256 records
+//   client -> server   "done\0"
+inline constexpr size_t kSrqPingpongRecords = 256;
+
+// `mine` holds one record per QP (at most kSrqPingpongRecords); `remote`
+// gets all kSrqPingpongRecords the peer sent, zero records included (the
+// caller knows how many QPs it has; the protocol does not say).
+bool srq_pingpong_client_exchange(TcpChannel& ch, const std::vector<PingpongDest>& mine,
+                                  std::vector<PingpongDest>& remote, std::string& error);
+
+using PingpongConnectAll = std::function<bool(const std::vector<PingpongDest>& remote, std::string& error)>;
+
+bool srq_pingpong_server_exchange(TcpChannel& ch, const std::vector<PingpongDest>& mine,
+                                  const PingpongConnectAll& connect, std::vector<PingpongDest>& remote,
+                                  std::string& error);
 
 }  // namespace uroce::exchange

@@ -20,18 +20,21 @@ class AddressHandle {
 
   const ibv_ah_attr& attr() const { return attr_; }
   const wire::IpAddr& dgid() const { return dgid_; }
+  // The device's GID at attr().grh.sgid_index: the datagrams' source.
+  const wire::IpAddr& sgid() const { return sgid_; }
   const wire::MacAddr& dmac() const { return dmac_; }
   ProtectionDomain& pd() const { return *pd_; }
 
  private:
   friend class ProtectionDomain;
-  AddressHandle(ProtectionDomain* pd, const ibv_ah_attr& attr, const wire::IpAddr& dgid,
+  AddressHandle(ProtectionDomain* pd, const ibv_ah_attr& attr, const wire::IpAddr& dgid, const wire::IpAddr& sgid,
                 const wire::MacAddr& dmac)
-      : pd_(pd), attr_(attr), dgid_(dgid), dmac_(dmac) {}
+      : pd_(pd), attr_(attr), dgid_(dgid), sgid_(sgid), dmac_(dmac) {}
 
   ProtectionDomain* pd_;
   ibv_ah_attr attr_;
   wire::IpAddr dgid_;
+  wire::IpAddr sgid_;
   wire::MacAddr dmac_;
 };
 

@@ -100,6 +100,9 @@ class Device {
   const std::string& name() const;
   const std::vector<wire::IpAddr>& gids() const;
   const DeviceLimits& limits() const;
+  // ibv_get_async_event without blocking: the oldest event not yet taken,
+  // false if there is none. Take an SRQ's events before destroying it.
+  bool get_async_event(AsyncEvent& ev);
   // Sum over live and destroyed QPs plus device-level drops.
   DeviceCounters counters() const;
 

@@ -2,6 +2,8 @@
 // in posting order (ibv_create_srq / ibv_post_srq_recv).
 #pragma once
 
+#include <infiniband/verbs.h>
+
 #include <memory>
 
 #include "uroce/verbs/types.h"
@@ -22,6 +24,13 @@ class SharedReceiveQueue {
 
   // ibv_post_srq_recv: 0, or EINVAL/ENOMEM with *bad at the first WR not posted.
   int post_recv(const RecvWr* wr, const RecvWr** bad);
+  // ibv_modify_srq: IBV_SRQ_LIMIT arms the limit (0 disarms; above max_wr
+  // is EINVAL); when a receive taken leaves fewer WQEs than the limit, the
+  // device queues one IBV_EVENT_SRQ_LIMIT_REACHED (Device::get_async_event)
+  // and the limit disarms. IBV_SRQ_MAX_WR (resizing) is EINVAL: not supported.
+  int modify(const ibv_srq_attr& attr, int attr_mask);
+  // ibv_query_srq: max_wr, max_sge and the armed limit (0 once it fired).
+  int query(ibv_srq_attr& attr) const;
   uint32_t max_wr() const;
   uint32_t max_sge() const { return max_sge_; }
   uint32_t posted() const;

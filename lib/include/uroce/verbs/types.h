@@ -18,6 +18,7 @@ namespace uroce {
 
 class AddressHandle;
 class CompletionQueue;
+class QueuePair;
 class SharedReceiveQueue;
 
 // Mirrors struct ibv_send_wr, field for field.
@@ -87,6 +88,14 @@ struct DeviceLimits {
   uint32_t max_mr = 65535;
   uint64_t max_mr_size = uint64_t(1) << 40;
   uint32_t max_msg_sz = 1u << 31;
+};
+
+// An asynchronous event (ibv_get_async_event's ibv_async_event, with our
+// objects). Only IBV_EVENT_SRQ_LIMIT_REACHED is produced so far.
+struct AsyncEvent {
+  ibv_event_type event_type = IBV_EVENT_DEVICE_FATAL;
+  SharedReceiveQueue* srq = nullptr;  // SRQ events
+  QueuePair* qp = nullptr;            // QP events
 };
 
 // Where a peer's MAC address stands (ARP for IPv4, ND for IPv6).

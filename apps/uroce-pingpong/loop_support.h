@@ -1,0 +1,33 @@
+// What the ping-pong loops (run.h, srq_run.h) share: a progress line for
+// long runs, and the last engine turns after a run.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+
+namespace uroce::pingpong {
+
+using Clock = std::chrono::steady_clock;
+
+// Runs the engine once; returns the work done (0 = idle).
+using PollFn = std::function<int()>;
+
+// A line on stderr every 2 s once a run has lasted 3 s, so a long run
+// shows it is alive without cluttering short ones.
+class Progress {
+ public:
+  explicit Progress(uint32_t iters) : iters_(iters), start_(Clock::now()), next_(start_ + std::chrono::seconds(3)) {}
+  void update(Clock::time_point now, uint32_t done);
+
+ private:
+  uint32_t iters_;
+  Clock::time_point start_, next_;
+};
+
+// Runs the engine until it has nothing left to do (at most ~50 ms): our
+// last ACK may still be queued when the last completion arrives, and the
+// peer's last SEND completes only when that ACK reaches it.
+void drain(const PollFn& poll);
+
+}  // namespace uroce::pingpong

@@ -1,0 +1,145 @@
+#include "srq_context.h"
+
+#include <cstring>
+
+namespace uroce::pingpong {
+namespace {
+
+std::string errno_text(const std::string& what, int err) { return what + ": " + std::strerror(err); }
+
+}  // namespace
+
+std::unique_ptr<SrqContext> SrqContext::create(Device& dev, const Options& o, std::string& error) {
+  std::unique_ptr<SrqContext> c(new SrqContext());
+  c->o_ = &o;
+  c->chk_ = o.chk;
+  c->size_ = o.size;
+  // A receive slot per posted receive can be reused once rx_depth later
+  // receives were posted: by then its completion has been checked.
+  c->slots_ = o.chk ? o.rx_depth : 1;
+  const uint64_t tx_bytes = o.chk ? uint64_t(o.num_qp) * o.size : 0;
+  const uint64_t bytes = uint64_t(c->slots_) * o.size + tx_bytes;
+  c->pd_ = dev.alloc_pd();
+  int err = 0;
+  c->mr_ = c->pd_->alloc_mr(bytes, IBV_ACCESS_LOCAL_WRITE, err);
+  if (!c->mr_)
+    return error = errno_text("couldn't register MR", err) + " (" + std::to_string(bytes) +
+                   " bytes of DPDK memory; give EAL more with --eal \"-m MB\")",
+           nullptr;
+  c->rx_ = static_cast<uint8_t*>(c->mr_->addr());  // zeroed, as srq_pingpong's buffer
+  c->tx_ = o.chk ? c->rx_ + uint64_t(c->slots_) * o.size : c->rx_;
+  c->cq_ = dev.create_cq(int(o.rx_depth + o.num_qp), err);
+  if (!c->cq_) return error = errno_text("couldn't create CQ", err), nullptr;
+  SrqInitAttr sa;
+  sa.max_wr = o.rx_depth;
+  sa.max_sge = 1;
+  c->srq_ = c->pd_->create_srq(sa, err);
+  if (!c->srq_) return error = errno_text("couldn't create SRQ", err), nullptr;
+  for (uint32_t i = 0; i < o.num_qp; ++i) {
+    QpInitAttr init;
+    init.send_cq = init.recv_cq = c->cq_.get();
+    init.srq = c->srq_.get();
+    init.qp_type = IBV_QPT_RC;
+    init.cap.max_send_wr = 1;
+    init.cap.max_send_sge = 1;
+    auto qp = c->pd_->create_qp(init, err);
+    if (!qp) return error = errno_text("couldn't create QP[" + std::to_string(i) + "]", err), nullptr;
+    ibv_qp_attr attr{};
+    if (qp->query(attr, IBV_QP_CAP, init) == 0 && init.cap.max_inline_data >= o.size)
+      c->send_flags_ |= IBV_SEND_INLINE;
+    c->qps_.push_back(std::move(qp));
+  }
+  for (uint32_t i = 0; i < o.num_qp; ++i) {
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_INIT;
+    attr.pkey_index = 0;
+    attr.port_num = uint8_t(o.ib_port);
+    attr.qp_access_flags = 0;
+    if (int e = c->qps_[i]->modify(attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+      return error = errno_text("failed to modify QP[" + std::to_string(i) + "] to INIT", e), nullptr;
+  }
+  return c;
+}
+
+SrqContext::~SrqContext() {
+  qps_.clear();  // before the SRQ they use
+  srq_.reset();
+  if (mr_) pd_->dereg_mr(mr_);
+}
+
+int SrqContext::post_recv(int n) {
+  int i = 0;
+  for (; i < n; ++i) {
+    const uint64_t slot = next_slot_ % slots_;
+    ibv_sge sge{reinterpret_cast<uintptr_t>(rx_ + slot * size_), size_, mr_->lkey()};
+    RecvWr wr;
+    wr.wr_id = kRecvWrid | (chk_ ? slot << 2 : 0);
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    const RecvWr* bad = nullptr;
+    if (srq_->post_recv(&wr, &bad) != 0) break;
+    ++next_slot_;
+  }
+  return i;
+}
+
+int SrqContext::post_send(int qp_index) {
+  ibv_sge sge{reinterpret_cast<uintptr_t>(tx(qp_index)), size_, mr_->lkey()};
+  SendWr wr;
+  wr.wr_id = kSendWrid;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_SEND;
+  wr.send_flags = send_flags_;
+  const SendWr* bad = nullptr;
+  return qps_[size_t(qp_index)]->post_send(&wr, &bad);
+}
+
+int SrqContext::find_qp(uint32_t qpn) const {
+  for (size_t i = 0; i < qps_.size(); ++i)
+    if (qps_[i]->qp_num() == qpn) return int(i);
+  return -1;
+}
+
+bool SrqContext::connect(const std::vector<exchange::PingpongDest>& my,
+                         const std::vector<exchange::PingpongDest>& remote, std::string& error) {
+  for (size_t i = 0; i < qps_.size(); ++i) {
+    const std::string qp = "QP[" + std::to_string(i) + "]";
+    // srq_pingpong sends a zero record for each QP it does not have.
+    if (i >= remote.size() || remote[i].qpn == 0)
+      return error = "the peer has fewer QPs than our " + std::to_string(qps_.size()) +
+                     " (no QPN for " + qp + "): give both sides the same -q",
+             false;
+    if (remote[i].gid == wire::IpAddr{})
+      return error = "the peer sent no GID for " + qp + ": start ibv_srq_pingpong with -g IDX on a RoCE device", false;
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = o_->mtu_enum;
+    a.dest_qp_num = remote[i].qpn;
+    a.rq_psn = remote[i].psn;
+    a.max_dest_rd_atomic = 1;
+    a.min_rnr_timer = 12;
+    a.ah_attr.is_global = 1;
+    a.ah_attr.dlid = uint16_t(remote[i].lid);
+    a.ah_attr.sl = uint8_t(o_->sl);
+    a.ah_attr.port_num = uint8_t(o_->ib_port);
+    a.ah_attr.grh.hop_limit = 64;  // as rc_pingpong's context: rxe uses the route's
+    std::memcpy(a.ah_attr.grh.dgid.raw, remote[i].gid.bytes.data(), 16);
+    a.ah_attr.grh.sgid_index = uint8_t(o_->gid_idx);
+    if (int e = qps_[i]->modify(a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+      return error = errno_text("failed to modify " + qp + " to RTR", e), false;
+    a.qp_state = IBV_QPS_RTS;
+    a.timeout = 14;
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.sq_psn = my[i].psn;
+    a.max_rd_atomic = 1;
+    if (int e = qps_[i]->modify(a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+      return error = errno_text("failed to modify " + qp + " to RTS", e), false;
+  }
+  return true;
+}
+
+}  // namespace uroce::pingpong

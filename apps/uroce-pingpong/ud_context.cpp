@@ -1,0 +1,134 @@
+#include "ud_context.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+namespace uroce::pingpong {
+namespace {
+
+std::string errno_text(const char* what, int err) { return std::string(what) + ": " + std::strerror(err); }
+
+// The source address in a GRH slot: the IPv6 header's (bytes 8..23), or for
+// IPv4 the header at byte 20 (its source at 20 + 12) as a v4-mapped GID.
+wire::IpAddr grh_source(const uint8_t* grh) {
+  if ((grh[20] >> 4) == 4 && std::all_of(grh, grh + 20, [](uint8_t b) { return b == 0; }))
+    return wire::IpAddr::from_v4(grh + 32);
+  return wire::IpAddr::from_v6(grh + 8);
+}
+
+}  // namespace
+
+std::unique_ptr<UdContext> UdContext::create(Device& dev, const Options& o, bool client, std::string& error) {
+  std::unique_ptr<UdContext> c(new UdContext());
+  c->o_ = &o;
+  c->size_ = o.size;
+  c->pd_ = dev.alloc_pd();
+  int err = 0;
+  const uint64_t one = uint64_t(o.size) + kGrhBytes;
+  const uint64_t bytes = client ? 2 * one : one;
+  c->mr_ = c->pd_->alloc_mr(bytes, IBV_ACCESS_LOCAL_WRITE, err);
+  if (!c->mr_)
+    return error = errno_text("couldn't register MR", err) + " (" + std::to_string(bytes) +
+                   " bytes of DPDK memory; give EAL more with --eal \"-m MB\")",
+           nullptr;
+  c->rx_ = static_cast<uint8_t*>(c->mr_->addr());
+  c->tx_ = (client ? c->rx_ + one : c->rx_) + kGrhBytes;
+  std::memset(c->rx_, 0x7b, bytes);  // ud_pingpong's fill
+  c->cq_ = dev.create_cq(int(o.rx_depth + 1), err);
+  if (!c->cq_) return error = errno_text("couldn't create CQ", err), nullptr;
+  QpInitAttr init;
+  init.send_cq = init.recv_cq = c->cq_.get();
+  init.qp_type = IBV_QPT_UD;
+  init.cap.max_send_wr = 1;
+  init.cap.max_recv_wr = o.rx_depth;
+  init.cap.max_send_sge = init.cap.max_recv_sge = 1;
+  c->qp_ = c->pd_->create_qp(init, err);
+  if (!c->qp_) return error = errno_text("couldn't create QP", err), nullptr;
+  ibv_qp_attr attr{};
+  if (c->qp_->query(attr, IBV_QP_CAP, init) == 0 && init.cap.max_inline_data >= o.size)
+    c->send_flags_ |= IBV_SEND_INLINE;
+  attr = {};
+  attr.qp_state = IBV_QPS_INIT;
+  attr.pkey_index = 0;
+  attr.port_num = uint8_t(o.ib_port);
+  attr.qkey = kUdQkey;
+  if (int e = c->qp_->modify(attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+    return error = errno_text("failed to modify QP to INIT", e), nullptr;
+  return c;
+}
+
+UdContext::~UdContext() {
+  qp_.reset();
+  ah_.reset();
+  if (mr_) pd_->dereg_mr(mr_);
+}
+
+int UdContext::post_recv(int n) {
+  ibv_sge sge{reinterpret_cast<uintptr_t>(rx_), size_ + kGrhBytes, mr_->lkey()};
+  RecvWr wr;
+  wr.wr_id = kRecvWrid;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  const RecvWr* bad = nullptr;
+  int i = 0;
+  for (; i < n; ++i)
+    if (qp_->post_recv(&wr, &bad) != 0) break;
+  return i;
+}
+
+int UdContext::post_send() {
+  ibv_sge sge{reinterpret_cast<uintptr_t>(tx_), size_, mr_->lkey()};
+  SendWr wr;
+  wr.wr_id = kSendWrid;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_SEND;
+  wr.send_flags = send_flags_;
+  wr.wr.ud.ah = ah_.get();
+  wr.wr.ud.remote_qpn = remote_.qpn;
+  wr.wr.ud.remote_qkey = kUdQkey;
+  const SendWr* bad = nullptr;
+  return qp_->post_send(&wr, &bad);
+}
+
+bool UdContext::check_recv(const ibv_wc& wc, std::string& why) {
+  if (!(wc.wc_flags & IBV_WC_GRH)) return why = "completion without IBV_WC_GRH", false;
+  if (wc.src_qp != remote_.qpn) {
+    char buf[80];
+    std::snprintf(buf, sizeof buf, "from QPN 0x%06x, expected the peer's 0x%06x", wc.src_qp, remote_.qpn);
+    return why = buf, false;
+  }
+  const wire::IpAddr src = grh_source(rx_);
+  if (src != remote_.gid) return why = "GRH source " + src.to_string() + ", expected " + remote_.gid.to_string(), false;
+  return true;
+}
+
+bool UdContext::connect(const exchange::PingpongDest& remote, uint32_t my_psn, std::string& error) {
+  // ud_pingpong builds a global AH only from a non-zero GID; RoCE needs one.
+  if (remote.gid == wire::IpAddr{})
+    return error = "the peer sent no GID (GID ::): start ibv_ud_pingpong with -g IDX on a RoCE device", false;
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_RTR;
+  if (int e = qp_->modify(a, IBV_QP_STATE)) return error = errno_text("failed to modify QP to RTR", e), false;
+  a.qp_state = IBV_QPS_RTS;
+  a.sq_psn = my_psn;
+  if (int e = qp_->modify(a, IBV_QP_STATE | IBV_QP_SQ_PSN))
+    return error = errno_text("failed to modify QP to RTS", e), false;
+  ibv_ah_attr ah{};
+  ah.is_global = 1;
+  ah.dlid = uint16_t(remote.lid);
+  ah.sl = uint8_t(o_->sl);
+  ah.port_num = uint8_t(o_->ib_port);
+  // ud_pingpong asks hop_limit 1, which rxe ignores for the route's (64).
+  ah.grh.hop_limit = 64;
+  std::memcpy(ah.grh.dgid.raw, remote.gid.bytes.data(), 16);
+  ah.grh.sgid_index = uint8_t(o_->gid_idx);
+  int err = 0;
+  ah_ = pd_->create_ah(ah, err);
+  if (!ah_) return error = errno_text("failed to create AH", err), false;
+  remote_ = remote;
+  return true;
+}
+
+}  // namespace uroce::pingpong

@@ -1,0 +1,98 @@
+"""The interop network: one namespace holding a bridge, the VM's tap and a veth.
+
+    [netns uroce-nt-<pid>-<group>-br]
+      br0 10.91.0.1/24 (kernel TCP for the out-of-band exchange)
+       |-- tap0     <- qemu: the VM's eth0, 10.91.0.2, rxe0 on top
+       '-- hv-br == hv   <- uroce (net_af_packet, iface=hv), 10.91.0.10
+
+The namespace name carries the harness's pid, so a later harness deletes it
+if this test is SIGKILLed (tests/netns/harness.py). Everything is jumbo
+(MTU 9000): the VM's own eth0 MTU decides rxe's active MTU.
+"""
+
+import os
+import signal
+import time
+from dataclasses import dataclass
+
+from harness import Failure, run
+from procs import Proc
+
+BR_IP = "10.91.0.1"
+VM_IP = "10.91.0.2"
+VM_MAC = "52:54:00:91:00:02"
+UROCE_IP = "10.91.0.10"
+LINK_MTU = 9000
+
+
+@dataclass
+class Net:
+    ns: str
+    bridge: str = "br0"
+    tap: str = "tap0"
+    host_if: str = "hv"
+
+
+def create(h, group):
+    ns = h.new_netns(f"{group}-br")
+    n = Net(ns)
+    ipn = ["ip", "-n", ns]
+    run(ipn + ["link", "add", n.bridge, "type", "bridge", "stp_state", "0", "forward_delay", "0",
+               "mcast_snooping", "0"])
+    run(ipn + ["link", "set", n.bridge, "mtu", str(LINK_MTU)])
+    run(ipn + ["tuntap", "add", "dev", n.tap, "mode", "tap"])
+    run(ipn + ["link", "add", n.host_if, "type", "veth", "peer", "name", n.host_if + "-br"])
+    for dev in (n.tap, n.host_if, n.host_if + "-br"):
+        run(ipn + ["link", "set", dev, "mtu", str(LINK_MTU)])
+    for dev in (n.tap, n.host_if + "-br"):
+        run(ipn + ["link", "set", dev, "master", n.bridge])
+    for dev in (n.bridge, n.tap, n.host_if, n.host_if + "-br"):
+        run(ipn + ["link", "set", dev, "up"])
+    run(ipn + ["addr", "add", BR_IP + "/24", "dev", n.bridge])
+    return n
+
+
+def restore_mtu(net):
+    """Sets `hv` back to the link MTU; returns the MTU found. net_af_packet's
+    set_mtu is SIOCSIFMTU: uroce used to leave `hv` at 1500 after a -m 1024
+    run, and the next -m 4096 run failed (fixed in drivers/dpdk/mtu_plan.cpp;
+    scenario_run fails if it comes back)."""
+    _, out = run(["ip", "-n", net.ns, "link", "show", "dev", net.host_if])
+    mtu = int(out.split(" mtu ")[1].split()[0])
+    if mtu != LINK_MTU:
+        run(["ip", "-n", net.ns, "link", "set", "dev", net.host_if, "mtu", str(LINK_MTU)])
+    return mtu
+
+
+def vdev(net):
+    # 4 KB RoCE frames do not fit af_packet's default 2048-byte ring slots.
+    return f"net_af_packet0,iface={net.host_if},framesz=8192,blocksz=8192,framecnt=512"
+
+
+class Capture:
+    """tcpdump on the bridge: it sees every frame between the VM and uroce
+    (libpcap makes the bridge promiscuous). RoCE and the exchange's TCP.
+    Immediate mode: TPACKET_V3 blocks still held at SIGINT would be lost; a
+    64 MB buffer: with the default 2 MB, bursts were dropped on a busy host."""
+
+    def __init__(self, h, net, path, tcp_port):
+        self.path = path
+        if os.path.exists(path):
+            os.unlink(path)
+        log = path + ".log"
+        self.proc = Proc(h, "tcpdump", ["tcpdump", "-i", net.bridge, "-s", "0", "-U", "--immediate-mode", "-B", "65536", "-Z", "root", "-n", "-w", path,
+                                        f"udp port 4791 or tcp port {tcp_port}"], log, ns=net.ns)
+        end = time.monotonic() + 10
+        while "listening on" not in self.proc.output():
+            if not self.proc.running() or time.monotonic() > end:
+                raise Failure(f"tcpdump did not start on {net.bridge}:\n{self.proc.describe()}")
+            time.sleep(0.02)
+
+    def stop(self):
+        """SIGINT: tcpdump writes what it has and exits."""
+        if self.proc.running():
+            os.kill(self.proc.p.pid, signal.SIGINT)
+            try:
+                self.proc.p.wait(timeout=5)
+            except Exception:  # noqa: BLE001
+                self.proc.kill()

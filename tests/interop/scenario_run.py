@@ -1,0 +1,172 @@
+"""One scenario on a running VM: the rxe tool in the VM, uroce on the host,
+tcpdump on the bridge, and the verdict.
+
+The VM side is one shell script per step through the control channel. As a
+server, the tool runs in the VM's background under `timeout`, and
+uix-listen returns once it listens; uroce then connects to it. As a client,
+the tool runs in the foreground of one command while uroce serves.
+"""
+
+import os
+import re
+import time
+from dataclasses import dataclass, field
+
+import net
+import wire_check
+from captures import uroce_dump
+from harness import Failure
+from perf_run import UROCE_LINE
+from procs import Proc, wait_all, wait_listening
+
+TOOL_TIMEOUT_S = 25
+ITERS_LINE = re.compile(r"^(\d+) iters in [\d.]+ seconds", re.M)
+PERF_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+[\d.]+", re.M)
+
+
+@dataclass
+class Outcome:
+    name: str
+    seconds: float = 0.0
+    pcap: str = ""
+    pmtu: int = 0
+    procs: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+
+def _tool_server(vm, tool, port):
+    vm.run("rm -f /tmp/tool.rc /tmp/tool.out; "
+           f"(timeout {TOOL_TIMEOUT_S} {tool} > /tmp/tool.out 2>&1; echo $? > /tmp/tool.rc) & "
+           f"uix-listen {port} 20")
+
+
+def _tool_server_result(vm):
+    """Waits for the background tool (bounded by the guest's own clock, so a
+    slow guest still answers), with ps and dmesg when it did not finish."""
+    return vm.run("read -r up _ < /proc/uptime; end=$((${up%.*} + " + str(TOOL_TIMEOUT_S + 5) + ")); "
+                  "while [ ! -s /tmp/tool.rc ]; do read -r up _ < /proc/uptime; "
+                  "if [ ${up%.*} -ge $end ]; then cat /tmp/tool.out; echo '--- the tool did not finish; ps:'; ps; "
+                  "echo '--- dmesg:'; dmesg | tail -n 30; exit 124; fi; sleep 0.1; done; "
+                  "cat /tmp/tool.out; exit $(cat /tmp/tool.rc)", timeout_s=TOOL_TIMEOUT_S + 20, check=False)
+
+
+def _describe(up, tool_rc, tool_out, tool):
+    tail = "\n".join("    " + ln for ln in tool_out.splitlines()[-30:])
+    return f"{up.describe()}\nrxe tool [exit {tool_rc}]: {tool}\n{tail}"
+
+
+def run(h, vm, n, sc, bins, dump, oracle_py, work, port):
+    d = os.path.join(work, sc.name)
+    os.makedirs(d, exist_ok=True)
+    t0 = time.monotonic()
+    res = Outcome(sc.name)
+    net.restore_mtu(n)
+    cap = net.Capture(h, n, os.path.join(d, "bridge.pcap"), port)
+    if sc.netem:
+        vm.run("uix-netem on " + sc.netem)
+    before = vm.counters()
+    t_run = time.monotonic()
+    app = bins[sc.uroce[0]]
+    argv = [app] + sc.uroce[1:] + ["-p", str(port), "--dev", net.vdev(n), "--ip", net.UROCE_IP]
+    tool = f"{sc.tool} -p {port}"
+    try:
+        return _run(h, vm, n, sc, d, res, cap, argv, tool, port, before, t0, t_run, dump)
+    finally:
+        # On any way out (a hung VM is retried on a fresh one): no uroce or
+        # tcpdump of this attempt may stay on the link.
+        cap.stop()
+        for p in res.procs:
+            p.kill()
+
+
+def _run(h, vm, n, sc, d, res, cap, argv, tool, port, before, t0, t_run, dump):
+    if sc.vm == "server":
+        _tool_server(vm, tool, port)
+        up = Proc(h, "uroce", argv + [net.VM_IP], os.path.join(d, "uroce.out"), ns=n.ns)
+        res.procs.append(up)
+        wait_all([up], TOOL_TIMEOUT_S + 5)
+        tool_rc, tool_out = _tool_server_result(vm)
+    else:
+        up = Proc(h, "uroce", argv, os.path.join(d, "uroce.out"), ns=n.ns)
+        res.procs.append(up)
+        wait_listening(up, n.ns, port, 20)
+        cid = vm.send(f"timeout {TOOL_TIMEOUT_S} {tool} {net.BR_IP}")
+        tool_rc, tool_out = vm.result(cid, TOOL_TIMEOUT_S + 15, f"running {tool}")
+        wait_all([up], 10)
+    t_ran = time.monotonic()
+    after = vm.counters()
+    left_mtu = net.restore_mtu(n)
+    if left_mtu != net.LINK_MTU:
+        raise Failure(f"{sc.name}: uroce left {n.host_if} at MTU {left_mtu} (it was {net.LINK_MTU}): "
+                      "a port must not shrink the kernel interface")
+    netem = ""
+    if sc.netem:
+        _, netem = vm.run("uix-netem stats; uix-netem off")
+    cap.stop()
+    with open(os.path.join(d, "tool.out"), "w") as f:
+        f.write(f"$ {tool}\n{tool_out}")
+    if up.returncode != 0 or tool_rc != 0:
+        raise Failure(f"{sc.name}: a side failed\n{_describe(up, tool_rc, tool_out, tool)}")
+    uroce_out = up.output()
+    _check_output(sc, uroce_out, tool_out, up, tool_rc, tool)
+    delta = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    res.notes.append("rxe: " + ", ".join(f"{k} {v}" for k, v in sorted(delta.items()) if v and k != "lifespan"))
+    rc, summary, invalid = uroce_dump(dump, cap.path, sc.pmtu)
+    if rc != 0:
+        reasons = "\n".join(f"  #{o['frame']}: {o.get('error')}: {o.get('reason')}" for o in invalid[:10])
+        raise Failure(f"{sc.name}: uroce-dump --pmtu {sc.pmtu}: {len(invalid)} invalid RoCE packets in "
+                      f"{cap.path}:\n{reasons}")
+    res.notes.append(f"uroce-dump: {summary['valid']} valid RoCE packets on the bridge")
+    res.pcap, res.pmtu = cap.path, sc.pmtu
+    wire = wire_check.check(cap.path, [net.UROCE_IP, net.VM_IP])
+    if any(v == 0 for v in wire["by_sender"].values()):
+        raise Failure(f"{sc.name}: a side sent no RoCE packet on the bridge: {wire['by_sender']}")
+    if wire["differing"]:
+        raise Failure(f"{sc.name}: copies of one packet carry different payloads: {wire['differing']}")
+    res.notes.append(f"wire: {wire['packets']} RoCE packets, sent {wire['by_sender']}, "
+                     f"copies seen {wire['resent_seen']}, all copies identical")
+    if sc.netem:
+        res.notes += _check_loss(sc, uroce_out, delta, netem)
+    res.seconds = time.monotonic() - t0
+    res.notes.append(f"time: set-up {t_run - t0:.1f} s, run {t_ran - t_run:.1f} s, checks {time.monotonic() - t_ran:.1f} s")
+    return res
+
+
+def _check_output(sc, uroce_out, tool_out, up, tool_rc, tool):
+    def fail(why):
+        raise Failure(f"{sc.name}: {why}\n{_describe(up, tool_rc, tool_out, tool)}")
+
+    if sc.kind in ("pingpong", "ud", "srq"):
+        for who, out in (("uroce", uroce_out), ("rxe tool", tool_out)):
+            m = ITERS_LINE.search(out)
+            if not m or int(m.group(1)) != sc.iters:
+                fail(f"{who} did not report '{sc.iters} iters in ...'")
+        return
+    if not UROCE_LINE.search(uroce_out):
+        fail("uroce-perf printed no ' uroce: N packets sent, ...' line")
+    # perftest's result row (#bytes #iterations ...) comes from its client;
+    # uroce-perf prints the same table.
+    client_out = uroce_out if sc.vm == "server" else tool_out
+    sizes = [int(m.group(1)) for m in PERF_ROW.finditer(client_out)]
+    want = int(sc.uroce[sc.uroce.index("-s") + 1])
+    if want not in sizes:
+        fail(f"the client printed no result row for {want} bytes")
+
+
+def _check_loss(sc, uroce_out, delta, netem):
+    """The requester retransmitted, the responder saw it, netem dropped."""
+    m = UROCE_LINE.search(uroce_out)
+    uroce_rexmit = int(m.group(3))
+    rxe_rexmit = delta.get("completer_retry_err", 0) + delta.get("rcvd_seq_err", 0)
+    rxe_saw = delta.get("duplicate_request", 0) + delta.get("out_of_seq_request", 0)
+    drops = sum(int(ln.split()[2]) for ln in netem.splitlines() if len(ln.split()) == 3)
+    notes = [f"netem: {netem.strip()}", f"uroce retransmitted {uroce_rexmit}; rxe retried {rxe_rexmit}, "
+             f"rxe saw {rxe_saw} duplicate/out-of-sequence requests"]
+    if drops == 0:
+        raise Failure(f"{sc.name}: netem dropped nothing ({netem.strip()})")
+    if sc.vm == "server":  # uroce is the requester
+        if uroce_rexmit == 0:
+            raise Failure(f"{sc.name}: uroce (requester) retransmitted nothing under loss; {notes}")
+    elif rxe_rexmit == 0:
+        raise Failure(f"{sc.name}: rxe (requester) retried nothing under loss; {notes}")
+    return notes

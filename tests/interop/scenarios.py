@@ -1,0 +1,116 @@
+"""The interop scenarios: what runs in the VM, what runs on the host, and
+what each must show. Grouped so that one VM boot serves a whole group
+(one meson test per group, see meson.build).
+
+Each scenario exists in both roles: `vm=server` (the rxe tool serves, uroce
+is the client) and `vm=client` (uroce serves, the rxe tool connects to the
+bridge address). Every command line passes the path MTU explicitly, so one
+jumbo VM (eth0 MTU 9000, rxe active MTU 4096) serves -m 1024 and -m 4096.
+"""
+
+from dataclasses import dataclass, field
+
+PP_ITERS = 10     # ibv_rc_pingpong round trips
+BW_ITERS = 8      # perftest -n for the bandwidth tests
+LAT_ITERS = 8     # and for the latency tests
+LOSS_ITERS = 40   # enough messages that netem's loss hits both directions
+NETEM = "delay 1ms reorder 10% loss 4%"
+
+
+@dataclass
+class Scenario:
+    name: str
+    kind: str              # pingpong | perf | ud | srq
+    vm: str                # the VM's role: server | client
+    tool: str              # the rxe tool's command line, without the server address
+    uroce: list            # uroce's app name and arguments (no --dev/--ip/server)
+    pmtu: int
+    netem: str = ""        # netem arguments inside the VM during the run
+    iters: int = 0         # what both sides must report
+    checks: list = field(default_factory=list)
+
+
+def _both(name, kind, tool, uroce, pmtu, **kw):
+    return [Scenario(f"{name}-vm_{role}", kind, role, tool, uroce, pmtu, **kw) for role in ("server", "client")]
+
+
+def rc_pingpong():
+    out = []
+    for mtu in (1024, 4096):
+        for size in (64, 4096, 65536):
+            common = ["-s", str(size), "-m", str(mtu), "-n", str(PP_ITERS)]
+            tool = "ibv_rc_pingpong -d rxe0 -g $GID_IDX " + " ".join(common)
+            for s in _both(f"rc_pingpong-m{mtu}-s{size}", "pingpong", tool, ["uroce-pingpong"] + common, mtu,
+                           iters=PP_ITERS):
+                # As the client, uroce checks each echo (ibv_rc_pingpong sends
+                # back the buffer it received into); as the server it cannot:
+                # ibv_rc_pingpong's payload is not uroce's pattern.
+                if s.vm == "server":
+                    s.uroce = s.uroce + ["-c"]
+                out.append(s)
+    return out
+
+
+PERF_TESTS = [
+    # (uroce-perf test, perftest binary, extra args, size, path MTU)
+    ("write_bw", "ib_write_bw", [], 5000, 1024),
+    ("write_bw", "ib_write_bw", [], 65536, 1024),
+    ("read_bw", "ib_read_bw", [], 5000, 1024),
+    ("read_bw", "ib_read_bw", [], 65536, 1024),
+    ("send_bw", "ib_send_bw", [], 5000, 1024),
+    ("atomic_bw", "ib_atomic_bw", ["-A", "FETCH_AND_ADD"], 8, 1024),
+    ("atomic_bw", "ib_atomic_bw", ["-A", "CMP_AND_SWAP"], 8, 1024),
+    ("write_lat", "ib_write_lat", [], 5000, 1024),
+    ("read_lat", "ib_read_lat", [], 5000, 1024),
+    ("send_lat", "ib_send_lat", [], 5000, 1024),
+    # jumbo: 10000 B at path MTU 4096 is two full packets and 1808 B
+    ("write_bw", "ib_write_bw", [], 10000, 4096),
+    ("read_bw", "ib_read_bw", [], 10000, 4096),
+    ("send_bw", "ib_send_bw", [], 10000, 4096),
+    ("write_lat", "ib_write_lat", [], 10000, 4096),
+]
+
+
+def perf():
+    out = []
+    for test, binary, extra, size, mtu in PERF_TESTS:
+        n = LAT_ITERS if test.endswith("_lat") else BW_ITERS
+        common = ["-s", str(size), "-n", str(n), "-m", str(mtu)] + extra
+        tag = "-".join([test] + ([extra[1].lower()] if extra else []) + ([f"m{mtu}"] if mtu != 1024 else [])
+                       + [f"s{size}"])
+        tool = f"{binary} -d rxe0 -x $GID_IDX -F " + " ".join(common)
+        out += _both(tag, "perf", tool, ["uroce-perf", test] + common, mtu, iters=n)
+    return out
+
+
+def loss():
+    out = []
+    for test, binary in (("write_bw", "ib_write_bw"), ("read_bw", "ib_read_bw")):
+        common = ["-s", "5000", "-n", str(LOSS_ITERS), "-m", "1024"]
+        tool = f"{binary} -d rxe0 -x $GID_IDX -F " + " ".join(common)
+        out += _both(f"loss-{test}", "perf", tool, ["uroce-perf", test] + common, 1024, netem=NETEM,
+                     iters=LOSS_ITERS)
+    return out
+
+
+def ud_srq():
+    out = []
+    ud = ["-s", "512", "-n", str(PP_ITERS)]
+    out += _both("ud_pingpong-s512", "ud", "ibv_ud_pingpong -d rxe0 -g $GID_IDX " + " ".join(ud),
+                 ["uroce-pingpong", "--ud"] + ud, 1024, iters=PP_ITERS)
+    srq = ["-s", "4096", "-q", "4", "-n", str(PP_ITERS), "-m", "1024"]
+    out += _both("srq_pingpong-q4-s4096", "srq", "ibv_srq_pingpong -d rxe0 -g $GID_IDX " + " ".join(srq),
+                 ["uroce-pingpong", "--srq"] + srq, 1024, iters=PP_ITERS)
+    return out
+
+
+GROUPS = {
+    "rc_pingpong": rc_pingpong,
+    "perf": perf,
+    "loss": loss,
+    "ud_srq": ud_srq,
+}
+
+
+def all_names():
+    return {g: [s.name for s in f()] for g, f in GROUPS.items()}

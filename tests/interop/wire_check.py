@@ -1,0 +1,71 @@
+"""What the bridge capture says beyond uroce-dump's per-packet verdicts.
+
+* who sent RoCE: both ends must have (by source IP);
+* retransmissions carry the same bytes: every copy of a request or response
+  packet (same sender, destination QP, PSN and opcode) must have the same
+  payload. Under loss this is the data check that needs no knowledge of the
+  peer's buffers: perftest fills its buffers with rand(), so uroce's
+  --verify pattern cannot be used against it.
+"""
+
+import hashlib
+import socket
+import struct
+from collections import defaultdict
+
+from captures import read_pcap
+
+ACK_OPCODES = {0x11, 0x12}  # RC ACKNOWLEDGE, ATOMIC ACKNOWLEDGE: no payload to compare
+# READ responses FIRST, LAST, ONLY carry an AETH whose MSN is the responder's
+# count when it (re)sent them: a replay legitimately differs there.
+AETH_OPCODES = {0x0D, 0x0F, 0x10}
+
+
+def roce_packets(pcap):
+    """(src ip, dst qpn, psn, opcode, payload) per RoCEv2 frame."""
+    _, records = read_pcap(pcap)
+    out = []
+    for r in records:
+        f = r[16:]
+        if len(f) < 14 + 20 + 8 + 12 or f[12:14] != b"\x08\x00" or f[23] != 17:
+            continue
+        ihl = (f[14] & 0x0F) * 4
+        udp = 14 + ihl
+        if struct.unpack_from("!H", f, udp + 2)[0] != 4791:
+            continue
+        total = struct.unpack_from("!H", f, 16)[0]
+        end = 14 + total
+        bth = udp + 8
+        op = f[bth]
+        qpn = int.from_bytes(f[bth + 5:bth + 8], "big")
+        psn = int.from_bytes(f[bth + 9:bth + 12], "big")
+        out.append((socket.inet_ntoa(f[26:30]), qpn, psn, op, bytes(f[bth + 12:end - 4])))
+    return out
+
+
+def check(pcap, ips):
+    """Returns a report dict; raises nothing (the caller judges)."""
+    pkts = roce_packets(pcap)
+    by_sender = defaultdict(int)
+    copies = defaultdict(set)
+    count = defaultdict(int)
+    for src, qpn, psn, op, rest in pkts:
+        by_sender[src] += 1
+        if op in ACK_OPCODES:
+            continue
+        if op in AETH_OPCODES:
+            rest = rest[4:]
+        key = (src, qpn, psn, op)
+        copies[key].add(hashlib.sha1(rest).digest())
+        count[key] += 1
+    differing = [k for k, v in copies.items() if len(v) > 1]
+    resent = defaultdict(int)
+    for (src, _, _, _), n in count.items():
+        if n > 1:
+            resent[src] += n - 1
+    return {
+        "packets": len(pkts),
+        "by_sender": {ip: by_sender.get(ip, 0) for ip in ips},
+        "resent_seen": {ip: resent.get(ip, 0) for ip in ips},
+        "differing": [f"{s} QP 0x{q:06x} PSN {p} opcode 0x{o:02x}" for s, q, p, o in differing[:5]],
+    }
