@@ -4,6 +4,8 @@
 # measured by the same binary in the same run. Figures go to stdout; see
 # docs/benchmarks.md for what they mean.
 #   scripts/bench_memif.sh [BUILD_DIR]
+#   REPEAT=5 scripts/bench_memif.sh    # the whole sequence 5 times: this VM's
+#                                      # memif figures vary by 2-3x run to run
 set -euo pipefail
 B=${1:-build}/apps/uroce-perf/uroce-perf
 SOCK=/tmp/uroce-bench-memif.sock
@@ -25,23 +27,26 @@ run() {  # run TEST ARGS...: server and client, client's table to stdout
   fi
 }
 echo "# $(date -u +%F) $(uname -r), $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
-# Bandwidth: 64 KB WRITEs at path MTU 1024 (memif carries 1500-byte frames
-# by default), next to raw frames of the RoCE frame's size (1024 B payload +
-# 14 Eth + 20 IP + 8 UDP + 12 BTH + 4 ICRC = 1082 B; the first packet of a
-# WRITE also has a 16-byte RETH).
-run raw_bw -s 1082 -D 2
-run write_bw -s 65536 -D 2 --report_gbits
-run raw_bw -s 1082 -D 2 --report_gbits
-# Small messages: the message rate.
-run write_bw -s 64 -D 2
-run send_bw -s 64 -D 2
-run raw_bw -s 64 -D 2
-# Latency: 8 bytes, next to raw frames of the same size on the wire.
-run write_lat -s 8 -n 20000
-run send_lat -s 8 -n 20000
-run raw_lat -s 82 -n 20000   # an 8-byte RDMA WRITE ONLY frame is 82 bytes
-# Bandwidth at path MTU 4096 (memif buffers of 8 KB, so a 4154-byte frame
-# is one buffer): the per-packet costs spread over four times the bytes.
-MEMIF_EXTRA=",bsize=8192"
-run write_bw -s 65536 -m 4096 -D 2 --report_gbits
-run raw_bw -s 4154 -m 4096 -D 2 --report_gbits
+for round in $(seq "${REPEAT:-1}"); do
+  echo "# round $round"
+  MEMIF_EXTRA=""
+  # Bandwidth: 64 KB WRITEs at path MTU 1024 (memif carries 1500-byte frames
+  # by default), next to raw frames of the RoCE frame's size (1024 B payload +
+  # 14 Eth + 20 IP + 8 UDP + 12 BTH + 4 ICRC = 1082 B; the first packet of a
+  # WRITE also has a 16-byte RETH).
+  run write_bw -s 65536 -D 2 --report_gbits
+  run raw_bw -s 1082 -D 2 --report_gbits
+  # Small messages: the message rate.
+  run write_bw -s 64 -D 2
+  run send_bw -s 64 -D 2
+  run raw_bw -s 64 -D 2
+  # Latency: 8 bytes, next to raw frames of the same size on the wire.
+  run write_lat -s 8 -n 20000
+  run send_lat -s 8 -n 20000
+  run raw_lat -s 82 -n 20000   # an 8-byte RDMA WRITE ONLY frame is 82 bytes
+  # Bandwidth at path MTU 4096 (memif buffers of 8 KB, so a 4154-byte frame
+  # is one buffer): the per-packet costs spread over four times the bytes.
+  MEMIF_EXTRA=",bsize=8192"
+  run write_bw -s 65536 -m 4096 -D 2 --report_gbits
+  run raw_bw -s 4154 -m 4096 -D 2 --report_gbits
+done

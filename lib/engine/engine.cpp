@@ -330,6 +330,7 @@ int Engine::run_tx() {
 
 int Engine::poll() {
   now_ = config_.clock->now_ns();
+  ++poll_seq_;
   rte_mbuf* rx[kBurst];
   const uint16_t n = config_.port->rx_burst(rx, kBurst);
   for (uint16_t i = 0; i < n; ++i) {

@@ -62,6 +62,9 @@ class Engine {
   rte_mempool* ext_pool() const { return ext_pool_; }
   // Whether a payload segment may point into `mr`.
   bool zero_copy_from(const MemoryRegion& mr) const { return zero_copy_any_memory_ || mr.dpdk_memory(); }
+  // Counts polls: a plain ACK waits for the poll after the one that queued
+  // it (transport::queue_ack).
+  uint32_t poll_seq() const { return poll_seq_; }
   // Whether the port fills in IPv4 header checksums (see start_packet).
   wire::Ipv4Checksum ipv4_checksum() const { return ipv4_checksum_; }
   void transmit(rte_mbuf* m);
@@ -105,6 +108,7 @@ class Engine {
   memory::MrTable mrs_;
   std::mt19937_64 rng_;
   uint64_t now_ = 0;
+  uint32_t poll_seq_ = 0;
   uint32_t next_qpn_ = 0x11;  // like rxe: user QPs start at 0x11
   // QPs by the low 16 bits of their QPN (alloc_qpn keeps those distinct):
   // one load per received packet, instead of a hash lookup.

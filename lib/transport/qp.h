@@ -92,6 +92,7 @@ struct RespOut {
   uint32_t res = 0;         // resource index (read/atomic)
   uint32_t generation = 0;
   uint32_t cursor_psn = 0;  // READ: next response PSN to send
+  uint32_t poll = 0;        // ACK: the engine poll that queued it (see queue_ack)
 };
 
 struct ResponderState {

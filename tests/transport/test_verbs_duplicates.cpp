@@ -151,6 +151,7 @@ TEST_CASE("Lost ACK of a WRITE_WITH_IMM: the duplicate is re-acknowledged, no se
   auto wb = p.wait(p.b, 1);
   REQUIRE(wb.size() == 1);
   CHECK(wb[0].wr_id == 1);
+  p.run_for(1'000);  // b's ACK leaves on its next poll: lose that too
   p.fabric.wire().cut_one_way(p.port_b(), p.port_a(), false);
   auto wa = p.wait(p.a, 1);
   REQUIRE(wa.size() == 1);
