@@ -11,6 +11,7 @@
 #include "../transport/cc.h"
 #include "../transport/qp.h"
 #include "../transport/transport.h"
+#include "uroce/wire/ipv4.h"
 #include "uroce/wire/neighbor.h"
 
 namespace uroce::engine {
@@ -39,6 +40,9 @@ Engine::Engine(const DeviceConfig& config)
   looped_.reserve(kTxBacklog);
   looping_.reserve(kTxBacklog);
   mac_ = config.port->mac();
+  // A QP may connect to another QP of this device (as on rxe): our own
+  // GIDs are at our own MAC, and their frames loop back in transmit().
+  for (const wire::IpAddr& gid : config_.gids) neighbors_.set(gid, mac_);
 }
 
 Engine::~Engine() {
@@ -76,11 +80,21 @@ bool Engine::take_async_event(AsyncEvent& ev) {
   return true;
 }
 
+void Engine::drop_async_events(const void* object) {
+  std::erase_if(async_events_, [object](const AsyncEvent& e) {
+    return static_cast<const void*>(e.srq) == object || static_cast<const void*>(e.qp) == object;
+  });
+}
+
 uint32_t Engine::alloc_qpn() {
-  for (uint32_t tries = 0; tries < kQpnSlots; ++tries) {
+  // kQpnSlots consecutive usable QPNs cover every slot once; 0..0x10 and
+  // 0xFFFFFF (multicast) are skipped without using up a try.
+  for (uint32_t tries = 0; tries < kQpnSlots;) {
     const uint32_t qpn = next_qpn_;
     next_qpn_ = (next_qpn_ + 1) & 0xFFFFFF;
-    if (qpn >= 0x11 && by_qpn_[qpn % kQpnSlots] == nullptr) return qpn;
+    if (qpn < 0x11 || qpn == 0xFFFFFF) continue;
+    ++tries;
+    if (by_qpn_[qpn % kQpnSlots] == nullptr) return qpn;
   }
   return 0;  // every slot taken
 }
@@ -208,6 +222,13 @@ rte_mbuf* Engine::alloc_mbuf() {
 
 void Engine::transmit(rte_mbuf* m) {
   if (std::memcmp(rte_pktmbuf_mtod(m, const uint8_t*), mac_.bytes.data(), 6) == 0) {
+    // Never reaches the port, so nobody else would fill in the checksum
+    // the receive side checks.
+    if (m->ol_flags & RTE_MBUF_F_TX_IP_CKSUM) {
+      uint8_t* ip = rte_pktmbuf_mtod_offset(m, uint8_t*, m->l2_len);
+      wire::Ipv4Ref(ip).set_checksum(wire::ipv4_header_checksum(ip, m->l3_len));
+      m->ol_flags &= ~(RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_IPV4);
+    }
     if (looped_.size() < kTxBacklog) {
       looped_.push_back(m);
     } else {
@@ -255,7 +276,7 @@ void Engine::receive(rte_mbuf* m) {
     return;
   }
   if (pkt.op->transport == wire::Transport::cnp) {
-    transport::cc_cnp_rx(*qp);
+    transport::cc_cnp_rx(*qp, pkt);
     return;
   }
   transport::cc_rx(*qp, pkt);
@@ -321,7 +342,10 @@ int Engine::run_tx() {
     // Stopped for want of TX room or mbufs: try again next poll.
     const bool starved = counters_.tx_no_mbuf != no_mbuf || !tx_has_room();
     // A paced QP comes back from the pacing heap, not from here.
-    const bool backlog = (!qp->resp.out.empty() && !qp->cc.paced) || (qp->req.wqe != qp->sq.head() && starved);
+    // A paced QP comes back from the pacing heap for its READ responses, but
+    // an ACK (deferred one poll) is not paced.
+    const bool resp_due = !qp->resp.out.empty() && (!qp->cc.paced || qp->resp.out.front().kind == transport::RespOut::ack);
+    const bool backlog = resp_due || (qp->req.wqe != qp->sq.head() && starved);
     if (backlog) schedule(qp);
     starved_ |= starved;
   }

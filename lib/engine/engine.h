@@ -79,6 +79,8 @@ class Engine {
   // Asynchronous events, in the order they happened (control path).
   void post_async_event(const AsyncEvent& ev) { async_events_.push_back(ev); }
   bool take_async_event(AsyncEvent& ev);
+  // Forgets unread events about an object that goes away.
+  void drop_async_events(const void* object);
 
   DeviceCounters& counters() { return counters_; }
   TransportCounters& retired() { return retired_; }

@@ -6,12 +6,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "../engine/engine.h"
 #include "transport.h"
 
 namespace uroce::transport {
 namespace {
+
+// The packet's IP source is the address the connected QP sends to.
+bool from_peer(const Qp& qp, const wire::PacketView& pkt) {
+  const wire::IpAddr& peer = qp.hdr.ip.dst;
+  if (pkt.ipv6) return std::memcmp(pkt.ipv6_hdr().src(), peer.bytes.data(), 16) == 0;
+  return peer.is_v4_mapped() && std::memcmp(pkt.ipv4().src(), peer.v4_bytes(), 4) == 0;
+}
 
 // Idle credit: a paced QP may fall behind its schedule by this much and
 // catch up back to back, so that a poll loop slower than a packet time
@@ -93,10 +101,13 @@ bool cc_ackreq_due_slow(Qp& qp, bool ack_req) {
   return ack_req;
 }
 
-void cc_ce_slow(Qp& qp) {
+void cc_ce_slow(Qp& qp, const wire::PacketView& pkt) {
   cc::QpCc& c = qp.cc;
+  // Only a connected QP knows where the marked packets came from, and only
+  // its peer's marks count: a spoofed marked packet must not make us slow
+  // the peer down.
+  if (qp.is_rc() && !from_peer(qp, pkt)) return;
   ++c.ecn_marks;
-  // Only a connected QP knows where the marked packets came from.
   if (c.algo != cc::CcAlgo::dcqcn || !qp.is_rc() || qp.state < IBV_QPS_RTR || qp.state == IBV_QPS_ERR) return;
   const uint64_t now = qp.eng->now();
   if (!c.np.may_send(now) || !send_cnp(qp)) return;
@@ -104,8 +115,11 @@ void cc_ce_slow(Qp& qp) {
   ++c.cnps_sent;
 }
 
-void cc_cnp_rx(Qp& qp) {
+void cc_cnp_rx(Qp& qp, const wire::PacketView& pkt) {
   cc::QpCc& c = qp.cc;
+  // A CNP carries no PSN: without these checks anyone who can guess a QPN
+  // could hold the QP at its minimum rate.
+  if (!qp.is_rc() || qp.state < IBV_QPS_RTR || qp.state == IBV_QPS_ERR || !from_peer(qp, pkt)) return;
   ++c.cnps_received;
   if (c.algo != cc::CcAlgo::dcqcn) return;
   c.rp.on_cnp(qp.eng->now());

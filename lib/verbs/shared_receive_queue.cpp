@@ -26,6 +26,8 @@ SharedReceiveQueue::~SharedReceiveQueue() {
     std::fprintf(stderr, "uroce: shared receive queue destroyed while %u QP(s) still use it\n", users_);
     std::abort();
   }
+  // An unread limit event would hand out a pointer to this queue.
+  pd_->device().engine().drop_async_events(this);
   // Receives still posted hold references to their regions: give them back.
   memory::MrTable& mrs = pd_->device().engine().mrs();
   while (!queue_->wq.empty()) {

@@ -6,7 +6,9 @@
 
 #include <cstdlib>
 
+#include "../common/mbuf_test_util.h"
 #include "cc_pair.h"
+#include "uroce/wire/builder.h"
 #include "uroce/capture/pcap_file.h"
 #include "uroce/wire/parser.h"
 
@@ -298,4 +300,38 @@ TEST_CASE("IPv6: traffic class ECT(0), CE marks, CNPs", "[cc-sim]") {
   CHECK(v.bth().opcode() == wire::op::CNP);
   CHECK(v.ipv6_hdr().dscp() == 48);
   CHECK(v.ipv6_hdr().ecn() == 0);
+}
+
+TEST_CASE("a CNP counts only from the QP's peer", "[cc-sim]") {
+  // A CNP has no PSN to guess: without a source check anyone could hold a
+  // QP at its minimum rate by sending CNPs to QPNs in turn.
+  CcPair p(dcqcn());
+  REQUIRE(p.write_n(2, 4096));
+  sim::SimPort& intruder = p.wire.add_port(wire::MacAddr{{0x02, 0, 0, 0, 0, 9}});
+  TestPool pool(63);
+  auto send_cnp_from = [&](const char* src) {
+    wire::PacketFields f;
+    f.eth.dst = wire::MacAddr{{0x02, 0, 0, 0, 0, 1}};  // a's port (CcPair)
+    f.eth.src = intruder.mac();
+    REQUIRE(wire::IpAddr::parse(src, f.ip.src));
+    f.ip.dst = p.da->gids()[0];
+    f.bth.opcode = wire::op::CNP;
+    f.bth.pkey = 0xFFFF;
+    f.bth.becn = true;
+    f.bth.dest_qp = p.a.qp->qp_num();
+    std::vector<uint8_t> frame(256);
+    wire::FrameLayout lay;
+    REQUIRE(wire::build_frame(f, {}, frame, lay) == wire::BuildError::ok);
+    frame.resize(lay.frame_len);
+    rte_mbuf* m = mbuf_from_bytes(pool.get(), frame);
+    REQUIRE(intruder.tx_burst(&m, 1) == 1);
+    p.run_until([] { return false; }, 10'000);
+  };
+  const auto before = p.a.qp->cc_stats();
+  send_cnp_from("10.0.0.99");  // not a's peer
+  CHECK(p.a.qp->cc_stats().cnps_received == before.cnps_received);
+  CHECK(p.a.qp->cc_stats().rate_decreases == before.rate_decreases);
+  send_cnp_from("10.0.0.2");  // the peer: counts, and cuts the rate
+  CHECK(p.a.qp->cc_stats().cnps_received == before.cnps_received + 1);
+  CHECK(p.a.qp->cc_stats().rate_decreases == before.rate_decreases + 1);
 }

@@ -245,3 +245,20 @@ TEST_CASE("SRQ limit: one SRQ_LIMIT_REACHED event when fewer receives remain, th
   REQUIRE(dev.get_async_event(ev));
   CHECK(ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED);
 }
+
+TEST_CASE("An unread SRQ limit event goes away with its SRQ", "[ud-srq]") {
+  // get_async_event must never hand out a destroyed SRQ.
+  SrqRig r(148, 8);
+  for (uint64_t i = 0; i < 2; ++i) REQUIRE(r.srq_recv(i, i * 256, 256) == 0);
+  Device& dev = r.srq->pd().device();
+  ibv_srq_attr a{};
+  a.srq_limit = 2;
+  REQUIRE(r.srq->modify(a, IBV_SRQ_LIMIT) == 0);
+  REQUIRE(r.send(0, 1, 0, 64) == 0);
+  REQUIRE(r.fabric.run_until([&] { return r.srq->posted() == 1; }));
+  r.fabric.run_for(kSecond / 100);
+  for (auto& q : r.qb) q.reset();  // the SRQ's users first
+  r.srq.reset();
+  AsyncEvent ev;
+  CHECK_FALSE(dev.get_async_event(ev));
+}
