@@ -275,6 +275,12 @@ void Engine::receive(rte_mbuf* m) {
     ++counters_.rx_unknown_qp;
     return;
   }
+  // A connected QP hears only its peer: a stranger who guessed the QPN and
+  // a PSN in the window must not get a request executed or an ACK taken.
+  if (qp->is_rc() && !transport::from_peer(*qp, pkt)) {
+    ++counters_.rx_not_from_peer;
+    return;
+  }
   if (pkt.op->transport == wire::Transport::cnp) {
     transport::cc_cnp_rx(*qp, pkt);
     return;

@@ -14,13 +14,6 @@
 namespace uroce::transport {
 namespace {
 
-// The packet's IP source is the address the connected QP sends to.
-bool from_peer(const Qp& qp, const wire::PacketView& pkt) {
-  const wire::IpAddr& peer = qp.hdr.ip.dst;
-  if (pkt.ipv6) return std::memcmp(pkt.ipv6_hdr().src(), peer.bytes.data(), 16) == 0;
-  return peer.is_v4_mapped() && std::memcmp(pkt.ipv4().src(), peer.v4_bytes(), 4) == 0;
-}
-
 // Idle credit: a paced QP may fall behind its schedule by this much and
 // catch up back to back, so that a poll loop slower than a packet time
 // still holds the rate (at least two packets, at least this long).

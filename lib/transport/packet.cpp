@@ -18,6 +18,12 @@ wire::PacketFields packet_fields(const Qp& qp, uint8_t opcode, uint32_t psn, uin
   return f;
 }
 
+bool from_peer(const Qp& qp, const wire::PacketView& pkt) {
+  const wire::IpAddr& peer = qp.hdr.ip.dst;
+  if (pkt.ipv6) return std::memcmp(pkt.ipv6_hdr().src(), peer.bytes.data(), 16) == 0;
+  return peer.is_v4_mapped() && std::memcmp(pkt.ipv4().src(), peer.v4_bytes(), 4) == 0;
+}
+
 bool start_packet(Qp& qp, const wire::PacketFields& f, OutPacket& out) {
   rte_mbuf* m = qp.eng->alloc_mbuf();
   if (m == nullptr) return false;

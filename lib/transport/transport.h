@@ -58,6 +58,9 @@ struct OutPacket {
 };
 // Headers for fields f (f.payload_len bytes to follow) in a fresh mbuf.
 bool start_packet(Qp& qp, const wire::PacketFields& f, OutPacket& out);
+// Whether a packet for the connected QP `qp` comes from the address it sends
+// to (as rxe's check_addr): anything else is not its peer's.
+bool from_peer(const Qp& qp, const wire::PacketView& pkt);
 // Pad, ICRC, hand to the engine's TX queue.
 void finish_packet(Qp& qp, OutPacket& out);
 // The whole packet without copying its payload: headers, then a segment

@@ -1,4 +1,7 @@
+#include "../common/mbuf_test_util.h"
 #include "rc_pair.h"
+#include "uroce/wire/builder.h"
+#include "uroce/wire/opcode.h"
 
 using namespace uroce;
 using namespace uroce::test;
@@ -53,4 +56,46 @@ TEST_CASE("A QPN that shares a table slot with a live QP does not reach it", "[s
   CHECK(p.b.qp->counters().rcvd_pkts == 0);
   CHECK(p.b.buf()[0] == 0);
   CHECK(p.b.qp->state() == IBV_QPS_RTS);
+}
+
+TEST_CASE("A connected QP ignores a valid request from another address than its peer's", "[smoke]") {
+  // Right QPN, right PSN, right rkey, valid ICRC: only the source differs
+  // (rxe's check_addr). It must not be executed, nor break the real flow.
+  RcPair p;
+  TestPool pool(63);
+  sim::SimPort& intruder = p.fabric.wire().add_port(wire::MacAddr{{0x02, 0, 0, 0, 0, 0x99}});
+  std::memset(p.b.buf(), 0, 64);
+  wire::PacketFields f;
+  wire::MacAddr b_mac;
+  REQUIRE(p.a.dev->neighbor_mac(p.b.dev->gids()[0], b_mac));
+  f.eth.dst = b_mac;
+  f.eth.src = intruder.mac();
+  REQUIRE(wire::IpAddr::parse("10.0.0.99", f.ip.src));
+  f.ip.dst = p.b.dev->gids()[0];
+  f.bth.opcode = wire::op::RC_RDMA_WRITE_ONLY;
+  f.bth.dest_qp = p.b.qp->qp_num();
+  f.bth.psn = 0x000100;  // b's expected PSN (RcPair)
+  f.bth.ack_req = true;
+  f.ext.reth_va = p.b.addr(0);
+  f.ext.reth_rkey = p.b.mr->rkey();
+  f.ext.reth_dma_len = 64;
+  f.payload_len = 64;
+  const std::vector<uint8_t> payload(64, 0xEE);
+  std::vector<uint8_t> frame(512);
+  wire::FrameLayout lay;
+  REQUIRE(wire::build_frame(f, payload, frame, lay) == wire::BuildError::ok);
+  frame.resize(lay.frame_len);
+  rte_mbuf* m = mbuf_from_bytes(pool.get(), frame);
+  REQUIRE(intruder.tx_burst(&m, 1) == 1);
+  p.fabric.run_for(1'000'000);
+  CHECK(p.b.dev->counters().rx_not_from_peer == 1);
+  CHECK(p.b.buf()[0] == 0);
+  CHECK(p.b.qp->counters().rcvd_pkts == 0);
+  // The real peer's WRITE at the same PSN still goes through.
+  std::memset(p.a.buf(), 0x11, 64);
+  REQUIRE(post_send(p.a, IBV_WR_RDMA_WRITE, 1, 0, 64, p.b.addr(0), p.b.mr->rkey()) == 0);
+  auto wa = p.wait(p.a, 1);
+  REQUIRE(wa.size() == 1);
+  CHECK(wa[0].status == IBV_WC_SUCCESS);
+  CHECK(p.b.buf()[0] == 0x11);
 }
