@@ -1,4 +1,5 @@
 #include "context.h"
+#include "work_requests.h"
 
 #include <cstring>
 
@@ -55,27 +56,12 @@ Context::~Context() {
 
 int Context::post_recv(int n) {
   ibv_sge sge{reinterpret_cast<uintptr_t>(rx_), size_, mr_->lkey()};
-  RecvWr wr;
-  wr.wr_id = kRecvWrid;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  const RecvWr* bad = nullptr;
-  int i = 0;
-  for (; i < n; ++i)
-    if (qp_->post_recv(&wr, &bad) != 0) break;
-  return i;
+  return post_recvs(*qp_, sge, n);
 }
 
 int Context::post_send() {
   ibv_sge sge{reinterpret_cast<uintptr_t>(tx_), size_, mr_->lkey()};
-  SendWr wr;
-  wr.wr_id = kSendWrid;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_SEND;
-  wr.send_flags = send_flags_;
-  const SendWr* bad = nullptr;
-  return qp_->post_send(&wr, &bad);
+  return post(*qp_, send_wr(sge, send_flags_));
 }
 
 bool Context::connect(const exchange::PingpongDest& remote, uint32_t my_psn, std::string& error) {

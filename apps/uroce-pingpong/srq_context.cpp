@@ -1,4 +1,5 @@
 #include "srq_context.h"
+#include "work_requests.h"
 
 #include <cstring>
 
@@ -72,12 +73,7 @@ int SrqContext::post_recv(int n) {
   for (; i < n; ++i) {
     const uint64_t slot = next_slot_ % slots_;
     ibv_sge sge{reinterpret_cast<uintptr_t>(rx_ + slot * size_), size_, mr_->lkey()};
-    RecvWr wr;
-    wr.wr_id = kRecvWrid | (chk_ ? slot << 2 : 0);
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    const RecvWr* bad = nullptr;
-    if (srq_->post_recv(&wr, &bad) != 0) break;
+    if (post_one_recv(*srq_, sge, kRecvWrid | (chk_ ? slot << 2 : 0)) != 0) break;
     ++next_slot_;
   }
   return i;
@@ -85,14 +81,7 @@ int SrqContext::post_recv(int n) {
 
 int SrqContext::post_send(int qp_index) {
   ibv_sge sge{reinterpret_cast<uintptr_t>(tx(qp_index)), size_, mr_->lkey()};
-  SendWr wr;
-  wr.wr_id = kSendWrid;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_SEND;
-  wr.send_flags = send_flags_;
-  const SendWr* bad = nullptr;
-  return qps_[size_t(qp_index)]->post_send(&wr, &bad);
+  return post(*qps_[size_t(qp_index)], send_wr(sge, send_flags_));
 }
 
 int SrqContext::find_qp(uint32_t qpn) const {

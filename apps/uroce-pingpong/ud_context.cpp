@@ -1,4 +1,5 @@
 #include "ud_context.h"
+#include "work_requests.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -66,30 +67,16 @@ UdContext::~UdContext() {
 
 int UdContext::post_recv(int n) {
   ibv_sge sge{reinterpret_cast<uintptr_t>(rx_), size_ + kGrhBytes, mr_->lkey()};
-  RecvWr wr;
-  wr.wr_id = kRecvWrid;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  const RecvWr* bad = nullptr;
-  int i = 0;
-  for (; i < n; ++i)
-    if (qp_->post_recv(&wr, &bad) != 0) break;
-  return i;
+  return post_recvs(*qp_, sge, n);
 }
 
 int UdContext::post_send() {
   ibv_sge sge{reinterpret_cast<uintptr_t>(tx_), size_, mr_->lkey()};
-  SendWr wr;
-  wr.wr_id = kSendWrid;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_SEND;
-  wr.send_flags = send_flags_;
+  SendWr wr = send_wr(sge, send_flags_);
   wr.wr.ud.ah = ah_.get();
   wr.wr.ud.remote_qpn = remote_.qpn;
   wr.wr.ud.remote_qkey = kUdQkey;
-  const SendWr* bad = nullptr;
-  return qp_->post_send(&wr, &bad);
+  return post(*qp_, wr);
 }
 
 bool UdContext::check_recv(const ibv_wc& wc, std::string& why) {

@@ -145,20 +145,24 @@ dump_pcap() {
 # field FILE local|remote QPN|PSN -> the hex digits
 field() { addr_of "$1" "$2" | sed -E "s/.*$3 0x([0-9a-f]{6}).*/\\1/"; }
 
+# addresses_for PMTU IPVER: the endpoints' addresses for IPv4 or IPv6, and
+# for a path MTU above 1024 jumbo veths and af_packet slots ($slots).
+addresses_for() {
+  if [ "$2" = 6 ]; then SRV_IP=fd00::1 CLI_IP=fd00::2; else SRV_IP=10.0.0.1 CLI_IP=10.0.0.2; fi
+  slots=
+  if [ "$1" -gt 1024 ]; then
+    ip link set dev ppa mtu 9000 && inb ip link set dev ppb mtu 9000 || fail "veth MTU 9000"
+    slots=$JUMBO
+  fi
+}
+
 case $case_ in
   sizes)
     setup_links
     # size, path MTU, iterations, IP version; -c checks every message's contents.
     for run in "64 1024 1000 4" "4096 1024 1000 4" "65536 1024 300 4" "8192 4096 1000 4" "4096 1024 300 6"; do
       set -- $run
-      if [ "$4" = 6 ]; then SRV_IP=fd00::1 CLI_IP=fd00::2; else SRV_IP=10.0.0.1 CLI_IP=10.0.0.2; fi
-      slots=
-      if [ "$2" -gt 1024 ]; then
-        # A port opened for MTU 1500 sets its af_packet interface to 1500:
-        # give the veth its jumbo MTU back.
-        ip link set dev ppa mtu 9000 && inb ip link set dev ppb mtu 9000 || fail "veth MTU 9000"
-        slots=$JUMBO
-      fi
+      addresses_for "$2" "$4"
       name=s$1-m$2-ipv$4
       start_server "$name" "$slots" -s "$1" -m "$2" -n "$3" -c --timeout 20
       run_client "$name" "$slots" -s "$1" -m "$2" -n "$3" -c --timeout 20
@@ -284,12 +288,7 @@ case $case_ in
     # every message, its GRH source and its source QP.
     for run in "1 1024 200 4" "512 1024 300 4" "1024 1024 300 4" "4096 4096 300 4" "1000 1024 200 6"; do
       set -- $run
-      if [ "$4" = 6 ]; then SRV_IP=fd00::1 CLI_IP=fd00::2; else SRV_IP=10.0.0.1 CLI_IP=10.0.0.2; fi
-      slots=
-      if [ "$2" -gt 1024 ]; then
-        ip link set dev ppa mtu 9000 && inb ip link set dev ppb mtu 9000 || fail "veth MTU 9000"
-        slots=$JUMBO
-      fi
+      addresses_for "$2" "$4"
       name=ud-s$1-m$2-ipv$4
       start_server "$name" "$slots" --ud -s "$1" -m "$2" -n "$3" -c --timeout 20
       run_client "$name" "$slots" --ud -s "$1" -m "$2" -n "$3" -c --timeout 20
