@@ -17,6 +17,7 @@
 #include "frames.h"
 #include "mbuf_test_util.h"
 #include "rc_real_time.h"
+#include "test_port.h"
 #include "uroce/port/dpdk_port.h"
 #include "veth_netns.h"
 
@@ -27,16 +28,7 @@ std::string prefix(const char* tag) { return "uroce-" + std::string(tag) + std::
 
 std::unique_ptr<DpdkPort> open_af_packet(int index, const std::string& iface, uint16_t mtu,
                                          const std::string& extra = "") {
-  DpdkPortConfig c;
-  c.dev = "net_af_packet" + std::to_string(index) + ",iface=" + iface + extra;
-  c.mtu = mtu;
-  c.rx_mbufs = 2047;
-  c.rx_desc = c.tx_desc = 512;
-  std::string error;
-  auto p = DpdkPort::open(c, error);
-  INFO("opening " << c.dev << ": " << error);
-  REQUIRE(p);
-  return p;
+  return open_test_port("net_af_packet" + std::to_string(index) + ",iface=" + iface + extra, mtu);
 }
 
 bool wait_link(const DpdkPort& a, const DpdkPort& b) {

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "rc_real_time.h"
+#include "test_port.h"
 #include "uroce/capture/capturing_port.h"
 #include "uroce/port/dpdk_port.h"
 #include "uroce/port/tsc_clock.h"
@@ -62,15 +63,7 @@ bool run(const std::vector<std::string>& args) {
 }
 
 std::unique_ptr<DpdkPort> open_tap(int index, const std::string& iface) {
-  DpdkPortConfig c;
-  c.dev = "net_tap" + std::to_string(index) + ",iface=" + iface;
-  c.rx_mbufs = 2047;
-  c.rx_desc = c.tx_desc = 512;
-  std::string error;
-  auto p = DpdkPort::open(c, error);
-  INFO("opening " << c.dev << ": " << error);
-  REQUIRE(p);
-  return p;
+  return open_test_port("net_tap" + std::to_string(index) + ",iface=" + iface);
 }
 
 // IPv4 UDP frames in the capture, and how many of them have a wrong header
