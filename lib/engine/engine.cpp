@@ -282,7 +282,7 @@ void Engine::receive(rte_mbuf* m) {
     return;
   }
   if (pkt.op->transport == wire::Transport::cnp) {
-    transport::cc_cnp_rx(*qp, pkt);
+    transport::cc_cnp_rx(*qp);
     return;
   }
   transport::cc_rx(*qp, pkt);

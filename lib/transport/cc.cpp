@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "../engine/engine.h"
 #include "transport.h"
@@ -94,13 +93,12 @@ bool cc_ackreq_due_slow(Qp& qp, bool ack_req) {
   return ack_req;
 }
 
-void cc_ce_slow(Qp& qp, const wire::PacketView& pkt) {
+// A connected QP's packets all come from its peer here (the engine drops
+// the others): a spoofed marked packet cannot make us slow the peer down.
+void cc_ce_slow(Qp& qp) {
   cc::QpCc& c = qp.cc;
-  // Only a connected QP knows where the marked packets came from, and only
-  // its peer's marks count: a spoofed marked packet must not make us slow
-  // the peer down.
-  if (qp.is_rc() && !from_peer(qp, pkt)) return;
   ++c.ecn_marks;
+  // Only a connected QP knows where the marked packets came from.
   if (c.algo != cc::CcAlgo::dcqcn || !qp.is_rc() || qp.state < IBV_QPS_RTR || qp.state == IBV_QPS_ERR) return;
   const uint64_t now = qp.eng->now();
   if (!c.np.may_send(now) || !send_cnp(qp)) return;
@@ -108,11 +106,11 @@ void cc_ce_slow(Qp& qp, const wire::PacketView& pkt) {
   ++c.cnps_sent;
 }
 
-void cc_cnp_rx(Qp& qp, const wire::PacketView& pkt) {
+void cc_cnp_rx(Qp& qp) {
   cc::QpCc& c = qp.cc;
-  // A CNP carries no PSN: without these checks anyone who can guess a QPN
-  // could hold the QP at its minimum rate.
-  if (!qp.is_rc() || qp.state < IBV_QPS_RTR || qp.state == IBV_QPS_ERR || !from_peer(qp, pkt)) return;
+  // A CNP carries no PSN: only the connected peer's count (the engine has
+  // checked the source), and only once the QP is connected.
+  if (!qp.is_rc() || qp.state < IBV_QPS_RTR || qp.state == IBV_QPS_ERR) return;
   ++c.cnps_received;
   if (c.algo != cc::CcAlgo::dcqcn) return;
   c.rp.on_cnp(qp.eng->now());

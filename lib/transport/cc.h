@@ -19,7 +19,7 @@ void cc_reset(Qp& qp);
 
 bool cc_gate_slow(Qp& qp);
 void cc_sent_slow(Qp& qp, uint32_t frame_len);
-void cc_ce_slow(Qp& qp, const wire::PacketView& pkt);
+void cc_ce_slow(Qp& qp);
 bool cc_ackreq_due_slow(Qp& qp, bool ack_req);
 
 // May the requester send its next packet now? If not, the QP waits on the
@@ -34,7 +34,7 @@ inline void cc_sent(Qp& qp, uint32_t frame_len) {
 }
 // Every received packet for the QP: counts CE marks, answers them (NP).
 inline void cc_rx(Qp& qp, const wire::PacketView& pkt) {
-  if (pkt.ecn() == 3) cc_ce_slow(qp, pkt);
+  if (pkt.ecn() == 3) cc_ce_slow(qp);
 }
 // A data packet is about to go out with AckReq = `ack_req`: should it ask
 // for an ACK anyway? A slowly paced QP asks at least every quarter of the
@@ -43,8 +43,8 @@ inline void cc_rx(Qp& qp, const wire::PacketView& pkt) {
 inline bool cc_ackreq_due(Qp& qp, bool ack_req) {
   return qp.cc.algo == cc::CcAlgo::none ? ack_req : cc_ackreq_due_slow(qp, ack_req);
 }
-// A CNP addressed to the QP (RP); ignored unless it comes from the QP's peer.
-void cc_cnp_rx(Qp& qp, const wire::PacketView& pkt);
+// A CNP addressed to the QP (RP), from its peer (checked by the engine).
+void cc_cnp_rx(Qp& qp);
 
 cc::CcStats cc_stats(const Qp& qp);
 
