@@ -50,8 +50,7 @@ void acquire_sges(engine::Engine& eng, const SgeList& sgl) {
 }
 
 void fill_wqe(Qp& qp, const SendWr& wr, SendWqe& w) {
-  const SendWqe blank{};
-  w.state = blank.state;
+  w.state = WqeState::posted;
   w.read_received = 0;
   w.rd_counted = false;
   w.error = IBV_WC_SUCCESS;
