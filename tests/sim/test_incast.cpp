@@ -38,7 +38,7 @@ constexpr uint64_t kBuffer = 250'000;
 constexpr const char* kPaperAt10G[] = {"rpg_ai_rate=10", "rpg_hai_rate=100", "rpg_byte_reset=2621440"};
 
 // Flows join 0.5 ms apart. α starts at 1, so the join cuts every flow deep
-// (to ~20 % of its share at N = 2), and additive increase at 10 Mb/s per
+// (to about a third of its share at N = 2), and additive increase at 10 Mb/s per
 // 55 us needs ~20 ms to climb back: the fair share and the queue are judged
 // over 20 ms from 30 ms after the last join. Then all but flow 0 stop; it
 // has 60 ms to regain line rate (~40 ms from 0.6 Gb/s at N = 16: additive,
