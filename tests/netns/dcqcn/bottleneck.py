@@ -35,8 +35,18 @@ class Host:
     roce_ip: str  # uroce's --ip
 
 
-def _veth(ns_a, a, ns_b, b):
-    run(["ip", "-n", ns_a, "link", "add", a, "type", "veth", "peer", "name", b, "netns", ns_b])
+# ifindexes of the two servers' ports. DPDK 22.11's af_packet PMD joins
+# PACKET_FANOUT group (getpid() ^ ifindex) & 0xffff, and fanout groups are per
+# namespace: two servers in one namespace whose pid ^ ifindex agree collide
+# and the second fails with "could not set PACKET_FANOUT ... Invalid
+# argument" (seen with ports 2 and 3 and pids P, P + 1). With 0x1000 and
+# 0x2000 the pids would have to differ by a multiple of 4096.
+SERVER_IFINDEX = (0x1000, 0x2000)
+
+
+def _veth(ns_a, a, ns_b, b, index=None):
+    at = ["index", str(index)] if index else []
+    run(["ip", "-n", ns_a, "link", "add", a] + at + ["type", "veth", "peer", "name", b, "netns", ns_b])
 
 
 def _sysctl(ns, *settings):
@@ -59,8 +69,8 @@ class Bottleneck:
         _veth(s1, "a1", self.rtr, "b1")
         _veth(s2, "a2", self.rtr, "b2")
         _veth(self.rtr, "r0", self.rcv, "v0")
-        _veth(self.rcv, "d1", self.rcv, "e1")
-        _veth(self.rcv, "d2", self.rcv, "e2")
+        _veth(self.rcv, "e1", self.rcv, "d1", index=SERVER_IFINDEX[0])
+        _veth(self.rcv, "e2", self.rcv, "d2", index=SERVER_IFINDEX[1])
         _sysctl(self.rtr, "net.ipv4.ip_forward=1", "net.ipv4.conf.all.proxy_arp=1",
                 "net.ipv4.conf.default.proxy_arp=1", "net.ipv4.conf.all.send_redirects=0")
         # Two addresses of one subnet on two ports: each answers ARP only for its own.
