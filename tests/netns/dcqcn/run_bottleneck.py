@@ -14,6 +14,8 @@ dcqcn: --cc dcqcn on every process: CE marks become CNPs, the senders slow
        this host (bottleneck.py: red if the kernel has it, else a phantom
        queue). UROCE_BOTTLENECK_MBIT=0 with --vm: no qdisc at all, nothing
        asserted but the runs (to measure what the path forwards).
+       UROCE_BOTTLENECK_PERF_ARGS replaces the path's own uroce-perf options
+       (the VM's: -u 16), UROCE_BOTTLENECK_CC_ARGS the DCQCN ones.
 Exit 0 pass, 1 fail, 77 skip (not root, uroce-perf has no --cc, or --vm and
 qemu or the kernel package cannot be had).
 """
@@ -87,7 +89,9 @@ def run(mode, perf, work, vm_cache=None):
     name = f"dcqcn-{'red-vm' if vm_cache else 'bottleneck'}-{mode}"
     with Harness(f"dcqcn-{mode}") as h:
         net = make_net(h, vm_cache, work)
-        args = ["write_bw", "-D", str(DURATION_S), "--timeout", "20"] + cc + net.perf_args
+        extra = os.environ.get("UROCE_BOTTLENECK_PERF_ARGS")  # e.g. "-u 14": replaces net.perf_args
+        args = ["write_bw", "-D", str(DURATION_S), "--timeout", "20"] + cc + (
+            extra.split() if extra is not None else net.perf_args)
         print(f"bottleneck: {net.describe()}; uroce-perf {' '.join(args)}")
         servers, clients = [], []
         for i, srv in enumerate(net.servers):

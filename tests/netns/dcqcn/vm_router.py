@@ -48,10 +48,11 @@ class VmBottleneck:
     # TCG VM on a loaded host, ACKs took longer than 67 ms now and then; the
     # spurious go-back-N that followed put a second window into the queue
     # behind the first and overflowed it (with -u 14: 0-139 drops and
-    # 0-2763 retransmissions per run with no frame lost; with -u 16: none).
+    # 0-2763 retransmissions per run with no frame lost; with -u 16, in
+    # eight runs: one drop in one).
     perf_args = ["-u", "16"]
     # With DCQCN, drops allowed at RED (% of the frames, at least 5); measured
-    # 0 in every -u 16 run, 0.37 % at most with -u 14 (README.md).
+    # at most 1 frame with -u 16, 0.37 % at most with -u 14 (README.md).
     drop_pct = 1
 
     def __init__(self, h, cache, work, rate_mbit, limit_pkts):
