@@ -163,6 +163,9 @@ def stamp_of(inputs):
 
 def build(cache, log=lambda s: print(f"[image] {s}", file=sys.stderr, flush=True)):
     """Returns a dict: kernel (path), initrd (path), kver, deb."""
+    # Absolute: the stamp holds the module paths under it, and a relative
+    # CACHE (a run by hand) repacked what meson's absolute one had packed.
+    cache = os.path.abspath(cache)
     os.makedirs(cache, exist_ok=True)
     with open(os.path.join(cache, "lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
