@@ -10,7 +10,8 @@ TSV_DIR holds incast-N-dcqcn.tsv and incast-N-none.tsv, written by
 (or build/tests/sim/sim_incast_test '[incast16]' with the variable set).
 For each N it writes OUT_DIR/incast-N.png: the goodput of every flow
 (completed WRITE bytes, averaged over 1 ms) and the bottleneck queue with
-Kmin/Kmax, DCQCN on the left, no congestion control on the right.
+Kmin/Kmax, DCQCN on the left, no congestion control on the right; the
+window the tests judge fairness and the queue over is shaded.
 Needs matplotlib (Debian: python3-matplotlib).
 """
 
@@ -23,8 +24,14 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-KMIN_KB, KMAX_KB, BUFFER_KB = 5, 50, 250  # as in test_incast.cpp
+KMIN_KB, KMAX_KB, BUFFER_KB = 5, 160, 250  # as in test_incast.cpp (kRed, kBuffer)
 SMOOTH = 4  # samples of 250 us: 1 ms
+
+
+def judged(n):
+    """The window test_incast.cpp judges (its timeline()), in ms."""
+    fair_from = (n - 1) * 0.5 + 30
+    return fair_from, fair_from + 20
 
 
 def load(path):
@@ -47,7 +54,8 @@ def smooth(xs, n=SMOOTH):
 
 def plot(n, tsv_dir, out_dir):
     fig, ax = plt.subplots(2, 2, figsize=(12, 6), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
-    for col, mode, title in ((0, "dcqcn", "DCQCN (paper preset)"), (1, "none", "no congestion control")):
+    for col, mode, title in ((0, "dcqcn", "DCQCN (paper preset scaled to 10 Gb/s)"), (1, "none", "no congestion control")):
+        lo, hi = judged(n)
         path = os.path.join(tsv_dir, f"incast-{n}-{mode}.tsv")
         if not os.path.exists(path):
             print(f"missing {path}", file=sys.stderr)
@@ -59,6 +67,8 @@ def plot(n, tsv_dir, out_dir):
         ax[0][col].set_title(f"{n}:1 incast at 10 Gb/s, {title}")
         ax[0][col].set_ylabel("goodput per flow [Gb/s]")
         ax[0][col].set_ylim(0, 10)
+        for a in (ax[0][col], ax[1][col]):
+            a.axvspan(lo, hi, color="0.9", zorder=0, label="judged" if a is ax[0][col] else None)
         ax[0][col].legend(loc="upper right", fontsize=7)
         ax[1][col].plot(t, q, lw=0.7, color="tab:red")
         for y, name in ((KMIN_KB, "Kmin"), (KMAX_KB, "Kmax"), (BUFFER_KB, "buffer")):

@@ -7,7 +7,7 @@ The kernel comes from Debian's linux-image package, fetched with
 holds busybox-static, the rdma-core tools and perftest (with every library
 `ldd` names), the rxe provider, iproute2's `tc` (busybox's has no netem), the
 kernel modules (rdma_rxe and what it needs, netem/ifb/mirred for the loss
-scenarios) and guest/. It is an uncompressed cpio: the guest unpacks it
+scenarios, htb/red for the DCQCN router VM) and guest/. It is an uncompressed cpio: the guest unpacks it
 without a decompressor, which matters under TCG.
 
 Everything is cached; a stamp of the inputs decides whether to rebuild.
@@ -36,9 +36,10 @@ SBIN_TOOLS = ["tc"]
 # Load order matters and the .deb has no modules.dep: these are resolved
 # through each module's own depends= list. crc32_generic: rxe's ICRC asks
 # for the "crc32" shash and nothing autoloads it. virtio_console: the
-# control channel (an emulated 8250 lost interrupts under load).
+# control channel (an emulated 8250 lost interrupts under load). sch_htb,
+# sch_red: the DCQCN bottleneck's router VM (tests/netns/dcqcn/vm_router.py).
 MODULES = ["virtio_pci", "virtio_net", "virtio_console", "crc32_generic", "ib_core", "ib_uverbs", "rdma_rxe",
-           "sch_prio", "sch_netem", "cls_u32", "sch_ingress", "act_mirred", "ifb"]
+           "sch_prio", "sch_netem", "cls_u32", "sch_ingress", "act_mirred", "ifb", "sch_htb", "sch_red"]
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
 
 
@@ -162,6 +163,9 @@ def stamp_of(inputs):
 
 def build(cache, log=lambda s: print(f"[image] {s}", file=sys.stderr, flush=True)):
     """Returns a dict: kernel (path), initrd (path), kver, deb."""
+    # Absolute: the stamp holds the module paths under it, and a relative
+    # CACHE (a run by hand) repacked what meson's absolute one had packed.
+    cache = os.path.abspath(cache)
     os.makedirs(cache, exist_ok=True)
     with open(os.path.join(cache, "lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

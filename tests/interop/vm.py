@@ -28,7 +28,9 @@ DONE = re.compile(r"^UIX-DONE (\d+) (\d+) ([A-Za-z0-9+/=]*)$")
 
 
 class VM:
-    def __init__(self, h, work, image, ns, tap, mac, ip_cidr, mtu, name="rxe"):
+    def __init__(self, h, work, image, ns, tap, mac, ip_cidr, mtu, name="rxe", extra_nics=(), append=""):
+        """extra_nics: more (tap, mac) pairs, eth1, eth2, ... in the guest;
+        append: more kernel command line (uix.rxe=0: no rxe0, see guest/init)."""
         self.work = work
         self.console_path = os.path.join(work, f"console-{name}.log")
         self.sock_path = f"/tmp/uix-{os.getpid()}-{name}.sock"  # sun_path is 108 bytes at most
@@ -42,7 +44,7 @@ class VM:
             "-smp", "1", "-m", "512M", "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
             "-kernel", image["kernel"], "-initrd", image["initrd"],
             "-append", f"console=ttyS0 panic=-1 nokaslr quiet loglevel={os.environ.get('UROCE_INTEROP_LOGLEVEL', '4')} rdinit=/init "
-                       f"uix.ip={ip_cidr} uix.mtu={mtu} uix.name={name}",
+                       f"uix.ip={ip_cidr} uix.mtu={mtu} uix.name={name} {append}".rstrip(),
             "-serial", "file:" + self.console_path,
             # The control channel: a virtio-serial port. It was the second
             # 8250 serial port first, and under load the guest sometimes sat
@@ -58,6 +60,9 @@ class VM:
             "-netdev", f"tap,id=n0,ifname={tap},script=no,downscript=no,vnet_hdr=off",
             "-device", f"virtio-net-pci,netdev=n0,mac={mac},romfile=",
         ]
+        for i, (xtap, xmac) in enumerate(extra_nics, 1):
+            argv += ["-netdev", f"tap,id=n{i},ifname={xtap},script=no,downscript=no,vnet_hdr=off",
+                     "-device", f"virtio-net-pci,netdev=n{i},mac={xmac},romfile="]
         self.t0 = time.monotonic()
         self.proc = Proc(h, "qemu", argv, os.path.join(work, f"qemu-{name}.out"), ns=ns)
         self.sock = self._connect()

@@ -120,7 +120,9 @@ IncastResult run_incast(const IncastConfig& cfg) {
     for (auto& f : flows) {
       s.goodput_gbps.push_back(double(f->done_bytes - f->last_bytes) * 8 / double(cfg.sample_ns));
       f->last_bytes = f->done_bytes;
-      s.rc_gbps.push_back(f->tx.qp->cc_stats().rate_mbps / 1000);
+      const cc::CcStats st = f->tx.qp->cc_stats();
+      s.rc_gbps.push_back(st.rate_mbps / 1000);
+      s.alpha.push_back(st.alpha);
     }
     s.queue_bytes = wire.queue_bytes(fabric.port(0));
     const sim::SwitchCounters& sc = wire.switch_counters(fabric.port(0));
@@ -130,6 +132,7 @@ IncastResult run_incast(const IncastConfig& cfg) {
     link_bytes = out;
     s.below_kmin_ns = sc.time_below_kmin_ns;
     s.above_kmax_ns = sc.time_above_kmax_ns;
+    s.depth_byte_ns = sc.depth_byte_ns;
     r.samples.push_back(std::move(s));
   }
   for (int i = 0; i < cfg.senders; ++i) {
@@ -175,7 +178,8 @@ double IncastResult::mean_link_gbps(uint64_t from_ns, uint64_t to_ns) const {
 
 namespace {
 
-// The change of a cumulative time over (from, to], as a share of it.
+// The change of a cumulative integral over (from, to], divided by its length
+// (a share of the time for a time, the mean for a byte*ns integral).
 double share(const std::vector<IncastSample>& samples, uint64_t from_ns, uint64_t to_ns,
              double IncastSample::*field) {
   const IncastSample* a = nullptr;
@@ -196,6 +200,10 @@ double IncastResult::time_below_kmin(uint64_t from_ns, uint64_t to_ns) const {
 
 double IncastResult::time_above_kmax(uint64_t from_ns, uint64_t to_ns) const {
   return share(samples, from_ns, to_ns, &IncastSample::above_kmax_ns);
+}
+
+double IncastResult::mean_queue_bytes(uint64_t from_ns, uint64_t to_ns) const {
+  return share(samples, from_ns, to_ns, &IncastSample::depth_byte_ns);
 }
 
 uint64_t IncastResult::retransmitted() const {
@@ -223,11 +231,13 @@ bool write_tsv(const IncastResult& r, const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) return false;
   std::fprintf(f, "t_ms\tqueue_kb\tlink_gbps");
-  for (size_t i = 0; i < r.flows.size(); ++i) std::fprintf(f, "\tgoodput%zu_gbps\trc%zu_gbps", i, i);
+  for (size_t i = 0; i < r.flows.size(); ++i)
+    std::fprintf(f, "\tgoodput%zu_gbps\trc%zu_gbps\talpha%zu", i, i, i);
   std::fprintf(f, "\n");
   for (const auto& s : r.samples) {
     std::fprintf(f, "%.3f\t%.2f\t%.4f", double(s.t_ns) / 1e6, double(s.queue_bytes) / 1000, s.link_gbps);
-    for (size_t i = 0; i < s.goodput_gbps.size(); ++i) std::fprintf(f, "\t%.4f\t%.4f", s.goodput_gbps[i], s.rc_gbps[i]);
+    for (size_t i = 0; i < s.goodput_gbps.size(); ++i)
+      std::fprintf(f, "\t%.4f\t%.4f\t%.4f", s.goodput_gbps[i], s.rc_gbps[i], s.alpha[i]);
     std::fprintf(f, "\n");
   }
   return std::fclose(f) == 0;

@@ -42,10 +42,12 @@ struct IncastSample {
   uint64_t t_ns = 0;
   std::vector<double> goodput_gbps;
   std::vector<double> rc_gbps;
+  std::vector<double> alpha;  // each flow's DCQCN alpha
   uint64_t queue_bytes = 0;
   double link_gbps = 0;  // what the bottleneck port sent (headers included) over the period
-  // Since the start, cumulative (SwitchCounters): ns of queue <= kmin, > kmax.
-  double below_kmin_ns = 0, above_kmax_ns = 0;
+  // Since the start, cumulative (SwitchCounters): ns of queue <= kmin, > kmax,
+  // and the queue's integral in byte*ns.
+  double below_kmin_ns = 0, above_kmax_ns = 0, depth_byte_ns = 0;
 };
 
 struct IncastFlow {
@@ -72,6 +74,8 @@ struct IncastResult {
   // spent at or below kmin, and above kmax.
   double time_below_kmin(uint64_t from_ns, uint64_t to_ns) const;
   double time_above_kmax(uint64_t from_ns, uint64_t to_ns) const;
+  // The mean queue over (from, to], bytes; both must be sample times.
+  double mean_queue_bytes(uint64_t from_ns, uint64_t to_ns) const;
   uint64_t retransmitted() const;
   uint64_t cnps_received() const;
 };
@@ -82,7 +86,7 @@ IncastResult run_incast(const IncastConfig& cfg);
 double jain(const std::vector<double>& x);
 
 // Writes the time series as TSV (t_ms, queue_kb, link_gbps, then
-// goodput_i and rc_i in Gb/s per flow); false if the file cannot be written.
+// goodput_i and rc_i in Gb/s and alpha_i per flow); false if the file cannot be written.
 bool write_tsv(const IncastResult& r, const std::string& path);
 
 }  // namespace uroce::test
