@@ -3,16 +3,26 @@
 # client on CPU 0): each RDMA test next to the raw limit of the same link,
 # measured by the same binary in the same run. Figures go to stdout; see
 # docs/benchmarks.md for what they mean.
-#   scripts/bench_memif.sh [BUILD_DIR]
+#   scripts/bench_memif.sh [BUILD_DIR [OTHER_BUILD_DIR]]
 #   REPEAT=5 scripts/bench_memif.sh    # the whole sequence 5 times: this VM's
 #                                      # memif figures vary by 2-3x run to run
+# With OTHER_BUILD_DIR, every RDMA line runs with both builds back to back
+# (lines tagged with the directory), so a change is compared within one
+# round, next to one raw measurement.
 set -euo pipefail
 B=${1:-build}/apps/uroce-perf/uroce-perf
+B2=${2:+$2/apps/uroce-perf/uroce-perf}
 SOCK=/tmp/uroce-bench-memif.sock
 PORT=47311
 MEMIF_EXTRA=""  # e.g. ",bsize=8192": memif buffer size (frames above it are chained)
-run() {  # run TEST ARGS...: server and client, client's table to stdout
-  local test=$1; shift
+run() {  # run TEST ARGS...: each build in turn (raw tests: the first only)
+  run_with "$B" "$@"
+  if [ -n "$B2" ] && [[ $1 != raw_* ]]; then run_with "$B2" "$@"; fi
+}
+run_with() {  # run_with BINARY TEST ARGS...: server and client, client's table to stdout
+  local B=$1 test=$2; shift 2
+  local tag="$test"
+  if [ -n "$B2" ]; then tag="[${B%/apps/uroce-perf/uroce-perf}] $test"; fi
   rm -f "$SOCK"
   taskset -c 1 timeout 120 "$B" "$test" "$@" -p $PORT --ip 10.90.0.1 \
     --dev "net_memif0,role=server,id=0,socket=$SOCK,socket-abstract=no$MEMIF_EXTRA" > /tmp/uroce-bench-server.txt 2>&1 &
@@ -20,7 +30,7 @@ run() {  # run TEST ARGS...: server and client, client's table to stdout
   sleep 0.5
   taskset -c 0 timeout 120 "$B" "$test" "$@" -p $PORT --ip 10.90.0.2 \
     --dev "net_memif0,role=client,id=0,socket=$SOCK,socket-abstract=no$MEMIF_EXTRA" 127.0.0.1 2>/dev/null |
-    awk -v t="$test $*" '/^ *[0-9]+ +[0-9]+ /{print t ": " $0} / uroce:/{print t ": " $0}'
+    awk -v t="$tag $*" '/^ *[0-9]+ +[0-9]+ /{print t ": " $0} / uroce:/{print t ": " $0}'
   wait $server || true
   if [ "$test" = raw_bw ]; then
     awk -v t="$test $* (receiver)" '/^ *[0-9]+ +[0-9]+ /{print t ": " $0} /lost/{print t ": " $0}' /tmp/uroce-bench-server.txt

@@ -28,7 +28,7 @@ uint32_t server_seed(size_t q) { return 0x50 + uint32_t(q); }
 BwClient::BwClient(Endpoint& e, const std::vector<PeerInfo>& peers, const Options& o, uint64_t size)
     : e_(e), peers_(peers), o_(o), size_(size), qps_(e.qp_count()) {
   // Everything the measured loop needs is ready before it starts.
-  marks_.reserve(o.duration ? 1 << 20 : o.iters * qps_.size() / std::max<uint32_t>(o.cq_mod, 1) + 64);
+  marks_.reserve(kMaxMarks);
   r_.size = size;
 }
 
@@ -118,11 +118,22 @@ void BwClient::reap() {
     }
     uint64_t total = 0;
     for (const QpState& s : qps_) total += s.completed;
-    const double t = elapsed();
-    // One mark per clock reading is all the peak can use.
-    if (marks_.empty() || marks_.back().first != t) marks_.emplace_back(t, total);
-    else marks_.back().second = total;
+    mark(elapsed(), total);
   }
+}
+
+void BwClient::mark(double t, uint64_t total) {
+  if (!marks_.empty() && t - marks_.back().first <= mark_gap_) {
+    marks_.back().second = total;  // one mark per clock reading (or gap) is all the peak can use
+    return;
+  }
+  if (marks_.size() == kMaxMarks) {
+    size_t kept = 0;
+    for (size_t i = 0; i < marks_.size(); i += 2) marks_[kept++] = marks_[i];
+    marks_.resize(kept);
+    mark_gap_ = std::max(mark_gap_ * 2, (t - marks_.front().first) / double(kMaxMarks));
+  }
+  marks_.emplace_back(t, total);
 }
 
 bool BwClient::step() {

@@ -40,7 +40,13 @@ class BwClient {
   std::vector<QpState> qps_;
   std::array<SendWr, 64> wrs_;  // up to -l WRs per post call
   std::array<ibv_sge, 64> sges_;
-  std::vector<std::pair<double, uint64_t>> marks_;  // (time, completed) for the peak
+  // (time, completed) for the peak, at least mark_gap_ seconds apart. When
+  // kMaxMarks are taken, every other one goes and the gap doubles: a run of
+  // any length (-D 3600, -n 10^9) keeps about as many marks as a short one.
+  static constexpr size_t kMaxMarks = size_t(1) << 16;
+  void mark(double t, uint64_t total);
+  std::vector<std::pair<double, uint64_t>> marks_;
+  double mark_gap_ = 0;
   bool started_ = false;
   bool stopping_ = false;  // -D: the duration is over, no new posts
   unsigned ticks_ = 0;

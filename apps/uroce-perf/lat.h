@@ -50,6 +50,7 @@ class LatSide {
   // marker before the peer saw it.
   bool posts_first() const { return o_.verb == Verb::write ? !client_ : client_; }
   uint8_t* in() { return e_.buf(0) + e_.exposed_offset(); }  // where the peer's bytes land
+  State advance();  // at most one transition; returns the new state
   void post();
   bool peer_arrived();
   void next();

@@ -127,6 +127,17 @@ void Engine::schedule(transport::Qp* qp) {
   ready_.push_back(qp);
 }
 
+void Engine::send_now(transport::Qp* qp) {
+  schedule(qp);
+  // The application may not have polled for a while, and the requester
+  // arms its retransmission timer from now_. A new round, too, so an ACK
+  // the last receive queued leaves with these frames (see queue_ack).
+  now_ = config_.clock->now_ns();
+  ++poll_seq_;
+  run_tx();
+  flush_tx();
+}
+
 void Engine::watch_timer(transport::Qp* qp) {
   if (qp->timed) return;
   qp->timed = true;

@@ -49,6 +49,11 @@ class Engine {
   transport::Qp* find_qp(uint32_t qpn) const;
   // The QP has packets to send (or a retry to start).
   void schedule(transport::Qp* qp);
+  // Work was posted to a QP that had none: send it (and an ACK waiting to
+  // go with the answer) now rather than at the next poll, so a ping-pong's
+  // answer leaves without another engine round. Posts to a busy QP keep
+  // batching through schedule().
+  void send_now(transport::Qp* qp);
   // The QP has a timer that may need checking.
   void watch_timer(transport::Qp* qp);
   // The QP is paced (congestion control): schedule it again at `at` ns.

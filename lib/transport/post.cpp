@@ -50,8 +50,7 @@ void acquire_sges(engine::Engine& eng, const SgeList& sgl) {
 }
 
 void fill_wqe(Qp& qp, const SendWr& wr, SendWqe& w) {
-  const SendWqe blank{};
-  w.state = blank.state;
+  w.state = WqeState::posted;
   w.read_received = 0;
   w.rd_counted = false;
   w.error = IBV_WC_SUCCESS;
@@ -115,6 +114,7 @@ int check_send(const Qp& qp, const SendWr& wr) {
 }
 
 int post_send(Qp& qp, const SendWr* wr, const SendWr** bad) {
+  const bool idle = qp.sq.empty();
   for (; wr != nullptr; wr = wr->next) {
     int err = 0;
     if (qp.state == IBV_QPS_RESET || qp.state == IBV_QPS_INIT || qp.state == IBV_QPS_RTR)
@@ -132,7 +132,10 @@ int post_send(Qp& qp, const SendWr* wr, const SendWr** bad) {
     // Work posted to a QP in error completes at once, flushed.
     if (qp.state == IBV_QPS_ERR) move_to_error(qp);
   }
-  qp.eng->schedule(&qp);
+  // An idle QP's doorbell sends at once (a ping-pong's answer needs no
+  // extra engine round); posts behind outstanding work batch until the poll.
+  if (idle && qp.state == IBV_QPS_RTS) qp.eng->send_now(&qp);
+  else qp.eng->schedule(&qp);
   return 0;
 }
 

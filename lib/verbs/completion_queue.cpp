@@ -4,6 +4,7 @@
 #include <rte_ring_elem.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -25,7 +26,8 @@ uint32_t ring_room_producer(const rte_ring* r) {
 
 }  // namespace
 
-CompletionQueue::CompletionQueue(uint32_t capacity) : ring_(capacity), capacity_(capacity) {}
+CompletionQueue::CompletionQueue(uint32_t capacity)
+    : ring_(std::bit_ceil(std::max(capacity, 1u))), mask_(uint32_t(ring_.size() - 1)), capacity_(capacity) {}
 
 CompletionQueue::~CompletionQueue() {
   std::optional<detail::Pause> pause;
@@ -46,17 +48,17 @@ void CompletionQueue::push(const ibv_wc& wc) {
     overflow_.push_back(wc);
     return;
   }
-  ring_[head_++ % capacity_] = wc;
+  ring_[head_++ & mask_] = wc;
 }
 
 int CompletionQueue::take(int n, ibv_wc* wc) {
   int got = 0;
-  while (got < n && tail_ != head_) wc[got++] = ring_[tail_++ % capacity_];
+  while (got < n && tail_ != head_) wc[got++] = ring_[tail_++ & mask_];
   // Completions that did not fit come after, in order; refill the ring.
   size_t moved = 0;
-  while (moved < overflow_.size() && head_ - tail_ < capacity_) ring_[head_++ % capacity_] = overflow_[moved++];
+  while (moved < overflow_.size() && head_ - tail_ < capacity_) ring_[head_++ & mask_] = overflow_[moved++];
   overflow_.erase(overflow_.begin(), overflow_.begin() + long(moved));
-  while (got < n && tail_ != head_) wc[got++] = ring_[tail_++ % capacity_];
+  while (got < n && tail_ != head_) wc[got++] = ring_[tail_++ & mask_];
   return got;
 }
 

@@ -136,7 +136,12 @@ BuildError build_headers(const PacketFields& f, std::span<uint8_t> out, FrameLay
 uint32_t compute_icrc(const uint8_t* headers, const FrameLayout& lay,
                       std::span<const std::span<const uint8_t>> pieces) {
   static constexpr uint8_t kZeros[4] = {};
-  const size_t ext_len = lay.payload_off - (lay.bth_off + kBthLen);
+  size_t ext_len = lay.payload_off - (lay.bth_off + kBthLen);
+  // A small payload already in place after the headers: one CRC call.
+  if (pieces.size() == 1 && pieces[0].data() == headers + lay.payload_off && pieces[0].size() <= kIcrcSmallBody) {
+    ext_len += pieces[0].size();
+    pieces = {};
+  }
   uint32_t crc = icrc_masked_headers(headers + lay.l3_off, lay.l4_off - lay.l3_off, lay.ipv6, ext_len);
   for (auto piece : pieces)
     if (!piece.empty()) crc = crc32(crc, piece.data(), piece.size());

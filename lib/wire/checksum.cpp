@@ -21,7 +21,37 @@ uint16_t fold(uint32_t acc) {
 
 }  // namespace
 
-uint16_t ipv4_header_checksum(const uint8_t* hdr, size_t len) { return fold(sum16(0, hdr, len)); }
+uint16_t ipv4_header_checksum(const uint8_t* hdr, size_t len) {
+  // RFC 1071's sum is independent of byte order (section 2B): add 32-bit
+  // words as they lie in memory and swap once at the end, instead of one
+  // big-endian load per 16 bits (this runs for every frame sent).
+  uint64_t acc = 0;
+  size_t i = 0;
+  for (; i + 4 <= len; i += 4) {
+    uint32_t w;
+    std::memcpy(&w, hdr + i, 4);
+    acc += w;
+  }
+  for (; i + 2 <= len; i += 2) {
+    uint16_t w;
+    std::memcpy(&w, hdr + i, 2);
+    acc += w;
+  }
+  if (i < len) {  // an odd last byte: the high half of a zero-padded word
+    uint16_t w = 0;
+    std::memcpy(&w, hdr + i, 1);
+    acc += w;
+  }
+  acc = (acc & 0xFFFFFFFF) + (acc >> 32);
+  acc = (acc & 0xFFFFFFFF) + (acc >> 32);
+  uint32_t sum = uint32_t(acc);
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  uint16_t folded = uint16_t(~sum);
+  uint8_t bytes[2];
+  std::memcpy(bytes, &folded, 2);  // the checksum as it lies in memory
+  return load_be16(bytes);
+}
 
 uint16_t udp_checksum_ipv4(const uint8_t* ip_hdr, const uint8_t* udp, size_t udp_len) {
   uint32_t acc = sum16(0, ip_hdr + 12, 8);  // source and destination address

@@ -103,9 +103,10 @@ ParseError parse_headers(const uint8_t* hdr, size_t avail, size_t frame_len, Pac
   return parse_transport(hdr, avail, udp_len, v);
 }
 
-uint32_t icrc_through_ext(const PacketView& v) {
+uint32_t icrc_through_ext(const PacketView& v, size_t body_len) {
   const size_t ip_hdr_len = v.l4_off - v.l3_off;
-  return icrc_masked_headers(v.headers + v.l3_off, ip_hdr_len, v.ipv6, v.payload_off - (v.bth_off + kBthLen));
+  return icrc_masked_headers(v.headers + v.l3_off, ip_hdr_len, v.ipv6,
+                             v.payload_off - (v.bth_off + kBthLen) + body_len);
 }
 
 }  // namespace uroce::wire::detail

@@ -11,8 +11,9 @@ namespace uroce::wire::detail {
 ParseError parse_headers(const uint8_t* hdr, size_t avail, size_t frame_len, PacketView& v,
                          const ParseOptions& opts);
 
-// CRC state after the masked headers and the extension headers: what the
-// payload, pad and then the ICRC continue from.
-uint32_t icrc_through_ext(const PacketView& v);
+// CRC state after the masked headers and the extension headers (and the
+// first `body_len` <= kIcrcSmallBody bytes after them, when they are in
+// place in v.headers): what the rest of the body and the ICRC continue from.
+uint32_t icrc_through_ext(const PacketView& v, size_t body_len = 0);
 
 }  // namespace uroce::wire::detail

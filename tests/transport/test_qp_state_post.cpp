@@ -185,7 +185,9 @@ TEST_CASE("Work requests refused at post time: EINVAL, *bad at the culprit, earl
 
 TEST_CASE("Entering ERR flushes every outstanding send and receive, in order", "[qp-state]") {
   Pair p(45);
-  // Nothing runs between posting and the modify, so all are outstanding.
+  // Nothing runs between posting and the modify, so all are outstanding
+  // (the first WRITE leaves at once, posted to an idle QP, but its ACK is
+  // never polled for).
   std::vector<uint64_t> sends, recvs;
   for (int i = 0; i < 10; ++i) {
     const unsigned flags = i % 3 == 0 ? 0u : unsigned(IBV_SEND_SIGNALED);
@@ -225,12 +227,15 @@ TEST_CASE("Entering ERR flushes every outstanding send and receive, in order", "
   CHECK(p.b.buf()[0] == 0);  // nothing was written by the flushed WRITEs
   CHECK(p.a.mr->in_use() == 0);
 
-  // ERR -> RESET -> INIT -> RTR -> RTS, and the QP works again.
+  // ERR -> RESET -> INIT -> RTR -> RTS, and the QP works again. Its
+  // PSNs start over, so the peer (which saw the first WRITE) does too.
   ibv_qp_attr r{};
   r.qp_state = IBV_QPS_RESET;
   REQUIRE(p.a.qp->modify(r, IBV_QP_STATE) == 0);
+  REQUIRE(p.b.qp->modify(r, IBV_QP_STATE) == 0);
   CHECK(p.a.qp->state() == IBV_QPS_RESET);
   connect(*p.a.qp, p.optsa, *p.b.dev, p.b.qp->qp_num(), p.optsb.sq_psn);
+  connect(*p.b.qp, p.optsb, *p.a.dev, p.a.qp->qp_num(), p.optsa.sq_psn);
   fill(p.a.buf(), 4096, 9);
   REQUIRE(post_recv(p.b, 400, 0, 4096) == 0);
   REQUIRE(post_send(p.a, 401, 0, 3000) == 0);

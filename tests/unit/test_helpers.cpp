@@ -1,5 +1,7 @@
 // Address text, the IPv4 header checksum and the RoCE UDP source port.
+#include <random>
 #include <string>
+#include <vector>
 
 #include "catch_printers.h"
 #include "test_support.h"
@@ -89,6 +91,20 @@ TEST_CASE("ipv4_header_checksum of a known header", "[helpers]") {
   // The first synthetic vector's header, checksum 0xf16b per the oracle.
   const auto v = uroce::test::from_hex("4500002c000140004011f16bc0a86401c0a86402");
   CHECK(ipv4_header_checksum(v.data(), v.size()) == 0);
+}
+
+TEST_CASE("ipv4_header_checksum equals RFC 1071's 16-bit big-endian sum for every length", "[helpers]") {
+  std::mt19937 rng(1071);
+  for (size_t len = 0; len <= 61; ++len)
+    for (int round = 0; round < 20; ++round) {
+      std::vector<uint8_t> b(len);
+      for (auto& x : b) x = round == 0 ? 0xFF : uint8_t(rng());  // all-ones: the most carries
+      uint32_t acc = 0;
+      for (size_t i = 0; i < len; i += 2) acc += uint32_t(b[i]) << 8 | (i + 1 < len ? b[i + 1] : 0);
+      while (acc >> 16) acc = (acc & 0xFFFF) + (acc >> 16);
+      INFO("len " << len << " round " << round);
+      CHECK(ipv4_header_checksum(b.data(), len) == uint16_t(~acc));
+    }
 }
 
 TEST_CASE("roce_udp_sport follows the kernel's rdma_get_udp_sport", "[helpers]") {

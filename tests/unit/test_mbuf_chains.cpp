@@ -5,6 +5,9 @@
 #include "catch_printers.h"
 #include "mbuf_chain.h"
 #include "robustness_frames.h"
+#include "test_support.h"
+#include "uroce/wire/builder.h"
+#include "uroce/wire/icrc.h"
 #include "uroce/wire/parser.h"
 
 using namespace uroce::wire;
@@ -134,4 +137,32 @@ TEST_CASE("a chain shorter than its pkt_len is truncated", "[mbuf]") {
       }
     }
   }
+}
+
+TEST_CASE("small payloads hashed with the headers give the ICRC hashed piece by piece", "[mbuf]") {
+  // build_frame and a one-segment parse_mbuf hash a payload of up to
+  // kIcrcSmallBody bytes in the headers' CRC call; parse_frame, a split
+  // chain and compute_icrc with the payload elsewhere hash it separately.
+  for (bool ipv6 : {false, true})
+    for (uint32_t len = 0; len <= kIcrcSmallBody + 5; ++len) {
+      INFO("ipv6 " << ipv6 << " len " << len);
+      const PacketFields f = uroce::test::sample_fields(op::RC_RDMA_WRITE_ONLY, ipv6, false, len);
+      const auto payload = uroce::test::pattern_bytes(len, uint8_t(len));
+      auto frame = uroce::test::build_or_throw(f, payload);
+      std::vector<uint8_t> hdr(kMaxHeaderLen);
+      FrameLayout lay;
+      REQUIRE(build_headers(f, hdr, lay) == BuildError::ok);
+      const std::span<const uint8_t> apart[] = {payload};
+      CHECK(compute_icrc(hdr.data(), lay, apart) == load_le32(frame.data() + frame.size() - 4));
+      const Reference ref = parse_contiguous(frame);
+      REQUIRE(ref.verdict == ParseError::ok);
+      check_chain(frame, {}, ref);
+      check_chain(frame, {size_t(ref.view.payload_off)}, ref);
+      if (len == 0) continue;
+      frame[ref.view.payload_off + len - 1] ^= 0x40;  // the body's last byte counts
+      uroce::test::MbufChain chain(frame, {});
+      PacketView v;
+      HeaderScratch scratch;
+      CHECK(parse_mbuf(chain.head(), v, scratch) == ParseError::icrc);
+    }
 }

@@ -53,7 +53,11 @@ class CompletionQueue {
   // Engine thread: as many completions as fit into wc_ring_.
   void publish();
 
+  // A power of two long (at least capacity_), indexed by the free-running
+  // counters masked: a modulo by any other length would cost a division per
+  // completion and would jump when the counters wrap at 2^32.
   std::vector<ibv_wc> ring_;
+  uint32_t mask_;
   std::vector<ibv_wc> overflow_;
   uint32_t capacity_;
   uint32_t head_ = 0;

@@ -29,14 +29,20 @@ inline constexpr uint32_t kIcrcSeed = 0x2144DF1C;
 
 // Largest header span icrc_masked_headers() accepts: IPv4 with options,
 // UDP, BTH and the longest extension headers.
-inline constexpr size_t kIcrcMaxMaskedLen = 60 + 8 + 12 + 28;
+inline constexpr size_t kIcrcMaxHeaderLen = 60 + 8 + 12 + 28;
+// A payload up to this size that sits right after the headers is hashed in
+// the same call: a CRC call of a few bytes costs as much as one of 100.
+inline constexpr size_t kIcrcSmallBody = 64;
+inline constexpr size_t kIcrcMaxMaskedLen = kIcrcMaxHeaderLen + kIcrcSmallBody;
 
 // CRC state after LRH stand-in + IP + UDP + BTH (+ `ext_len` bytes of
 // extension headers), with TOS/TTL/IPv4 checksum (or IPv6 TC/flow
 // label/hop limit), UDP checksum and BTH byte 4 masked. `l3` points at the
 // IP header, `ip_hdr_len` is 20..60 or 40 for IPv6; UDP, BTH and the
 // extension headers follow contiguously. Hashing the extension headers in
-// the same call saves a short CRC call, which is slow for a few bytes.
+// the same call saves a short CRC call, which is slow for a few bytes; for
+// the same reason `ext_len` may also take in up to kIcrcSmallBody bytes of
+// payload that follow the extension headers in memory (never masked).
 uint32_t icrc_masked_headers(const uint8_t* l3, size_t ip_hdr_len, bool ipv6, size_t ext_len = 0);
 
 }  // namespace uroce::wire
