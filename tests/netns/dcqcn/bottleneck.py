@@ -61,6 +61,27 @@ def _mac(ns, dev):
     return m.group(1)
 
 
+def address_endpoints(s1, s2, rcv, bridge_ns):
+    """The two senders' and two servers' kernel addresses and default routes
+    (via the router's side of each subnet), and the servers' MACs pinned in
+    the receivers' bridge (in `bridge_ns`) on ports d1 and d2: uroce-perf
+    does not check the destination MAC of RoCE frames and both servers may
+    use the same QPN, so a flooded frame would be taken by the wrong one.
+    The receiver's namespace holds two addresses of one subnet on two ports:
+    each answers ARP only for its own. Returns (senders, servers)."""
+    _sysctl(rcv, "net.ipv4.conf.all.arp_ignore=1", "net.ipv4.conf.all.arp_announce=2")
+    senders = [Host(s1, "a1", "10.80.1.11", "10.80.1.111"), Host(s2, "a2", "10.80.2.12", "10.80.2.112")]
+    servers = [Host(rcv, "e1", "10.80.0.21", "10.80.0.121"), Host(rcv, "e2", "10.80.0.22", "10.80.0.122")]
+    for host, gw in zip(senders + servers, ("10.80.1.1", "10.80.2.1", "10.80.0.1", "10.80.0.1")):
+        run(["ip", "-n", host.ns, "addr", "add", f"{host.tcp_ip}/24", "dev", host.dev])
+        run(["ip", "-n", host.ns, "link", "set", host.dev, "up"])
+        if host.dev != "e2":  # one default route in the receiver's namespace
+            run(["ip", "-n", host.ns, "route", "add", "default", "via", gw, "dev", host.dev])
+    for host, port in zip(servers, ("d1", "d2")):
+        run(["bridge", "-n", bridge_ns, "fdb", "replace", _mac(host.ns, host.dev), "dev", port, "master", "static"])
+    return senders, servers
+
+
 class Bottleneck:
     # uroce-perf options of every process on this path: none.
     perf_args = []
@@ -82,26 +103,15 @@ class Bottleneck:
         _veth(self.rcv, "e2", self.rcv, "d2", index=SERVER_IFINDEX[1])
         _sysctl(self.rtr, "net.ipv4.ip_forward=1", "net.ipv4.conf.all.proxy_arp=1",
                 "net.ipv4.conf.default.proxy_arp=1", "net.ipv4.conf.all.send_redirects=0")
-        # Two addresses of one subnet on two ports: each answers ARP only for its own.
-        _sysctl(self.rcv, "net.ipv4.conf.all.arp_ignore=1", "net.ipv4.conf.all.arp_announce=2")
         for dev, ip in (("b1", "10.80.1.1/24"), ("b2", "10.80.2.1/24"), ("r0", "10.80.0.1/24")):
             run(["ip", "-n", self.rtr, "addr", "add", ip, "dev", dev])
             run(["ip", "-n", self.rtr, "link", "set", dev, "up"])
-        self.senders = [Host(s1, "a1", "10.80.1.11", "10.80.1.111"), Host(s2, "a2", "10.80.2.12", "10.80.2.112")]
-        self.servers = [Host(self.rcv, "e1", "10.80.0.21", "10.80.0.121"),
-                        Host(self.rcv, "e2", "10.80.0.22", "10.80.0.122")]
         run(["ip", "-n", self.rcv, "link", "add", "br1", "type", "bridge"])
         for dev in ("v0", "d1", "d2"):
             run(["ip", "-n", self.rcv, "link", "set", dev, "master", "br1"])
             run(["ip", "-n", self.rcv, "link", "set", dev, "up"])
         run(["ip", "-n", self.rcv, "link", "set", "br1", "up"])
-        for host, gw in zip(self.senders + self.servers, ("10.80.1.1", "10.80.2.1", "10.80.0.1", "10.80.0.1")):
-            run(["ip", "-n", host.ns, "addr", "add", f"{host.tcp_ip}/24", "dev", host.dev])
-            run(["ip", "-n", host.ns, "link", "set", host.dev, "up"])
-            if host.dev != "e2":  # one default route in the receiver's namespace
-                run(["ip", "-n", host.ns, "route", "add", "default", "via", gw, "dev", host.dev])
-        for host, port in zip(self.servers, ("d1", "d2")):
-            run(["bridge", "-n", self.rcv, "fdb", "replace", _mac(host.ns, host.dev), "dev", port, "master", "static"])
+        self.senders, self.servers = address_endpoints(s1, s2, self.rcv, self.rcv)
         run(["bridge", "-n", self.rcv, "fdb", "replace", _mac(self.rtr, "r0"), "dev", "v0", "master", "static"])
         self.limit_pkts = limit_pkts
         self.phantom_pps = int(rate_mbit * 1e6 * phantom / 8 / FRAME_BYTES)

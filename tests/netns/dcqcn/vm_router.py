@@ -20,7 +20,7 @@ import os
 import re
 import sys
 
-from bottleneck import FRAME_BYTES, SERVER_IFINDEX, Host, _mac, _sysctl, _veth
+from bottleneck import FRAME_BYTES, SERVER_IFINDEX, _veth, address_endpoints
 from harness import Failure, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -76,20 +76,7 @@ class VmBottleneck:
             run(ipv + ["link", "set", dev, "up"])
         for br in ("brL", "brR"):
             run(ipv + ["link", "set", br, "up"])
-        # Two addresses of one subnet on two ports: each answers ARP only for its own.
-        _sysctl(self.rcv, "net.ipv4.conf.all.arp_ignore=1", "net.ipv4.conf.all.arp_announce=2")
-        self.senders = [Host(s1, "a1", "10.80.1.11", "10.80.1.111"), Host(s2, "a2", "10.80.2.12", "10.80.2.112")]
-        self.servers = [Host(self.rcv, "e1", "10.80.0.21", "10.80.0.121"),
-                        Host(self.rcv, "e2", "10.80.0.22", "10.80.0.122")]
-        for host, gw in zip(self.senders + self.servers, ("10.80.1.1", "10.80.2.1", "10.80.0.1", "10.80.0.1")):
-            run(["ip", "-n", host.ns, "addr", "add", f"{host.tcp_ip}/24", "dev", host.dev])
-            run(["ip", "-n", host.ns, "link", "set", host.dev, "up"])
-            if host.dev != "e2":  # one default route in the receiver's namespace
-                run(["ip", "-n", host.ns, "route", "add", "default", "via", gw, "dev", host.dev])
-        # Pinned, never flooded: uroce-perf does not check the destination
-        # MAC of RoCE frames, and both servers may use the same QPN.
-        for host, port in zip(self.servers, ("d1", "d2")):
-            run(["bridge", "-n", self.vmh, "fdb", "replace", _mac(host.ns, host.dev), "dev", port, "master", "static"])
+        self.senders, self.servers = address_endpoints(s1, s2, self.rcv, self.vmh)
         run(["bridge", "-n", self.vmh, "fdb", "replace", VM_MAC_RIGHT, "dev", "tap1", "master", "static"])
         self.vm = VM(h, work, img, self.vmh, "tap0", VM_MAC_LEFT, "10.80.1.1/24", 1500, name="router",
                      extra_nics=[("tap1", VM_MAC_RIGHT)], append="uix.rxe=0")
