@@ -86,6 +86,8 @@ case $case_ in
       || fail "expected a counter line for each of 2 QPs on both sides"
     run_ok read_bw --loopback --verify -n 100 --cc-config "$cfg/dcqcn-paper.conf"
     grep -q "^ uroce cc (client): dcqcn, line rate 40000 Mb/s" "$out" || fail "dcqcn-paper.conf not applied"
+    run_ok write_bw --loopback --verify -n 100 --cc-config "$cfg/dcqcn-paper-10g.conf"
+    grep -q "^ uroce cc (client): dcqcn, line rate 10000 Mb/s" "$out" || fail "dcqcn-paper-10g.conf not applied"
     run_ok write_bw --loopback --verify -n 100 --cc-config "$cfg/dcqcn-mlx5.conf"
     grep -q "^ uroce cc (client): dcqcn" "$out" || fail "dcqcn-mlx5.conf not applied"
     run_ok write_bw --loopback --verify -n 100 --cc none
