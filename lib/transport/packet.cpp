@@ -46,13 +46,13 @@ bool start_packet(Qp& qp, const wire::PacketFields& f, OutPacket& out) {
   return true;
 }
 
-void finish_packet(Qp& qp, OutPacket& out) {
+void finish_packet(Qp& qp, OutPacket& out, bool paced) {
   uint8_t* data = rte_pktmbuf_mtod(out.m, uint8_t*);
   std::memset(out.payload + out.lay.payload_len, 0, out.lay.pad);
   const std::span<const uint8_t> piece[] = {{out.payload, out.lay.payload_len}};
   wire::store_le32(data + out.lay.frame_len - 4, wire::compute_icrc(data, out.lay, piece));
   ++qp.counters.sent_pkts;
-  cc_sent(qp, out.lay.frame_len);
+  if (paced) cc_sent(qp, out.lay.frame_len);
   qp.eng->transmit(out.m);
   out.m = nullptr;
 }

@@ -21,7 +21,7 @@ bool send_ack_packet(Qp& qp, uint8_t syndrome, uint32_t psn, uint32_t msn) {
   f.ext.aeth_msn = msn;
   OutPacket out;
   if (!start_packet(qp, f, out)) return false;
-  finish_packet(qp, out);
+  finish_packet(qp, out, /*paced=*/false);
   if (!plain_ack(syndrome) && aeth_type(syndrome) == AethType::nak) ++qp.counters.nak_sent;
   return true;
 }
@@ -33,7 +33,7 @@ bool send_atomic_ack(Qp& qp, const RdAtomicResource& r) {
   f.ext.atomic_ack_orig = r.orig;
   OutPacket out;
   if (!start_packet(qp, f, out)) return false;
-  finish_packet(qp, out);
+  finish_packet(qp, out, /*paced=*/false);
   return true;
 }
 

@@ -61,8 +61,10 @@ bool start_packet(Qp& qp, const wire::PacketFields& f, OutPacket& out);
 // Whether a packet for the connected QP `qp` comes from the address it sends
 // to (as rxe's check_addr): anything else is not its peer's.
 bool from_peer(const Qp& qp, const wire::PacketView& pkt);
-// Pad, ICRC, hand to the engine's TX queue.
-void finish_packet(Qp& qp, OutPacket& out);
+// Pad, ICRC, hand to the engine's TX queue. `paced`: a data packet (request
+// or READ response) that counts against the QP's rate; ACKs do not (DCQCN
+// limits the data a QP sends, and they are sent without waiting for it).
+void finish_packet(Qp& qp, OutPacket& out, bool paced = true);
 // The whole packet without copying its payload: headers, then a segment
 // pointing at [p, p + f.payload_len) inside `mr`, then pad and ICRC. False
 // (nothing sent) when an mbuf is missing.

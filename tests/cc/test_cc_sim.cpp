@@ -97,6 +97,29 @@ TEST_CASE("a paced QP sends at its rate", "[cc-sim]") {
   CHECK(mbps >= 1000 * 0.90);
 }
 
+TEST_CASE("ACKs a limited QP sends do not count as its data", "[cc-sim]") {
+  // Only the byte counter can raise the rate here (timer 100 s): a's QP,
+  // limited by one CNP, then only receives, and the ACKs it sends for that
+  // must neither feed its byte counter nor take its pacing slots.
+  cc::CcConfig c = dcqcn();
+  c.dcqcn.rate_to_set_on_first_cnp = 1000;
+  c.dcqcn.rpg_byte_reset = 4096;
+  c.dcqcn.rpg_time_reset = 100000000;
+  CcPair p(c);
+  p.marker->marking = true;
+  REQUIRE(p.write_n(1, 1024));
+  p.marker->marking = false;
+  REQUIRE(p.a.qp->cc_stats().limited);
+  const uint64_t increases = p.a.qp->cc_stats().rate_increases;
+  const uint64_t acks0 = p.a.qp->counters().sent_pkts;
+  REQUIRE(p.post_n(p.b, p.a, IBV_WR_RDMA_WRITE, 200, 16384, 5'000'000'000ull));
+  const uint64_t acks = p.a.qp->counters().sent_pkts - acks0;
+  INFO(acks << " ACKs sent by a");
+  REQUIRE(acks * 62 > 3 * 4096);  // enough bytes for three byte-counter events, if they counted
+  CHECK(p.a.qp->cc_stats().rate_increases == increases);
+  CHECK(p.a.qp->cc_stats().paced_waits == 0);
+}
+
 TEST_CASE("READ responses are paced by the responder's RP", "[cc-sim]") {
   CcPair p(fixed_1000());
   // b READs from a: the data flows a -> b, where it is marked; b's CNP
