@@ -19,7 +19,11 @@ struct QpCc {
   // Pacing (ns, fractional so that rounding does not drift the rate): the
   // last packet's slot started at `slot` and was `last_len` bytes long; the
   // next may leave at `next_send`, at most slot + last_len at the current
-  // rate (a rate that grew while the QP waited shortens the wait).
+  // rate (a rate that grew while the QP waited shortens the wait). Both
+  // count from `epoch`, which follows the clock (transport/cc.cpp): as
+  // absolute ns (since boot) a double has a 2 ns step after four months,
+  // a few % of a packet's time at 100 Gb/s.
+  uint64_t epoch = 0;
   double slot = 0;
   double next_send = 0;
   uint32_t last_len = 0;

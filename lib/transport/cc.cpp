@@ -58,18 +58,37 @@ void cc_reset(Qp& qp) {
   qp.cc.rp.restart();
   qp.cc.np.restart();
   qp.cc.slot = qp.cc.next_send = 0;
+  qp.cc.epoch = 0;
   qp.cc.last_len = 0;
   qp.cc.ackreq_at = 0;
 }
+
+namespace {
+
+// `now` in ns since the QP's pacing epoch, which moves up to now every 2^32
+// ns so that slot and next_send stay small enough for a sub-ns step. The
+// shift is an integer below 2^53: exact in doubles.
+double since_epoch(cc::QpCc& c, uint64_t now) {
+  if (now - c.epoch >= (uint64_t(1) << 32)) {
+    const uint64_t shift = now - c.epoch;
+    c.epoch = now;
+    c.slot -= double(shift);
+    c.next_send -= double(shift);
+  }
+  return double(now - c.epoch);
+}
+
+}  // namespace
 
 bool cc_gate_slow(Qp& qp) {
   cc::QpCc& c = qp.cc;
   const uint64_t now = qp.eng->now();
   c.rp.advance(now);
+  const double t = since_epoch(c, now);
   c.next_send = std::min(c.next_send, c.slot + double(c.last_len) * c.rp.ns_per_byte());
-  if (double(now) >= c.next_send) return true;
+  if (t >= c.next_send) return true;
   ++c.paced_waits;
-  const uint64_t wake = std::min(uint64_t(std::ceil(c.next_send)), c.rp.next_event());
+  const uint64_t wake = std::min(c.epoch + uint64_t(std::ceil(c.next_send)), c.rp.next_event());
   qp.eng->pace(&qp, std::max(wake, now + 1));
   return false;
 }
@@ -79,7 +98,7 @@ void cc_sent_slow(Qp& qp, uint32_t frame_len) {
   c.rp.on_sent(frame_len);
   const double t = double(frame_len) * c.rp.ns_per_byte();
   const double credit = std::max(kCreditPackets * t, kCreditNs);
-  c.slot = std::max(c.next_send, double(qp.eng->now()) - credit);
+  c.slot = std::max(c.next_send, since_epoch(c, qp.eng->now()) - credit);
   c.last_len = frame_len;
   c.next_send = c.slot + t;
 }
