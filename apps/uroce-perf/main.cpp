@@ -66,7 +66,7 @@ int run_raw(const Options& o, Loopback& lb) {
     if (!failure.empty()) break;
   }
   print_footer();
-  if (!write_json(o, bw, lat, error)) return fail(error);
+  if (!write_json(o, bw, lat, nlohmann::json::object(), error)) return fail(error);
   if (!failure.empty()) return fail(failure);
   if (o.verify) std::printf(" uroce: raw frames in order and intact; data verified\n");
   return 0;
@@ -113,7 +113,9 @@ int run_loopback(const Options& o) {
     if (!failure.empty()) break;
   }
   print_footer();
-  if (!write_json(o, bw, lat, error)) return fail(error);
+  nlohmann::json cc = cc_stats_json(o, "client", *client);
+  cc.update(cc_stats_json(o, "server", *server));
+  if (!write_json(o, bw, lat, cc, error)) return fail(error);
   const DeviceCounters c = lb.client->counters();
   std::printf(" uroce: %lu packets sent, %lu received, %lu retransmitted%s\n",
               (unsigned long)c.transport.sent_pkts, (unsigned long)c.transport.rcvd_pkts,

@@ -377,7 +377,7 @@ int Remote::run() {
   } catch (const std::exception& e) {
     return fail(e.what());
   }
-  if (!write_json(o_, bw_, lat_, error)) return fail(error);
+  if (!write_json(o_, bw_, lat_, cc_stats_json(o_, client_ ? "client" : "server", *ep_), error)) return fail(error);
   const DeviceCounters c = dev_.device->counters();
   std::printf(" uroce: %lu packets sent, %lu received, %lu retransmitted%s\n",
               (unsigned long)c.transport.sent_pkts, (unsigned long)c.transport.rcvd_pkts,

@@ -109,7 +109,7 @@ void print_lat_row(const LatResult& r) {
 void print_footer() { std::printf("%s", kLine); }
 
 bool write_json(const Options& o, const std::vector<BwResult>& bw, const std::vector<LatResult>& lat,
-                std::string& error) {
+                const nlohmann::json& cc, std::string& error) {
   nlohmann::json j;
   j["test"] = o.test;
   j["num_qps"] = o.num_qps;
@@ -125,6 +125,7 @@ bool write_json(const Options& o, const std::vector<BwResult>& bw, const std::ve
                             {"t_max_usec", s.max}, {"t_typical_usec", s.typical}, {"t_avg_usec", s.avg},
                             {"t_stdev_usec", s.stdev}, {"p99_usec", s.p99}, {"p99_9_usec", s.p999}});
   }
+  if (!cc.empty()) j["cc"] = cc;
   if (o.out_json) std::printf("%s\n", j.dump(1).c_str());
   if (!o.out_json_file.empty()) {
     std::ofstream f(o.out_json_file);

@@ -1,6 +1,8 @@
 // perftest's banner and result tables, and the same results as JSON.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 #include <vector>
 
@@ -21,9 +23,15 @@ void print_footer();
 // marks), after the run; nothing with --cc none unless marks were seen.
 void print_cc_stats(const Options& o, const char* side, Endpoint& ep);
 
-// --out_json / --out_json_file: one object with the parameters and a row
-// per size. Returns false (with error) if the file cannot be written.
+// The same per QP for --out_json: {"client": {...}} (or "server"), with the
+// algorithm, line rate and a "qps" array; empty when print_cc_stats would
+// print nothing.
+nlohmann::json cc_stats_json(const Options& o, const char* side, Endpoint& ep);
+
+// --out_json / --out_json_file: one object with the parameters, a row per
+// size and, when not empty, "cc" (cc_stats_json of the sides in this
+// process). Returns false (with error) if the file cannot be written.
 bool write_json(const Options& o, const std::vector<BwResult>& bw, const std::vector<LatResult>& lat,
-                std::string& error);
+                const nlohmann::json& cc, std::string& error);
 
 }  // namespace uroce::perf

@@ -47,7 +47,19 @@ case $case_ in
     run_ok send_bw --loopback --verify -n 100 --report_gbits --out_json_file "$work/r.json"
     grep -q "BW average\[Gb/sec\]" "$out" || fail "--report_gbits header missing"
     /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=d['results'][0]; assert r['bytes']==65536 and r['iterations']==100 and r['bw_average']>0, d" "$work/r.json" \
-      || fail "bad JSON results" ;;
+      || fail "bad JSON results"
+    /usr/bin/python3 -c "import json,sys; assert 'cc' not in json.load(open(sys.argv[1]))" "$work/r.json" \
+      || fail "--cc none with no CE marks: no cc object"
+    run_ok write_bw --loopback --verify -n 100 -q 2 --cc dcqcn --out_json_file "$work/cc.json"
+    /usr/bin/python3 -c "
+import json, sys
+cc = json.load(open(sys.argv[1]))['cc']
+for side in ('client', 'server'):
+    s = cc[side]
+    assert s['algorithm'] == 'dcqcn' and s['line_rate_mbps'] > 0 and len(s['qps']) == 2, s
+    for q in s['qps']:
+        assert q['rate_mbps'] > 0 and 0 <= q['alpha'] <= 1 and q['cnps_received'] >= 0, q
+" "$work/cc.json" || fail "--out_json_file lacks the per-QP cc stats" ;;
   raw)
     run_ok raw_bw --loopback --verify -n 20000
     [ "$(row_count)" = 1 ] || fail "raw_bw: expected one result row"
