@@ -128,6 +128,14 @@ TEST_CASE("threaded: SEND, WRITE, READ and atomics between two threaded devices"
   CHECK(old[2] == 7);
   CHECK(*target == 7);
 
+  // cc_stats from the application thread is a control call here: the engine
+  // thread pauses for it (and runs on after it).
+  for (int i = 0; i < 100; ++i) {
+    const cc::CcStats s = p.a.qp->cc_stats();
+    CHECK(s.algo == cc::CcAlgo::none);
+    CHECK(s.ecn_marks + s.cnps_received + s.cnps_sent == 0);
+  }
+
   // A QP pair made while threaded, b's side on an SRQ (its posts are a
   // control call): SENDs land in the SRQ's buffers in posting order.
   {
