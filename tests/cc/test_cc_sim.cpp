@@ -68,6 +68,13 @@ cc::CcConfig fixed_1000() {
   return c;
 }
 
+// One WRITE from a, CE-marked at b: b's CNP sets a's QP to its first rate.
+void limit_a(CcPair& p) {
+  p.marker->marking = true;
+  REQUIRE(p.write_n(1, 1024));
+  p.marker->marking = false;
+}
+
 // Wire rate of `sender`'s packets while `from` posts n WRs of `op`.
 double measured_mbps(CcPair& p, Side& sender, Side& from, Side& to, ibv_wr_opcode op) {
   const uint64_t t0 = p.clock.now_ns();
@@ -86,9 +93,7 @@ double measured_mbps(CcPair& p, Side& sender, Side& from, Side& to, ibv_wr_opcod
 
 TEST_CASE("a paced QP sends at its rate", "[cc-sim]") {
   CcPair p(fixed_1000());
-  p.marker->marking = true;
-  REQUIRE(p.write_n(1, 1024));
-  p.marker->marking = false;
+  limit_a(p);
   REQUIRE(p.a.qp->cc_stats().cnps_received >= 1);
   REQUIRE(p.a.qp->cc_stats().rate_mbps == Approx(1000));
   const double mbps = measured_mbps(p, p.a, p.a, p.b, IBV_WR_RDMA_WRITE);
@@ -108,9 +113,7 @@ TEST_CASE("a paced QP keeps its rate after years of uptime", "[cc-sim]") {
   for (int i = 0; i < 2; ++i) {
     CcPair p(c);
     p.clock.advance_to(uint64_t(1) << (i == 0 ? 30 : 56));
-    p.marker->marking = true;
-    REQUIRE(p.write_n(1, 1024));
-    p.marker->marking = false;
+    limit_a(p);
     REQUIRE(p.a.qp->cc_stats().rate_mbps == Approx(100000));
     mbps[i] = measured_mbps(p, p.a, p.a, p.b, IBV_WR_RDMA_WRITE);
   }
@@ -129,9 +132,7 @@ TEST_CASE("ACKs a limited QP sends do not count as its data", "[cc-sim]") {
   c.dcqcn.rpg_byte_reset = 4096;
   c.dcqcn.rpg_time_reset = 100000000;
   CcPair p(c);
-  p.marker->marking = true;
-  REQUIRE(p.write_n(1, 1024));
-  p.marker->marking = false;
+  limit_a(p);
   REQUIRE(p.a.qp->cc_stats().limited);
   const uint64_t increases = p.a.qp->cc_stats().rate_increases;
   const uint64_t acks0 = p.a.qp->counters().sent_pkts;
@@ -291,9 +292,7 @@ TEST_CASE("a slowly paced QP asks for ACKs in time: no spurious retransmission",
   QpOptions o;
   o.timeout = 10;  // 4.2 ms
   CcPair p(c, o);
-  p.marker->marking = true;
-  REQUIRE(p.write_n(1, 1024));
-  p.marker->marking = false;
+  limit_a(p);
   REQUIRE(p.a.qp->cc_stats().rate_mbps == Approx(20));
   const uint64_t t0 = p.clock.now_ns();
   REQUIRE(p.write_n(4, 65536, 10'000'000'000ull));  // 256 packets, ~115 ms
@@ -308,9 +307,7 @@ TEST_CASE("a QP paced at the floor wakes for its rate increases", "[cc-sim]") {
   c.dcqcn.rpg_time_reset = 100;
   c.dcqcn.rpg_byte_reset = 0;
   CcPair p(c);
-  p.marker->marking = true;
-  REQUIRE(p.write_n(1, 1024));
-  p.marker->marking = false;
+  limit_a(p);
   REQUIRE(p.a.qp->cc_stats().rate_mbps == Approx(1));
   const uint64_t t0 = p.clock.now_ns();
   REQUIRE(p.write_n(1, 8192));  // 8 packets
