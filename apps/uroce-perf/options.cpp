@@ -2,8 +2,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
+#include <string>
 
 namespace uroce::perf {
 namespace {
@@ -20,6 +22,28 @@ const std::map<std::string, TestSpec> kTests = {
     {"read_lat", {Verb::read, Kind::lat}},   {"raw_bw", {Verb::raw, Kind::bw}},
     {"raw_lat", {Verb::raw, Kind::lat}},
 };
+
+// perftest's rules (force_dependencies in perftest_parameters.c) for the
+// queue depth, CQ moderation and post lists, so that no combination leaves
+// the sender waiting for a completion it never asked for. -1: go on.
+int force_dependencies(Options& o, bool cq_mod_given) {
+  auto usage = [](const std::string& what) {
+    std::fprintf(stderr, "uroce-perf: %s\n", what.c_str());
+    return 2;
+  };
+  if (o.post_list > 1) {
+    if (o.kind != Kind::bw) return usage("-l (post list) is supported in BW tests only");
+    if (!o.duration && o.iters % o.post_list) return usage("-n must be a multiple of -l (the post list size)");
+    if (!cq_mod_given) o.cq_mod = o.post_list;  // perftest: "CQ moderation will be the size of the post list"
+    else if (o.post_list % o.cq_mod) return usage("-l (post list size) must be a multiple of -Q (CQ moderation)");
+  }
+  if (o.kind == Kind::bw && !o.duration && o.tx_depth > o.iters) o.tx_depth = uint32_t(o.iters);
+  if (o.post_list > o.tx_depth)
+    return usage("-l " + std::to_string(o.post_list) + " does not fit the send queue (-t " + std::to_string(o.tx_depth) +
+                 ")");
+  o.cq_mod = std::min(o.cq_mod, o.tx_depth);
+  return -1;
+}
 
 }  // namespace
 
@@ -46,7 +70,7 @@ int parse_options(int argc, char** argv, Options& o) {
   app.add_option("-D,--duration", o.duration, "run for this many seconds instead of -n")->check(CLI::Range(1, 3600));
   app.add_option("-m,--mtu", o.mtu, "path MTU (256..4096)")->check(CLI::IsMember({256, 512, 1024, 2048, 4096}));
   app.add_option("-t,--tx-depth", o.tx_depth, "send queue depth (128)")->check(CLI::Range(1, 15000));
-  app.add_option("-Q,--cq-mod", o.cq_mod, "signal every N sends (100)")->check(CLI::Range(1, 1024));
+  auto* cq_mod = app.add_option("-Q,--cq-mod", o.cq_mod, "signal every N sends (100)")->check(CLI::Range(1, 1024));
   app.add_option("-q,--qp", o.num_qps, "number of QPs (1)")->check(CLI::Range(1, 1024));
   app.add_option("-l,--post_list", o.post_list, "WRs per post call (1)")->check(CLI::Range(1, 1024));
   app.add_option("-I,--inline_size", o.inline_size, "max inline size (0)")->check(CLI::Range(0, 512));
@@ -97,6 +121,7 @@ int parse_options(int argc, char** argv, Options& o) {
     if (iters->count() == 0) o.iters = 1000;
   }
   if (o.verb == Verb::atomic) o.size = 8;
+  if (const int rc = force_dependencies(o, cq_mod->count() > 0); rc >= 0) return rc;
   if (o.verify && o.inline_size > 0 && o.verb == Verb::read) o.inline_size = 0;
   if (!o.loopback && (o.dev.empty() || o.ip.empty())) {
     std::fprintf(stderr,

@@ -75,7 +75,21 @@ for side in ('client', 'server'):
       [ $rc = 2 ] || fail "uroce-perf $args: exit $rc, expected 2"
     done
     timeout 30 "$perf" write_bw >"$out" 2>&1
-    [ $? = 2 ] && grep -q "loopback" "$out" || fail "client/server mode should explain it needs --loopback for now" ;;
+    [ $? = 2 ] && grep -q "loopback" "$out" || fail "client/server mode should explain it needs --loopback for now"
+    # perftest's dependencies between -t, -Q, -l and -n: a clear error, or
+    # adjusted as perftest adjusts them, never a sender waiting forever.
+    for case in "-n 1000 -l 200 -t 128|does not fit the send queue" "-n 1024 -l 64 -Q 100|multiple of -Q" \
+                "-n 1000 -l 64|multiple of -l"; do
+      timeout 30 "$perf" write_bw --loopback ${case%%|*} >"$out" 2>&1
+      rc=$?
+      [ $rc = 2 ] && grep -q -- "${case##*|}" "$out" || fail "write_bw ${case%%|*}: exit $rc, expected 2 and '${case##*|}'"
+    done
+    timeout 30 "$perf" write_lat --loopback -l 4 >"$out" 2>&1
+    [ $? = 2 ] && grep -q "BW tests only" "$out" || fail "write_lat -l 4 should be a usage error"
+    run_ok write_bw --loopback --verify -n 1000 -Q 200 -t 128
+    grep -q "CQ Moderation   : 128" "$out" || fail "-Q above -t should be clamped to -t (perftest)"
+    run_ok write_bw --loopback --verify -n 1024 -l 64
+    grep -q "CQ Moderation   : 64" "$out" || fail "-l 64 should make the CQ moderation 64 (perftest)" ;;
   pcap)
     run_ok write_bw --loopback --verify -n 20 -s 5000 --pcap "$work/perf.pcap"
     run_ok read_bw --loopback --verify -n 20 -s 3000 --pcap "$work/read.pcap"
