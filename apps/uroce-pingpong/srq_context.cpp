@@ -1,14 +1,8 @@
 #include "srq_context.h"
+#include "qp_setup.h"
 #include "work_requests.h"
 
-#include <cstring>
-
 namespace uroce::pingpong {
-namespace {
-
-std::string errno_text(const std::string& what, int err) { return what + ": " + std::strerror(err); }
-
-}  // namespace
 
 std::unique_ptr<SrqContext> SrqContext::create(Device& dev, const Options& o, std::string& error) {
   std::unique_ptr<SrqContext> c(new SrqContext());
@@ -22,11 +16,8 @@ std::unique_ptr<SrqContext> SrqContext::create(Device& dev, const Options& o, st
   const uint64_t bytes = uint64_t(c->slots_) * o.size + tx_bytes;
   c->pd_ = dev.alloc_pd();
   int err = 0;
-  c->mr_ = c->pd_->alloc_mr(bytes, IBV_ACCESS_LOCAL_WRITE, err);
-  if (!c->mr_)
-    return error = errno_text("couldn't register MR", err) + " (" + std::to_string(bytes) +
-                   " bytes of DPDK memory; give EAL more with --eal \"-m MB\")",
-           nullptr;
+  c->mr_ = alloc_buffer(*c->pd_, bytes, error);
+  if (!c->mr_) return nullptr;
   c->rx_ = static_cast<uint8_t*>(c->mr_->addr());  // zeroed, as srq_pingpong's buffer
   c->tx_ = o.chk ? c->rx_ + uint64_t(c->slots_) * o.size : c->rx_;
   c->cq_ = dev.create_cq(int(o.rx_depth + o.num_qp), err);
@@ -37,26 +28,12 @@ std::unique_ptr<SrqContext> SrqContext::create(Device& dev, const Options& o, st
   c->srq_ = c->pd_->create_srq(sa, err);
   if (!c->srq_) return error = errno_text("couldn't create SRQ", err), nullptr;
   for (uint32_t i = 0; i < o.num_qp; ++i) {
-    QpInitAttr init;
-    init.send_cq = init.recv_cq = c->cq_.get();
-    init.srq = c->srq_.get();
-    init.qp_type = IBV_QPT_RC;
-    init.cap.max_send_wr = 1;
-    init.cap.max_send_sge = 1;
-    auto qp = c->pd_->create_qp(init, err);
+    auto qp = create_qp(*c->pd_, *c->cq_, IBV_QPT_RC, c->srq_.get(), 0, o.size, c->send_flags_, err);
     if (!qp) return error = errno_text("couldn't create QP[" + std::to_string(i) + "]", err), nullptr;
-    ibv_qp_attr attr{};
-    if (qp->query(attr, IBV_QP_CAP, init) == 0 && init.cap.max_inline_data >= o.size)
-      c->send_flags_ |= IBV_SEND_INLINE;
     c->qps_.push_back(std::move(qp));
   }
   for (uint32_t i = 0; i < o.num_qp; ++i) {
-    ibv_qp_attr attr{};
-    attr.qp_state = IBV_QPS_INIT;
-    attr.pkey_index = 0;
-    attr.port_num = uint8_t(o.ib_port);
-    attr.qp_access_flags = 0;
-    if (int e = c->qps_[i]->modify(attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+    if (int e = modify_to_init(*c->qps_[i], IBV_QPT_RC, uint8_t(o.ib_port)))
       return error = errno_text("failed to modify QP[" + std::to_string(i) + "] to INIT", e), nullptr;
   }
   return c;

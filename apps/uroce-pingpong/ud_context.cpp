@@ -1,4 +1,5 @@
 #include "ud_context.h"
+#include "qp_setup.h"
 #include "work_requests.h"
 
 #include <algorithm>
@@ -7,8 +8,6 @@
 
 namespace uroce::pingpong {
 namespace {
-
-std::string errno_text(const char* what, int err) { return std::string(what) + ": " + std::strerror(err); }
 
 // The source address in a GRH slot: the IPv6 header's (bytes 8..23), or for
 // IPv4 the header at byte 20 (its source at 20 + 12) as a v4-mapped GID.
@@ -28,33 +27,16 @@ std::unique_ptr<UdContext> UdContext::create(Device& dev, const Options& o, bool
   int err = 0;
   const uint64_t one = uint64_t(o.size) + kGrhBytes;
   const uint64_t bytes = client ? 2 * one : one;
-  c->mr_ = c->pd_->alloc_mr(bytes, IBV_ACCESS_LOCAL_WRITE, err);
-  if (!c->mr_)
-    return error = errno_text("couldn't register MR", err) + " (" + std::to_string(bytes) +
-                   " bytes of DPDK memory; give EAL more with --eal \"-m MB\")",
-           nullptr;
+  c->mr_ = alloc_buffer(*c->pd_, bytes, error);
+  if (!c->mr_) return nullptr;
   c->rx_ = static_cast<uint8_t*>(c->mr_->addr());
   c->tx_ = (client ? c->rx_ + one : c->rx_) + kGrhBytes;
   std::memset(c->rx_, 0x7b, bytes);  // ud_pingpong's fill
   c->cq_ = dev.create_cq(int(o.rx_depth + 1), err);
   if (!c->cq_) return error = errno_text("couldn't create CQ", err), nullptr;
-  QpInitAttr init;
-  init.send_cq = init.recv_cq = c->cq_.get();
-  init.qp_type = IBV_QPT_UD;
-  init.cap.max_send_wr = 1;
-  init.cap.max_recv_wr = o.rx_depth;
-  init.cap.max_send_sge = init.cap.max_recv_sge = 1;
-  c->qp_ = c->pd_->create_qp(init, err);
+  c->qp_ = create_qp(*c->pd_, *c->cq_, IBV_QPT_UD, nullptr, o.rx_depth, o.size, c->send_flags_, err);
   if (!c->qp_) return error = errno_text("couldn't create QP", err), nullptr;
-  ibv_qp_attr attr{};
-  if (c->qp_->query(attr, IBV_QP_CAP, init) == 0 && init.cap.max_inline_data >= o.size)
-    c->send_flags_ |= IBV_SEND_INLINE;
-  attr = {};
-  attr.qp_state = IBV_QPS_INIT;
-  attr.pkey_index = 0;
-  attr.port_num = uint8_t(o.ib_port);
-  attr.qkey = kUdQkey;
-  if (int e = c->qp_->modify(attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+  if (int e = modify_to_init(*c->qp_, IBV_QPT_UD, uint8_t(o.ib_port), kUdQkey))
     return error = errno_text("failed to modify QP to INIT", e), nullptr;
   return c;
 }

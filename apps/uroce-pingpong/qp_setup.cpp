@@ -1,0 +1,54 @@
+#include "qp_setup.h"
+
+#include <cstring>
+
+namespace uroce::pingpong {
+
+std::string errno_text(const std::string& what, int err) { return what + ": " + std::strerror(err); }
+
+std::unique_ptr<MemoryRegion> alloc_buffer(ProtectionDomain& pd, uint64_t bytes, std::string& error) {
+  int err = 0;
+  std::unique_ptr<MemoryRegion> mr = pd.alloc_mr(bytes, IBV_ACCESS_LOCAL_WRITE, err);
+  if (!mr)
+    error = errno_text("couldn't register MR", err) + " (" + std::to_string(bytes) +
+            " bytes of DPDK memory; give EAL more with --eal \"-m MB\")";
+  return mr;
+}
+
+std::unique_ptr<QueuePair> create_qp(ProtectionDomain& pd, CompletionQueue& cq, ibv_qp_type type,
+                                     SharedReceiveQueue* srq, uint32_t max_recv_wr, uint32_t size,
+                                     unsigned& send_flags, int& err) {
+  QpInitAttr init;
+  init.send_cq = init.recv_cq = &cq;
+  init.srq = srq;
+  init.qp_type = type;
+  init.cap.max_send_wr = 1;
+  init.cap.max_send_sge = 1;
+  if (!srq) {
+    init.cap.max_recv_wr = max_recv_wr;
+    init.cap.max_recv_sge = 1;
+  }
+  std::unique_ptr<QueuePair> qp = pd.create_qp(init, err);
+  if (!qp) return nullptr;
+  ibv_qp_attr attr{};
+  if (qp->query(attr, IBV_QP_CAP, init) == 0 && init.cap.max_inline_data >= size) send_flags |= IBV_SEND_INLINE;
+  return qp;
+}
+
+int modify_to_init(QueuePair& qp, ibv_qp_type type, uint8_t port, uint32_t qkey) {
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_INIT;
+  attr.pkey_index = 0;
+  attr.port_num = port;
+  int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+  if (type == IBV_QPT_UD) {
+    attr.qkey = qkey;
+    mask |= IBV_QP_QKEY;
+  } else {
+    attr.qp_access_flags = 0;
+    mask |= IBV_QP_ACCESS_FLAGS;
+  }
+  return qp.modify(attr, mask);
+}
+
+}  // namespace uroce::pingpong
