@@ -14,7 +14,6 @@
 
 #include "../memory/mr_table.h"
 #include "neighbor_table.h"
-#include "uroce/wire/builder.h"
 #include "uroce/verbs/device.h"
 #include "uroce/verbs/memory_region.h"
 #include "uroce/wire/builder.h"

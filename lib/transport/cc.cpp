@@ -41,6 +41,19 @@ bool send_cnp(Qp& qp) {
   return true;
 }
 
+// `now` in ns since the QP's pacing epoch, which moves up to now every 2^32
+// ns so that slot and next_send stay small enough for a sub-ns step. The
+// shift is an integer below 2^53: exact in doubles.
+double since_epoch(cc::QpCc& c, uint64_t now) {
+  if (now - c.epoch >= (uint64_t(1) << 32)) {
+    const uint64_t shift = now - c.epoch;
+    c.epoch = now;
+    c.slot -= double(shift);
+    c.next_send -= double(shift);
+  }
+  return double(now - c.epoch);
+}
+
 }  // namespace
 
 void cc_setup(Qp& qp, const cc::CcConfig& cfg) {
@@ -62,23 +75,6 @@ void cc_reset(Qp& qp) {
   qp.cc.last_len = 0;
   qp.cc.ackreq_at = 0;
 }
-
-namespace {
-
-// `now` in ns since the QP's pacing epoch, which moves up to now every 2^32
-// ns so that slot and next_send stay small enough for a sub-ns step. The
-// shift is an integer below 2^53: exact in doubles.
-double since_epoch(cc::QpCc& c, uint64_t now) {
-  if (now - c.epoch >= (uint64_t(1) << 32)) {
-    const uint64_t shift = now - c.epoch;
-    c.epoch = now;
-    c.slot -= double(shift);
-    c.next_send -= double(shift);
-  }
-  return double(now - c.epoch);
-}
-
-}  // namespace
 
 bool cc_gate_slow(Qp& qp) {
   cc::QpCc& c = qp.cc;
