@@ -30,19 +30,34 @@ size_t write_l2(const EthFields& e, bool ipv6, uint8_t* p) {
   return kEthHeaderLen + kVlanTagLen;
 }
 
+uint32_t be16_at(const uint8_t* b) { return uint32_t(b[0]) << 8 | b[1]; }
+
+// RFC 1071 over the header's 16-bit words, summed from the field values:
+// reading the header back after its byte and 16-bit stores would make the
+// wide loads wait for those stores to retire (store forwarding fails).
+uint16_t ipv4_checksum_of(const IpFields& f, uint16_t total_len, uint8_t tos) {
+  const uint8_t* s = f.src.v4_bytes();
+  const uint8_t* d = f.dst.v4_bytes();
+  uint32_t sum = (0x45u << 8 | tos) + total_len + f.id + (f.df ? 0x4000u : 0u) + (uint32_t(f.ttl) << 8 | kIpProtoUdp) +
+                 be16_at(s) + be16_at(s + 2) + be16_at(d) + be16_at(d + 2);
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  return uint16_t(~sum);
+}
+
 void write_ipv4(const IpFields& f, size_t udp_len, Ipv4Checksum csum, uint8_t* p) {
   Ipv4Ref ip(p);
+  const uint16_t total_len = uint16_t(kIpv4MinHeaderLen + udp_len);
   ip.set_version_ihl();
   ip.set_tos(f.dscp, f.ecn);
-  ip.set_total_len(uint16_t(kIpv4MinHeaderLen + udp_len));
+  ip.set_total_len(total_len);
   ip.set_id(f.id);
   ip.set_flags_frag(f.df);
   ip.set_ttl(f.ttl);
   ip.set_protocol(kIpProtoUdp);
-  ip.set_checksum(0);
   std::memcpy(ip.src_ptr(), f.src.v4_bytes(), 4);
   std::memcpy(ip.dst_ptr(), f.dst.v4_bytes(), 4);
-  if (csum == Ipv4Checksum::compute) ip.set_checksum(ipv4_header_checksum(p, kIpv4MinHeaderLen));
+  ip.set_checksum(csum == Ipv4Checksum::compute ? ipv4_checksum_of(f, total_len, p[1]) : 0);
 }
 
 void write_ipv6(const IpFields& f, size_t udp_len, uint8_t* p) {
