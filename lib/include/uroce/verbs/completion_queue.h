@@ -19,6 +19,9 @@ namespace uroce {
 namespace detail {
 class EngineThread;
 }
+namespace test {
+struct CompletionQueueAccess;  // tests: counters near their 2^32 wrap
+}
 
 class CompletionQueue {
  public:
@@ -46,6 +49,7 @@ class CompletionQueue {
  private:
   friend class Device;
   friend class detail::EngineThread;
+  friend struct test::CompletionQueueAccess;
   explicit CompletionQueue(uint32_t capacity);
   // The transport's side of the queue, oldest first.
   int take(int n, ibv_wc* wc);
