@@ -374,10 +374,10 @@ int Engine::poll() {
   ++poll_seq_;
   rte_mbuf* rx[kBurst];
   const uint16_t n = config_.port->rx_burst(rx, kBurst);
-  for (uint16_t i = 0; i < n; ++i) {
-    receive(rx[i]);
-    rte_pktmbuf_free(rx[i]);
-  }
+  for (uint16_t i = 0; i < n; ++i) receive(rx[i]);
+  // One pass back to the pools for the whole burst (mostly one pool, one
+  // cache operation) instead of one free per frame.
+  rte_pktmbuf_free_bulk(rx, n);
   int work = n + run_loopback() + run_timers() + run_neighbors() + run_paced();
   work += run_tx();
   flush_tx();
