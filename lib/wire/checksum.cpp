@@ -24,7 +24,8 @@ uint16_t fold(uint32_t acc) {
 uint16_t ipv4_header_checksum(const uint8_t* hdr, size_t len) {
   // RFC 1071's sum is independent of byte order (section 2B): add 32-bit
   // words as they lie in memory and swap once at the end, instead of one
-  // big-endian load per 16 bits (this runs for every frame sent).
+  // big-endian load per 16 bits (this checks every IPv4 frame received;
+  // the builder sums a frame's fields itself, see builder.cpp).
   uint64_t acc = 0;
   size_t i = 0;
   for (; i + 4 <= len; i += 4) {
