@@ -36,6 +36,7 @@ Engine::Engine(const DeviceConfig& config)
       rng_(pick_seed(config.seed) + 1),
       neighbors_(uint64_t(config.neighbor_retry_ms) * 1000000, uint64_t(config.neighbor_timeout_ms) * 1000000) {
   backlog_.reserve(kTxBacklog);
+  rebase_.reserve(64);
   paced_.reserve(64);
   looped_.reserve(kTxBacklog);
   looping_.reserve(kTxBacklog);
@@ -110,6 +111,7 @@ void Engine::remove_qp(transport::Qp* qp) {
   std::erase(all_, qp);
   std::erase(ready_, qp);
   std::erase(timed_, qp);
+  std::erase(rebase_, qp);
   if (qp->cc.paced) {
     std::erase_if(paced_, [qp](const PacedEntry& e) { return e.second == qp; });
     std::make_heap(paced_.begin(), paced_.end(), std::greater<>());
@@ -129,16 +131,38 @@ void Engine::schedule(transport::Qp* qp) {
 
 void Engine::send_now(transport::Qp* qp) {
   schedule(qp);
-  // The application may not have polled for a while, and the requester
-  // arms its retransmission timer from now_. A new round, too, so an ACK
-  // the last receive queued leaves with these frames (see queue_ack).
-  now_ = config_.clock->now_ns();
+  // This is the answer's critical path, and reading the TSC costs about a
+  // third of building a frame here: the time stays the last poll's, and a
+  // retransmission deadline set from it moves on at the next poll (see
+  // refresh_clock), so it is never early. Only a paced QP (congestion
+  // control) needs the time now. A new round, too, so an ACK the last
+  // receive queued leaves with these frames (see queue_ack).
+  if (qp->cc.algo != cc::CcAlgo::none) now_ = config_.clock->now_ns();
+  stale_ = true;
   ++poll_seq_;
   run_tx();
   flush_tx();
+  stale_ = false;
+}
+
+void Engine::refresh_clock() {
+  const uint64_t before = now_;
+  now_ = config_.clock->now_ns();
+  // Set from `before` (or later) outside a poll: later by what has passed.
+  const uint64_t passed = now_ > before ? now_ - before : 0;
+  for (transport::Qp* qp : rebase_) {
+    qp->rebase = false;
+    if (qp->comp.deadline != kNever) qp->comp.deadline += passed;
+    if (qp->req.rnr_until != 0) qp->req.rnr_until += passed;
+  }
+  rebase_.clear();
 }
 
 void Engine::watch_timer(transport::Qp* qp) {
+  if (stale_ && !qp->rebase) {
+    qp->rebase = true;
+    rebase_.push_back(qp);  // at most one entry per QP
+  }
   if (qp->timed) return;
   qp->timed = true;
   timed_.push_back(qp);
@@ -370,7 +394,7 @@ int Engine::run_tx() {
 }
 
 int Engine::poll() {
-  now_ = config_.clock->now_ns();
+  refresh_clock();
   ++poll_seq_;
   rte_mbuf* rx[kBurst];
   const uint16_t n = config_.port->rx_burst(rx, kBurst);

@@ -53,7 +53,9 @@ class Engine {
   // answer leaves without another engine round. Posts to a busy QP keep
   // batching through schedule().
   void send_now(transport::Qp* qp);
-  // The QP has a timer that may need checking.
+  // The QP has a timer that may need checking. Call it whenever a deadline
+  // is set from now(): outside a poll now() may be old (see send_now), and
+  // such deadlines are moved on by the time that passed, at the next poll.
   void watch_timer(transport::Qp* qp);
   // The QP is paced (congestion control): schedule it again at `at` ns.
   void pace(transport::Qp* qp, uint64_t at);
@@ -100,6 +102,7 @@ class Engine {
   bool is_own_gid(const wire::IpAddr& ip) const;
   int run_neighbors();
   int run_loopback();
+  void refresh_clock();
   int run_timers();
   int run_paced();
   int run_tx();
@@ -114,6 +117,9 @@ class Engine {
   memory::MrTable mrs_;
   std::mt19937_64 rng_;
   uint64_t now_ = 0;
+  // Deadlines set from an old now_ outside a poll (send_now), and that now_.
+  std::vector<transport::Qp*> rebase_;
+  bool stale_ = false;
   uint32_t poll_seq_ = 0;
   uint32_t next_qpn_ = 0x11;  // like rxe: user QPs start at 0x11
   // QPs by the low 16 bits of their QPN (alloc_qpn keeps those distinct):

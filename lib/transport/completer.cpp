@@ -207,6 +207,7 @@ void completer_timer(Qp& qp) {
   }
   --qp.comp.retry_left;
   qp.comp.deadline = now + ack_timeout_ns(qp.attr.timeout);
+  qp.eng->watch_timer(&qp);
   go_back(qp, qp.comp.una);
 }
 

@@ -135,6 +135,7 @@ struct Qp {
 
   bool scheduled = false;   // on the engine's TX list
   bool timed = false;       // on the engine's timer list
+  bool rebase = false;      // on the engine's list of deadlines set from an old time
 
   bool is_rc() const { return init.qp_type == IBV_QPT_RC; }
   RecvQueue& recv_queue();

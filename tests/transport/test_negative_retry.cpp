@@ -194,3 +194,23 @@ TEST_CASE("timeout 0 means no local ACK timeout: no retransmission, no error, ev
   CHECK(p.a.qp->counters().sent_pkts == 1);
   CHECK(p.a.qp->counters().local_ack_timeout_err == 0);
 }
+
+// A post to an idle QP sends at once without reading the clock (the time is
+// the last poll's; engine.cpp send_now): the deadline it arms must still
+// count from the post, however long the application went without polling.
+TEST_CASE("A WR posted long after the last poll times out a whole timeout after the post", "[rnr-retry]") {
+  Pair p(108, requester(5, 0, 7));
+  const uint64_t timeout_ns = transport::ack_timeout_ns(5);  // 131 us
+  p.fabric.wire().cut(p.port_a(), p.port_b());
+  p.fabric.clock().advance_by(10 * timeout_ns);  // no poll meanwhile
+  const uint64_t t0 = p.now();
+  REQUIRE(post_send(p.a, 1, 0, 100) == 0);
+  auto wa = p.wait(p.a, 1, kSecond);
+  const uint64_t elapsed = p.now() - t0;
+  REQUIRE(wa.size() == 1);
+  CHECK(wa[0].status == IBV_WC_RETRY_EXC_ERR);
+  CHECK(p.a.qp->counters().local_ack_timeout_err == 1);
+  INFO("elapsed " << elapsed << " ns, timeout " << timeout_ns << " ns");
+  CHECK(elapsed >= timeout_ns);
+  CHECK(elapsed <= timeout_ns + 20'000);
+}
