@@ -1,4 +1,6 @@
 // CRC-32 primitives behind the ICRC, checked against zlib itself.
+#include <sys/mman.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <random>
@@ -6,6 +8,7 @@
 
 #include "catch_printers.h"
 #include "uroce/wire/icrc.h"
+#include "wire/crc_fold.h"
 
 using namespace uroce::wire;
 
@@ -69,4 +72,58 @@ TEST_CASE("the ICRC seed is zlib's CRC of the 8-byte LRH stand-in", "[icrc]") {
   CHECK(kIcrcSeed == zlib_crc(0, lrh));
   // rxe's starting value 0xDEBB20E3 is the same state before the final inversion.
   CHECK(~kIcrcSeed == 0xDEBB20E3u);
+}
+
+TEST_CASE("crc32_fold equals zlib's crc32 for every length it takes, with and without an OR mask", "[icrc]") {
+  if (!detail::kCrcFoldAvailable) {
+    WARN("crc32_fold is not built for this -march (no AVX-512BW/VPCLMULQDQ): the ICRC uses crc32()");
+    return;
+  }
+  for (size_t n = detail::kCrcFoldMin; n <= detail::kCrcFoldMax; ++n) {
+    INFO("length " << n);
+    const auto data = random_bytes(n + 1, uint32_t(n) + 1000);
+    const auto mask = random_bytes(n, uint32_t(n) + 2000);
+    std::vector<uint8_t> ored(n);
+    for (size_t i = 0; i < n; ++i) ored[i] = data[i + 1] | mask[i];
+    for (uint32_t crc : {0u, 0xFFFFFFFFu, kIcrcSeed, 0x9E3779B9u}) {
+      CHECK(detail::crc32_fold(crc, data.data() + 1, n, nullptr) ==
+            uint32_t(::crc32(crc, data.data() + 1, uInt(n))));
+      CHECK(detail::crc32_fold(crc, data.data() + 1, n, mask.data()) == zlib_crc(crc, ored));
+    }
+  }
+}
+
+TEST_CASE("crc32_fold reads nothing outside its span and mask", "[icrc]") {
+  if (!detail::kCrcFoldAvailable) {
+    WARN("crc32_fold is not built for this -march");
+    return;
+  }
+  // Each span sits right after an inaccessible page (the fold's loads start
+  // up to 128 bytes before it, masked) and, in the second run, ends right
+  // before one.
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  auto* base = static_cast<uint8_t*>(mmap(nullptr, 3 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  REQUIRE(base != MAP_FAILED);
+  REQUIRE(mprotect(base, page, PROT_NONE) == 0);
+  REQUIRE(mprotect(base + 2 * page, page, PROT_NONE) == 0);
+  uint8_t* first = base + page;
+  for (size_t i = 0; i < page; ++i) first[i] = uint8_t(i * 7 + 3);
+  for (size_t n : {size_t(16), size_t(44), size_t(64), size_t(65), size_t(128)}) {
+    INFO("length " << n);
+    const uint8_t* at_start = first;
+    const uint8_t* at_end = first + page - n;
+    CHECK(detail::crc32_fold(kIcrcSeed, at_start, n, at_end) ==
+          [&] {
+            std::vector<uint8_t> v(n);
+            for (size_t i = 0; i < n; ++i) v[i] = at_start[i] | at_end[i];
+            return zlib_crc(kIcrcSeed, v);
+          }());
+    CHECK(detail::crc32_fold(kIcrcSeed, at_end, n, at_start) ==
+          [&] {
+            std::vector<uint8_t> v(n);
+            for (size_t i = 0; i < n; ++i) v[i] = at_end[i] | at_start[i];
+            return zlib_crc(kIcrcSeed, v);
+          }());
+  }
+  munmap(base, 3 * page);
 }

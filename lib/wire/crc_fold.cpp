@@ -1,0 +1,124 @@
+#include "crc_fold.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__VPCLMULQDQ__) && defined(__PCLMUL__)
+#include <immintrin.h>
+
+namespace uroce::wire::detail {
+namespace {
+
+// The folding constants of the reflected CRC-32, as in Intel's "Fast CRC
+// Computation for Generic Polynomials Using PCLMULQDQ" (and Linux's
+// crc32-pclmul): k(n) = bit-reflect64((x^n mod P) << 32) << 1. A 16-byte lane
+// that ends d bits before the end of the data is moved to the end by
+// multiplying its low half by k(d + 32) and its high half by k(d - 32).
+constexpr uint64_t kPoly = 0x104C11DB7;  // x^32 + ... + 1, bit i = x^i
+
+constexpr uint64_t xpow_mod(unsigned n) {
+  uint64_t r = 1;
+  for (unsigned i = 0; i < n; ++i) {
+    r <<= 1;
+    if (r & (uint64_t(1) << 32)) r ^= kPoly;
+  }
+  return r;
+}
+
+constexpr uint64_t reflect64(uint64_t v) {
+  uint64_t r = 0;
+  for (int i = 0; i < 64; ++i) r |= ((v >> i) & 1) << (63 - i);
+  return r;
+}
+
+constexpr uint64_t k(unsigned n) { return reflect64(xpow_mod(n) << 32) << 1; }
+
+// Both known values of the published tables, as a check of the above.
+static_assert(k(128 + 32) == 0x1751997D0 && k(128 - 32) == 0x0CCAA009E && k(64) == 0x163CD6124);
+
+// Lane constants of a 128-byte block: lane i (bytes 16i..16i+15) is folded
+// by 128 * (7 - i) bits; lane 7, already at the end, is not multiplied.
+struct alignas(64) BlockConstants {
+  uint64_t q[16];
+};
+constexpr BlockConstants make_block_constants() {
+  BlockConstants c{};
+  for (unsigned lane = 0; lane < 7; ++lane) {
+    const unsigned d = 128 * (7 - lane);
+    c.q[2 * lane] = k(d + 32);
+    c.q[2 * lane + 1] = k(d - 32);
+  }
+  return c;
+}
+constexpr BlockConstants kBlock = make_block_constants();
+
+// The initial register, XORed into the first 4 bytes of an n-byte span, is
+// a lane of its own with 32 significant bits, 8n - 128 bits from the end:
+// its fold is one multiply by k(8n - 96).
+struct RegConstants {
+  uint64_t q[kCrcFoldMax + 1];
+};
+constexpr RegConstants make_reg_constants() {
+  RegConstants c{};
+  for (unsigned n = kCrcFoldMin; n <= kCrcFoldMax; ++n) c.q[n] = k(8 * n - 96);
+  return c;
+}
+constexpr RegConstants kReg = make_reg_constants();
+
+constexpr uint64_t kMu = 0x1F7011641;      // floor(x^64 / P), reflected (Barrett)
+constexpr uint64_t kPolyRefl = 0x1DB710641;  // P reflected, with its x^32 term
+
+// 128 bits of folded state to the CRC register: fold to 64 + 32 bits, then
+// Barrett reduction (the Intel paper's final steps).
+uint32_t reduce128(__m128i x) {
+  const __m128i mask32 = _mm_set_epi32(0, 0, 0, -1);
+  x = _mm_xor_si128(_mm_srli_si128(x, 8), _mm_clmulepi64_si128(x, _mm_set_epi64x(0, int64_t(k(96))), 0x00));
+  x = _mm_xor_si128(_mm_srli_si128(x, 4),
+                    _mm_clmulepi64_si128(_mm_and_si128(x, mask32), _mm_set_epi64x(0, int64_t(k(64))), 0x00));
+  const __m128i barrett = _mm_set_epi64x(int64_t(kMu), int64_t(kPolyRefl));
+  __m128i t = _mm_and_si128(_mm_clmulepi64_si128(_mm_and_si128(x, mask32), barrett, 0x10), mask32);
+  t = _mm_clmulepi64_si128(t, barrett, 0x00);
+  return uint32_t(_mm_extract_epi32(_mm_xor_si128(x, t), 1));
+}
+
+// The 64 bytes that end at `end`, of which only the last `valid` are
+// loaded (the rest read as zero, the same as leading zeros of the CRC).
+__m512i load_tail(const uint8_t* end, size_t valid, const uint8_t* or_end) {
+  const __mmask64 m = valid >= 64 ? ~__mmask64(0) : ~__mmask64(0) << (64 - valid);
+  const auto at = [](const uint8_t* e) { return reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(e) - 64); };
+  __m512i z = _mm512_maskz_loadu_epi8(m, at(end));
+  if (or_end != nullptr) z = _mm512_or_si512(z, _mm512_maskz_loadu_epi8(m, at(or_end)));
+  return z;
+}
+
+// Lanes of z folded to the end of the block with constants c, XORed.
+__m512i fold_lanes(__m512i z, const uint64_t* c) {
+  const __m512i kc = _mm512_load_si512(c);
+  return _mm512_xor_si512(_mm512_clmulepi64_epi128(z, kc, 0x00), _mm512_clmulepi64_epi128(z, kc, 0x11));
+}
+
+}  // namespace
+
+uint32_t crc32_fold(uint32_t crc, const uint8_t* p, size_t n, const uint8_t* or_mask) {
+  // Right-aligned in a 128-byte block (or the upper half alone when n <= 64).
+  const __m512i hi = load_tail(p + n, n, or_mask ? or_mask + n : nullptr);
+  const __m512i folded = fold_lanes(hi, kBlock.q + 8);
+  __m512i acc = _mm512_mask_xor_epi64(folded, 0xC0, folded, hi);  // lane 7 as it is
+  if (n > 64) {
+    const __m512i lo = load_tail(p + n - 64, n - 64, or_mask ? or_mask + n - 64 : nullptr);
+    acc = _mm512_xor_si512(acc, fold_lanes(lo, kBlock.q));
+  }
+  // (The maskz forms: GCC 12 warns about the plain ones' undefined inputs.)
+  const __m256i h = _mm256_xor_si256(_mm512_maskz_extracti64x4_epi64(0xF, acc, 0), _mm512_maskz_extracti64x4_epi64(0xF, acc, 1));
+  __m128i v = _mm_xor_si128(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  const __m128i reg = _mm_cvtsi32_si128(int(~crc));
+  v = _mm_xor_si128(v, _mm_clmulepi64_si128(reg, _mm_set_epi64x(0, int64_t(kReg.q[n])), 0x00));
+  return ~reduce128(v);
+}
+
+}  // namespace uroce::wire::detail
+
+#else
+
+namespace uroce::wire::detail {
+uint32_t crc32_fold(uint32_t, const uint8_t*, size_t, const uint8_t*) { return 0; }  // never called
+}  // namespace uroce::wire::detail
+
+#endif
