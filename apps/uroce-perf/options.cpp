@@ -73,7 +73,8 @@ int parse_options(int argc, char** argv, Options& o) {
   auto* cq_mod = app.add_option("-Q,--cq-mod", o.cq_mod, "signal every N sends (100)")->check(CLI::Range(1, 1024));
   app.add_option("-q,--qp", o.num_qps, "number of QPs (1)")->check(CLI::Range(1, 1024));
   app.add_option("-l,--post_list", o.post_list, "WRs per post call (1)")->check(CLI::Range(1, 1024));
-  app.add_option("-I,--inline_size", o.inline_size, "max inline size (0)")->check(CLI::Range(0, 512));
+  auto* inline_size = app.add_option("-I,--inline_size", o.inline_size, "max inline size (write_lat 220, send_lat 236, else 0)")
+                          ->check(CLI::Range(0, 512));
   app.add_option("-u,--qp-timeout", o.qp_timeout, "local ACK timeout exponent (14)")->check(CLI::Range(0, 31));
   app.add_option("-x,--gid-index", o.gid_index, "GID index (0)")->check(CLI::Range(0, 0));
   app.add_option("-p,--port", o.tcp_port, "TCP port of the exchange (18515)");
@@ -121,6 +122,11 @@ int parse_options(int argc, char** argv, Options& o) {
     if (iters->count() == 0) o.iters = 1000;
   }
   if (o.verb == Verb::atomic) o.size = 8;
+  // perftest's default when -I is not given (ctx_set_max_inline): its
+  // "optimal" inline sizes for WRITE and SEND latency tests
+  // (DEF_INLINE_WRITE, DEF_INLINE_SEND_RC_UC), none for everything else.
+  if (inline_size->count() == 0 && o.kind == Kind::lat)
+    o.inline_size = o.verb == Verb::write ? 220 : o.verb == Verb::send ? 236 : 0;
   if (const int rc = force_dependencies(o, cq_mod->count() > 0); rc >= 0) return rc;
   if (o.verify && o.inline_size > 0 && o.verb == Verb::read) o.inline_size = 0;
   if (!o.loopback && (o.dev.empty() || o.ip.empty())) {

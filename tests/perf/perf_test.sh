@@ -30,7 +30,14 @@ case $case_ in
       run_ok $t --loopback --verify -n 200
       [ "$(row_count)" = 1 ] || fail "$t: expected one result row"
       grep -q "t_typical\[usec\]" "$out" || fail "$t: no perftest latency header"
-    done ;;
+      # perftest's -I default: 220 for WRITE, 236 for SEND latency, 0 else
+      want=0; [ $t = write_lat ] && want=220; [ $t = send_lat ] && want=236
+      grep -q "Max inline data : $want\[B\]" "$out" || fail "$t: default inline size is not $want"
+    done
+    run_ok write_lat --loopback --verify -n 200 -I 0 -s 300
+    grep -q "Max inline data : 0\[B\]" "$out" || fail "-I 0 not kept"
+    run_ok write_bw --loopback --verify -n 200
+    grep -q "Max inline data : 0\[B\]" "$out" || fail "write_bw: default inline size is not 0" ;;
   sizes-and-mtus)
     # sizes that are not multiples of the MTU, every path MTU, several QPs
     for m in 256 1024 4096; do
