@@ -24,19 +24,22 @@ bool from_peer(const Qp& qp, const wire::PacketView& pkt) {
   return peer.is_v4_mapped() && std::memcmp(pkt.ipv4().src(), peer.v4_bytes(), 4) == 0;
 }
 
-bool start_packet(Qp& qp, const wire::PacketFields& f, OutPacket& out) {
+namespace {
+
+// A fresh mbuf with headers from `build(data, room, layout)`.
+template <class Build>
+bool start_with(Qp& qp, OutPacket& out, Build&& build) {
   rte_mbuf* m = qp.eng->alloc_mbuf();
   if (m == nullptr) return false;
   uint8_t* data = rte_pktmbuf_mtod(m, uint8_t*);
   const size_t room = rte_pktmbuf_tailroom(m);
-  const wire::Ipv4Checksum csum = qp.eng->ipv4_checksum();
-  if (wire::build_headers(f, {data, room}, out.lay, csum) != wire::BuildError::ok || out.lay.frame_len > room) {
+  if (build(std::span<uint8_t>(data, room), out.lay) != wire::BuildError::ok || out.lay.frame_len > room) {
     rte_pktmbuf_free(m);
     ++qp.counters.send_err;
     return false;
   }
   m->data_len = m->pkt_len = out.lay.frame_len;
-  if (csum == wire::Ipv4Checksum::offloaded && !out.lay.ipv6) {
+  if (qp.eng->ipv4_checksum() == wire::Ipv4Checksum::offloaded && !out.lay.ipv6) {
     m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM;
     m->l2_len = out.lay.l3_off;
     m->l3_len = uint16_t(out.lay.l4_off - out.lay.l3_off);
@@ -44,6 +47,27 @@ bool start_packet(Qp& qp, const wire::PacketFields& f, OutPacket& out) {
   out.m = m;
   out.payload = data + out.lay.payload_off;
   return true;
+}
+
+}  // namespace
+
+bool start_packet(Qp& qp, const wire::PacketFields& f, OutPacket& out) {
+  return start_with(qp, out, [&](std::span<uint8_t> room, wire::FrameLayout& lay) {
+    return wire::build_headers(f, room, lay, qp.eng->ipv4_checksum());
+  });
+}
+
+bool start_rc_packet(Qp& qp, const wire::PacketSpec& p, const wire::ExtFields& ext, OutPacket& out) {
+  if (!qp.tmpl.ready()) {  // not connected yet (or its addresses are unusable): say why the long way
+    wire::PacketFields f = packet_fields(qp, p.opcode, p.psn, p.payload_len);
+    f.bth.ack_req = p.ack_req;
+    f.bth.se = p.se;
+    f.ext = ext;
+    return start_packet(qp, f, out);
+  }
+  return start_with(qp, out, [&](std::span<uint8_t> room, wire::FrameLayout& lay) {
+    return qp.tmpl.write(p, ext, room, lay);
+  });
 }
 
 void finish_packet(Qp& qp, OutPacket& out, bool paced) {
@@ -57,10 +81,11 @@ void finish_packet(Qp& qp, OutPacket& out, bool paced) {
   out.m = nullptr;
 }
 
-bool send_zero_copy(Qp& qp, const wire::PacketFields& f, MemoryRegion& mr, uint8_t* p) {
+bool send_zero_copy(Qp& qp, const wire::PacketSpec& spec, const wire::ExtFields& ext, MemoryRegion& mr,
+                    uint8_t* p) {
   OutPacket out;
-  if (!start_packet(qp, f, out)) return false;
-  rte_mbuf* body = memory::attach_tx_payload(qp.eng->ext_pool(), mr, p, f.payload_len);
+  if (!start_rc_packet(qp, spec, ext, out)) return false;
+  rte_mbuf* body = memory::attach_tx_payload(qp.eng->ext_pool(), mr, p, spec.payload_len);
   rte_mbuf* tail = body ? qp.eng->alloc_mbuf() : nullptr;
   if (tail == nullptr) {
     rte_pktmbuf_free(body);
@@ -70,7 +95,7 @@ bool send_zero_copy(Qp& qp, const wire::PacketFields& f, MemoryRegion& mr, uint8
   const uint16_t trailer = uint16_t(out.lay.pad + 4);
   uint8_t* t = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(tail, trailer));
   std::memset(t, 0, out.lay.pad);
-  const std::span<const uint8_t> piece[] = {{p, f.payload_len}};
+  const std::span<const uint8_t> piece[] = {{p, spec.payload_len}};
   wire::store_le32(t + out.lay.pad, wire::compute_icrc(rte_pktmbuf_mtod(out.m, uint8_t*), out.lay, piece));
   rte_mbuf* m = out.m;
   m->data_len = out.lay.payload_off;  // the headers; the rest follows in segments

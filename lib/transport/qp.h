@@ -14,6 +14,7 @@
 #include "uroce/port/clock.h"
 #include "uroce/verbs/counters.h"
 #include "uroce/verbs/types.h"
+#include "uroce/wire/header_template.h"
 #include "uroce/wire/packet_fields.h"
 #include "work_queue.h"
 #include "wqe.h"
@@ -122,8 +123,10 @@ struct Qp {
   uint32_t qpn = 0;
   ibv_qp_state state = IBV_QPS_RESET;
   QpAttrs attr;
-  // Headers every packet of this QP shares (addresses, ports, P_Key).
+  // Headers every packet of this QP shares (addresses, ports, P_Key), and
+  // for a connected QP the same as bytes, from RTR on (qp_modify.cpp).
   wire::PacketFields hdr;
+  wire::HeaderTemplate tmpl;
 
   WorkQueue<SendWqe> sq;
   RecvQueue rq;

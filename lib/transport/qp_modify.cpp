@@ -82,6 +82,14 @@ void apply(Qp& qp, const ibv_qp_attr& a, int mask) {
   if (mask & IBV_QP_AV) q.ah = a.ah_attr;
 }
 
+// A connected QP's packets start from its header template, made again
+// whenever a modify may have changed what it is made of.
+void refresh_template(Qp& qp) {
+  const bool connected = qp.state == IBV_QPS_RTR || qp.state == IBV_QPS_RTS || qp.state == IBV_QPS_SQD;
+  qp.tmpl = wire::HeaderTemplate{};
+  if (qp.is_rc() && connected) qp.tmpl.prepare(qp.hdr, qp.eng->ipv4_checksum());
+}
+
 void enter_reset(Qp& qp) {
   while (!qp.sq.empty()) {
     release_sges(qp, qp.sq.front().sgl);
@@ -159,6 +167,7 @@ int modify_qp(Qp& qp, const ibv_qp_attr& attr, int mask) {
   if (to == IBV_QPS_RTR) enter_rtr(qp);
   if (to == IBV_QPS_RTS) enter_rts(qp, from);
   if (to == IBV_QPS_ERR && from != IBV_QPS_ERR) move_to_error(qp);
+  refresh_template(qp);
   return 0;
 }
 

@@ -80,16 +80,17 @@ bool send_data_packet(Qp& qp, SendWqe& w) {
   const uint64_t left = w.length - qp.req.offset;
   const uint32_t len = uint32_t(left < pmtu ? left : pmtu);
   const bool first = qp.req.offset == 0, last = left <= pmtu;
-  PacketFields f = packet_fields(qp, data_opcode(w.opcode, first, last), qp.req.psn, len);
-  const OpcodeInfo& info = opcode_info(f.bth.opcode);
-  f.bth.ack_req = cc_ackreq_due(qp, last || ++qp.req.since_ackreq >= qp.eng->config().ack_req_every);
-  if (f.bth.ack_req) qp.req.since_ackreq = 0;
-  f.bth.se = last && (w.flags & IBV_SEND_SOLICITED);
-  f.ext.reth_va = w.remote_addr;
-  f.ext.reth_rkey = w.rkey;
-  f.ext.reth_dma_len = uint32_t(w.length);
-  f.ext.imm = info.has_ext(Ext::imm_dt) ? w.imm : 0;
-  f.ext.ieth_rkey = info.has_ext(Ext::ieth) ? w.invalidate_rkey : 0;
+  PacketSpec spec{data_opcode(w.opcode, first, last), qp.req.psn, len};
+  const OpcodeInfo& info = opcode_info(spec.opcode);
+  spec.ack_req = cc_ackreq_due(qp, last || ++qp.req.since_ackreq >= qp.eng->config().ack_req_every);
+  if (spec.ack_req) qp.req.since_ackreq = 0;
+  spec.se = last && (w.flags & IBV_SEND_SOLICITED);
+  ExtFields ext;
+  ext.reth_va = w.remote_addr;
+  ext.reth_rkey = w.rkey;
+  ext.reth_dma_len = uint32_t(w.length);
+  ext.imm = info.has_ext(Ext::imm_dt) ? w.imm : 0;
+  ext.ieth_rkey = info.has_ext(Ext::ieth) ? w.invalidate_rkey : 0;
   if (first) w.first_psn = qp.req.psn;
   const uint32_t zc = qp.eng->zero_copy_min();
   uint8_t* src = nullptr;
@@ -97,11 +98,11 @@ bool send_data_packet(Qp& qp, SendWqe& w) {
                          ? memory::locate(qp.eng->mrs(), qp.pd, w.sgl, qp.req.offset, len, src)
                          : nullptr;
   if (mr != nullptr && qp.eng->zero_copy_from(*mr)) {
-    if (!send_zero_copy(qp, f, *mr, src)) return false;
+    if (!send_zero_copy(qp, spec, ext, *mr, src)) return false;
     return advance_data(qp, w, len, last);
   }
   OutPacket out;
-  if (!start_packet(qp, f, out)) return false;
+  if (!start_rc_packet(qp, spec, ext, out)) return false;
   if (w.flags & IBV_SEND_INLINE) {
     std::memcpy(out.payload, w.inline_data.data() + qp.req.offset, len);
   } else if (!memory::gather(qp.eng->mrs(), qp.pd, w.sgl, qp.req.offset, out.payload, len)) {
@@ -124,13 +125,13 @@ bool send_read_request(Qp& qp, SendWqe& w) {
   }
   // A retry asks only for what has not arrived (rxe does the same).
   const uint64_t left = w.length - w.read_received;
-  PacketFields f = packet_fields(qp, op::RC_RDMA_READ_REQUEST, qp.req.psn, 0);
-  f.bth.ack_req = true;
-  f.ext.reth_va = w.remote_addr + w.read_received;
-  f.ext.reth_rkey = w.rkey;
-  f.ext.reth_dma_len = uint32_t(left);
+  const PacketSpec spec{op::RC_RDMA_READ_REQUEST, qp.req.psn, 0, /*ack_req=*/true};
+  ExtFields ext;
+  ext.reth_va = w.remote_addr + w.read_received;
+  ext.reth_rkey = w.rkey;
+  ext.reth_dma_len = uint32_t(left);
   OutPacket out;
-  if (!start_packet(qp, f, out)) return false;
+  if (!start_rc_packet(qp, spec, ext, out)) return false;
   finish_packet(qp, out);
   advance_psn(qp, read_packets(left, qp.attr.pmtu));
   w.state = WqeState::sent;
@@ -140,14 +141,14 @@ bool send_read_request(Qp& qp, SendWqe& w) {
 
 bool send_atomic_request(Qp& qp, SendWqe& w) {
   const bool cas = w.opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
-  PacketFields f = packet_fields(qp, cas ? op::RC_COMPARE_SWAP : op::RC_FETCH_ADD, qp.req.psn, 0);
-  f.bth.ack_req = true;
-  f.ext.atomic_va = w.remote_addr;
-  f.ext.atomic_rkey = w.rkey;
-  f.ext.atomic_swap_add = cas ? w.swap : w.compare_add;
-  f.ext.atomic_compare = cas ? w.compare_add : 0;
+  const PacketSpec spec{cas ? op::RC_COMPARE_SWAP : op::RC_FETCH_ADD, qp.req.psn, 0, /*ack_req=*/true};
+  ExtFields ext;
+  ext.atomic_va = w.remote_addr;
+  ext.atomic_rkey = w.rkey;
+  ext.atomic_swap_add = cas ? w.swap : w.compare_add;
+  ext.atomic_compare = cas ? w.compare_add : 0;
   OutPacket out;
-  if (!start_packet(qp, f, out)) return false;
+  if (!start_rc_packet(qp, spec, ext, out)) return false;
   w.first_psn = w.last_psn = qp.req.psn;
   finish_packet(qp, out);
   advance_psn(qp, 1);

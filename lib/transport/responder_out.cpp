@@ -16,23 +16,23 @@ using namespace wire;
 bool plain_ack(uint8_t syndrome) { return aeth_type(syndrome) == AethType::ack; }
 
 bool send_ack_packet(Qp& qp, uint8_t syndrome, uint32_t psn, uint32_t msn) {
-  PacketFields f = packet_fields(qp, op::RC_ACKNOWLEDGE, psn, 0);
-  f.ext.aeth_syndrome = syndrome;
-  f.ext.aeth_msn = msn;
+  ExtFields ext;
+  ext.aeth_syndrome = syndrome;
+  ext.aeth_msn = msn;
   OutPacket out;
-  if (!start_packet(qp, f, out)) return false;
+  if (!start_rc_packet(qp, PacketSpec{op::RC_ACKNOWLEDGE, psn}, ext, out)) return false;
   finish_packet(qp, out, /*paced=*/false);
   if (!plain_ack(syndrome) && aeth_type(syndrome) == AethType::nak) ++qp.counters.nak_sent;
   return true;
 }
 
 bool send_atomic_ack(Qp& qp, const RdAtomicResource& r) {
-  PacketFields f = packet_fields(qp, op::RC_ATOMIC_ACKNOWLEDGE, r.first_psn, 0);
-  f.ext.aeth_syndrome = kAethAckNoCredit;
-  f.ext.aeth_msn = r.msn;
-  f.ext.atomic_ack_orig = r.orig;
+  ExtFields ext;
+  ext.aeth_syndrome = kAethAckNoCredit;
+  ext.aeth_msn = r.msn;
+  ext.atomic_ack_orig = r.orig;
   OutPacket out;
-  if (!start_packet(qp, f, out)) return false;
+  if (!start_rc_packet(qp, PacketSpec{op::RC_ATOMIC_ACKNOWLEDGE, r.first_psn}, ext, out)) return false;
   finish_packet(qp, out, /*paced=*/false);
   return true;
 }
@@ -60,15 +60,15 @@ bool send_read_packet(Qp& qp, RespOut& e, const RdAtomicResource& r) {
     move_to_error(qp);
     return false;
   }
-  PacketFields f = packet_fields(qp, read_opcode(index, count), e.cursor_psn, len);
-  f.ext.aeth_syndrome = kAethAckNoCredit;
-  f.ext.aeth_msn = r.msn;
+  ExtFields ext;
+  ext.aeth_syndrome = kAethAckNoCredit;
+  ext.aeth_msn = r.msn;
   // Copied, never sent in place: the region is the responder's own memory,
   // which its application may change at any time (a flag the peer polls
   // by READ), and a frame whose payload changed after its ICRC was taken
   // would be dropped by the peer again and again. The copy is a snapshot.
   OutPacket out;
-  if (!start_packet(qp, f, out)) return false;
+  if (!start_rc_packet(qp, PacketSpec{read_opcode(index, count), e.cursor_psn, len}, ext, out)) return false;
   if (len) std::memcpy(out.payload, src, len);
   finish_packet(qp, out);
   e.cursor_psn = psn_add(e.cursor_psn, 1);

@@ -58,6 +58,9 @@ struct OutPacket {
 };
 // Headers for fields f (f.payload_len bytes to follow) in a fresh mbuf.
 bool start_packet(Qp& qp, const wire::PacketFields& f, OutPacket& out);
+// The same for a packet of a connected QP: its header template plus `p`
+// and the extension headers.
+bool start_rc_packet(Qp& qp, const wire::PacketSpec& p, const wire::ExtFields& ext, OutPacket& out);
 // Whether a packet for the connected QP `qp` comes from the address it sends
 // to (as rxe's check_addr): anything else is not its peer's.
 bool from_peer(const Qp& qp, const wire::PacketView& pkt);
@@ -66,9 +69,10 @@ bool from_peer(const Qp& qp, const wire::PacketView& pkt);
 // limits the data a QP sends, and they are sent without waiting for it).
 void finish_packet(Qp& qp, OutPacket& out, bool paced = true);
 // The whole packet without copying its payload: headers, then a segment
-// pointing at [p, p + f.payload_len) inside `mr`, then pad and ICRC. False
-// (nothing sent) when an mbuf is missing.
-bool send_zero_copy(Qp& qp, const wire::PacketFields& f, MemoryRegion& mr, uint8_t* p);
+// pointing at [p, p + spec.payload_len) inside `mr`, then pad and ICRC.
+// False (nothing sent) when an mbuf is missing.
+bool send_zero_copy(Qp& qp, const wire::PacketSpec& spec, const wire::ExtFields& ext, MemoryRegion& mr,
+                    uint8_t* p);
 // Fields of a packet of this QP: the QP's header template plus a BTH.
 wire::PacketFields packet_fields(const Qp& qp, uint8_t opcode, uint32_t psn, uint32_t payload_len);
 

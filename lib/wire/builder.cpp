@@ -8,6 +8,7 @@
 #include "uroce/wire/ipv6.h"
 #include "uroce/wire/opcode.h"
 #include "uroce/wire/parser.h"
+#include "write_ext.h"
 
 namespace uroce::wire {
 namespace {
@@ -80,6 +81,18 @@ void write_bth(const BthFields& b, uint8_t pad, uint8_t* p) {
   bth.set_ack_req_psn(b.ack_req, b.resv7, b.psn);
 }
 
+BuildError check_fields(const PacketFields& f, const OpcodeInfo& op) {
+  if (!op.valid() || f.bth.tver != 0) return BuildError::bad_opcode;
+  if (f.payload_len > 0 && !op.has(opf::payload)) return BuildError::payload_not_allowed;
+  if (f.payload_len > kMaxPayloadLen) return BuildError::payload_too_long;
+  if (!f.ip.ipv6 && (!f.ip.src.is_v4_mapped() || !f.ip.dst.is_v4_mapped())) return BuildError::bad_address;
+  return BuildError::ok;
+}
+
+}  // namespace
+
+namespace detail {
+
 void write_ext(const OpcodeInfo& op, const ExtFields& x, uint8_t* bth) {
   auto at = [&](Ext e) { return bth + op.offset(e); };
   if (op.has_ext(Ext::deth)) DethT<uint8_t>(at(Ext::deth)).set(x.deth_qkey, x.deth_src_qp);
@@ -93,15 +106,7 @@ void write_ext(const OpcodeInfo& op, const ExtFields& x, uint8_t* bth) {
   if (op.has_ext(Ext::cnp_reserved)) std::memset(at(Ext::cnp_reserved), 0, kCnpReservedLen);
 }
 
-BuildError check_fields(const PacketFields& f, const OpcodeInfo& op) {
-  if (!op.valid() || f.bth.tver != 0) return BuildError::bad_opcode;
-  if (f.payload_len > 0 && !op.has(opf::payload)) return BuildError::payload_not_allowed;
-  if (f.payload_len > kMaxPayloadLen) return BuildError::payload_too_long;
-  if (!f.ip.ipv6 && (!f.ip.src.is_v4_mapped() || !f.ip.dst.is_v4_mapped())) return BuildError::bad_address;
-  return BuildError::ok;
-}
-
-}  // namespace
+}  // namespace detail
 
 const char* to_string(BuildError e) {
   switch (e) {
@@ -144,7 +149,7 @@ BuildError build_headers(const PacketFields& f, std::span<uint8_t> out, FrameLay
   udp.set_length(uint16_t(udp_len));
   udp.set_checksum(f.udp.checksum);
   write_bth(f.bth, lay.pad, p + lay.bth_off);
-  write_ext(op, f.ext, p + lay.bth_off);
+  detail::write_ext(op, f.ext, p + lay.bth_off);
   return BuildError::ok;
 }
 

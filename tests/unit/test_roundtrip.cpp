@@ -7,6 +7,7 @@
 #include "test_support.h"
 #include "uroce/wire/builder.h"
 #include "uroce/wire/ext_headers.h"
+#include "uroce/wire/header_template.h"
 #include "uroce/wire/ipv4.h"
 #include "uroce/wire/parser.h"
 
@@ -240,4 +241,59 @@ TEST_CASE("an offloaded IPv4 checksum is left zero and nothing else changes", "[
       }
       CHECK(off == soft);  // IPv6 has no header checksum: identical
     }
+}
+
+TEST_CASE("a header template writes what build_headers writes, for every opcode and layout", "[roundtrip]") {
+  Rng r(4242);
+  for (int code = 0; code < 256; ++code) {
+    const OpcodeInfo& op = opcode_info(uint8_t(code));
+    if (!op.valid()) continue;
+    for (bool ipv6 : {false, true})
+      for (bool vlan : {false, true})
+        for (Ipv4Checksum csum : {Ipv4Checksum::compute, Ipv4Checksum::offloaded})
+          for (uint32_t len : legal_lengths(op, 1024)) {
+            INFO("opcode " << op.name << " ipv6 " << ipv6 << " vlan " << vlan << " offloaded "
+                           << (csum == Ipv4Checksum::offloaded) << " len " << len);
+            PacketFields f;
+            randomize_l2_l3(r, ipv6, vlan, f);
+            randomize_bth(r, uint8_t(code), f.bth);
+            randomize_ext(r, op, len, f.ext);
+            f.payload_len = len;
+            // Prepared from the connection's fields with other per-packet
+            // values than the packet's, to show those are not kept.
+            PacketFields shared = f;
+            shared.bth.opcode = op::RC_RDMA_READ_REQUEST;
+            shared.bth.psn = f.bth.psn ^ 0x5A5A5A;
+            shared.bth.se = !f.bth.se;
+            shared.bth.ack_req = !f.bth.ack_req;
+            shared.payload_len = 7;
+            HeaderTemplate t;
+            REQUIRE(t.prepare(shared, csum) == BuildError::ok);
+            // Both outputs start as different garbage: every header byte must be written.
+            std::vector<uint8_t> want(256, 0xA5), got(256, 0x5A);
+            FrameLayout lw, lg;
+            REQUIRE(build_headers(f, want, lw, csum) == BuildError::ok);
+            const PacketSpec p{f.bth.opcode, f.bth.psn, len, f.bth.ack_req, f.bth.se};
+            REQUIRE(t.write(p, f.ext, got, lg) == BuildError::ok);
+            CHECK(lg.l3_off == lw.l3_off);
+            CHECK(lg.l4_off == lw.l4_off);
+            CHECK(lg.bth_off == lw.bth_off);
+            CHECK(lg.payload_off == lw.payload_off);
+            CHECK(lg.payload_len == lw.payload_len);
+            CHECK(lg.pad == lw.pad);
+            CHECK(lg.ipv6 == lw.ipv6);
+            CHECK(lg.frame_len == lw.frame_len);
+            CHECK(std::equal(want.begin(), want.begin() + lw.payload_off, got.begin()));
+            // A short output buffer gets only the headers, or an error.
+            std::vector<uint8_t> tight(lw.payload_off, 0x11);
+            CHECK(t.write(p, f.ext, tight, lg) == BuildError::ok);
+            CHECK(std::equal(want.begin(), want.begin() + lw.payload_off, tight.begin()));
+            std::vector<uint8_t> small(lw.payload_off - 1);
+            CHECK(t.write(p, f.ext, small, lg) == BuildError::no_room);
+          }
+  }
+  HeaderTemplate unprepared;
+  std::vector<uint8_t> out(256);
+  FrameLayout lay;
+  CHECK(unprepared.write(PacketSpec{op::RC_SEND_ONLY}, ExtFields{}, out, lay) != BuildError::ok);
 }
