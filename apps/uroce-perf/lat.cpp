@@ -106,7 +106,8 @@ LatSide::State LatSide::advance() {
   switch (state_) {
     case State::post:
       e_.buf(0)[size_ - 1] = marker();  // the message ends with the iteration's marker
-      t0_ = Clock::now();
+      // Only the client reports; a TSC read is 20+ ns of the answer's path.
+      if (client_) t0_ = Clock::now();
       post();
       state_ = o_.verb == Verb::read || !posts_first() ? State::wait_own : State::wait_peer;
       break;
