@@ -41,6 +41,7 @@ Engine::Engine(const DeviceConfig& config)
   looped_.reserve(kTxBacklog);
   looping_.reserve(kTxBacklog);
   mac_ = config.port->mac();
+  lean_ = !config.clock->free_to_read();
   // A QP may connect to another QP of this device (as on rxe): our own
   // GIDs are at our own MAC, and their frames loop back in transmit().
   for (const wire::IpAddr& gid : config_.gids) neighbors_.set(gid, mac_);
@@ -101,11 +102,13 @@ uint32_t Engine::alloc_qpn() {
 }
 
 void Engine::add_qp(transport::Qp* qp) {
+  if (qp->cc.algo != cc::CcAlgo::none) ++cc_qps_;
   by_qpn_[qp->qpn % kQpnSlots] = qp;
   all_.push_back(qp);
 }
 
 void Engine::remove_qp(transport::Qp* qp) {
+  if (qp->cc.algo != cc::CcAlgo::none) --cc_qps_;
   retired_ += qp->counters;
   by_qpn_[qp->qpn % kQpnSlots] = nullptr;
   std::erase(all_, qp);
@@ -138,11 +141,12 @@ void Engine::send_now(transport::Qp* qp) {
   // control) needs the time now. A new round, too, so an ACK the last
   // receive queued leaves with these frames (see queue_ack).
   if (qp->cc.algo != cc::CcAlgo::none) now_ = config_.clock->now_ns();
+  const bool was_stale = stale_;
   stale_ = true;
   ++poll_seq_;
   run_tx();
   flush_tx();
-  stale_ = false;
+  stale_ = was_stale;
 }
 
 void Engine::refresh_clock() {
@@ -393,11 +397,34 @@ int Engine::run_tx() {
   return work;
 }
 
+// While an application waits for a frame, an idle poll runs millions of
+// times a second, and a frame that arrives waits on average half a poll to
+// be seen: so an idle poll with nothing queued is only the port check,
+// and the clock, timers and neighbours are looked at every kIdleCheck-th.
+bool Engine::idle_skip() {
+  if (!lean_ || !looped_.empty() || !ready_.empty() || !backlog_.empty() || !paced_.empty()) return false;
+  if (++idle_polls_ < kIdleCheck) return true;
+  idle_polls_ = 0;
+  return false;
+}
+
 int Engine::poll() {
-  refresh_clock();
-  ++poll_seq_;
   rte_mbuf* rx[kBurst];
   const uint16_t n = config_.port->rx_burst(rx, kBurst);
+  if (n == 0) {
+    busy_run_ = 0;
+    if (idle_skip()) return 0;
+  }
+  // The first poll with frames after idle ones keeps the time of the last
+  // full idle poll (a few polls old): its frames are often a request to
+  // answer at once, and a TSC read costs ~23 ns here. Deadlines set from
+  // that time are moved on at the next reading (refresh_clock); a run of
+  // busy polls, and congestion control's pacing, read it every time.
+  const bool keep_time = lean_ && n > 0 && busy_run_ == 0 && cc_qps_ == 0;
+  if (n > 0) ++busy_run_;
+  if (keep_time) stale_ = true;
+  else refresh_clock();
+  ++poll_seq_;
   for (uint16_t i = 0; i < n; ++i) receive(rx[i]);
   // One pass back to the pools for the whole burst (mostly one pool, one
   // cache operation) instead of one free per frame.
@@ -405,6 +432,7 @@ int Engine::poll() {
   int work = n + run_loopback() + run_timers() + run_neighbors() + run_paced();
   work += run_tx();
   flush_tx();
+  stale_ = false;
   return work + int(backlog_.size() ? 1 : 0);
 }
 

@@ -103,6 +103,7 @@ class Engine {
   int run_neighbors();
   int run_loopback();
   void refresh_clock();
+  bool idle_skip();
   int run_timers();
   int run_paced();
   int run_tx();
@@ -117,9 +118,18 @@ class Engine {
   memory::MrTable mrs_;
   std::mt19937_64 rng_;
   uint64_t now_ = 0;
-  // Deadlines set from an old now_ outside a poll (send_now), and that now_.
+  // Deadlines set from an old now_ (in send_now, or a poll that kept the
+  // time of an earlier one): moved on at the next reading of the clock.
   std::vector<transport::Qp*> rebase_;
   bool stale_ = false;
+  // Idle polls (see poll): whether they may skip work, how many did since
+  // the last full one, how many polls in a row received frames, and how
+  // many QPs run congestion control (which wants the time on every poll).
+  static constexpr uint32_t kIdleCheck = 8;
+  bool lean_ = false;
+  uint32_t idle_polls_ = 0;
+  uint32_t busy_run_ = 0;
+  uint32_t cc_qps_ = 0;
   uint32_t poll_seq_ = 0;
   uint32_t next_qpn_ = 0x11;  // like rxe: user QPs start at 0x11
   // QPs by the low 16 bits of their QPN (alloc_qpn keeps those distinct):

@@ -214,3 +214,102 @@ TEST_CASE("A WR posted long after the last poll times out a whole timeout after 
   CHECK(elapsed >= timeout_ns);
   CHECK(elapsed <= timeout_ns + 20'000);
 }
+
+// With a clock that costs to read, idle polls are only the port check and
+// the first poll with frames keeps the last idle poll's time (engine.cpp
+// poll). After long gaps without polls that time is far behind: deadlines
+// set from it must still be counted from when they were set.
+TEST_CASE("Lean polls with a kept time: no timeout without loss, a whole timeout with it", "[rnr-retry]") {
+  sim::SimFabric fabric(109, 1500);
+  fabric.clock().set_free_to_read(false);
+  DeviceConfig cfg = small_device();
+  // ACKs in the middle of a message, and a window of 4 packets: the timer
+  // restarts on every ACK while the rest of the message waits.
+  cfg.ack_req_every = 4;
+  cfg.max_unacked_psns = 4;
+  Device& da = fabric.add_device("10.0.0.1", cfg);
+  Device& db = fabric.add_device("10.0.0.2", cfg);
+  const Opts oa = requester(5, 2, 7);
+  Opts ob = requester(5, 2, 7);
+  ob.sq_psn = Pair::default_b().sq_psn;
+  Node a = make_node(da, oa), b = make_node(db, ob);
+  connect(*a.qp, oa, db, b.qp->qp_num(), ob.sq_psn);
+  connect(*b.qp, ob, da, a.qp->qp_num(), oa.sq_psn);
+  const uint64_t timeout_ns = transport::ack_timeout_ns(5);  // 131 us
+  fill(a.buf(), 20000, 5);
+  fill(b.buf() + 40000, 20000, 6);
+  for (int round = 0; round < 10; ++round) {
+    INFO("round " << round);
+    // No poll meanwhile, before and after the post: the first window is
+    // out, and the first ACK arrives in a poll that keeps a time from
+    // before the gap.
+    fabric.clock().advance_by(10 * timeout_ns);
+    REQUIRE(post_rdma(a, IBV_WR_RDMA_WRITE, 1, 0, 20000, b.addr(0), b.key()) == 0);
+    fabric.clock().advance_by(10 * timeout_ns);
+    auto wa = wait_cq(fabric, *a.cq, 1, kSecond);
+    REQUIRE(wa.size() == 1);
+    CHECK(wa[0].status == IBV_WC_SUCCESS);
+    fabric.clock().advance_by(10 * timeout_ns);
+    REQUIRE(post_rdma(b, IBV_WR_RDMA_WRITE, 2, 40000, 20000, a.addr(40000), a.key()) == 0);
+    fabric.clock().advance_by(10 * timeout_ns);
+    auto wb = wait_cq(fabric, *b.cq, 1, kSecond);
+    REQUIRE(wb.size() == 1);
+    CHECK(wb[0].status == IBV_WC_SUCCESS);
+  }
+  CHECK(std::memcmp(a.buf(), b.buf(), 20000) == 0);
+  CHECK(std::memcmp(a.buf() + 40000, b.buf() + 40000, 20000) == 0);
+  for (const Node* n : {&a, &b}) {
+    CHECK(n->qp->counters().local_ack_timeout_err == 0);
+    CHECK(n->qp->counters().retransmitted_pkts == 0);
+  }
+  // A real loss: timeouts of their whole length, retry_cnt + 1 of them.
+  fabric.wire().cut(fabric.port(0), fabric.port(1));
+  fabric.clock().advance_by(10 * timeout_ns);
+  const uint64_t t0 = fabric.clock().now_ns();
+  REQUIRE(post_rdma(a, IBV_WR_RDMA_WRITE, 3, 0, 100, b.addr(0), b.key()) == 0);
+  auto wa = wait_cq(fabric, *a.cq, 1, kSecond);
+  const uint64_t elapsed = fabric.clock().now_ns() - t0;
+  REQUIRE(wa.size() == 1);
+  CHECK(wa[0].status == IBV_WC_RETRY_EXC_ERR);
+  INFO("elapsed " << elapsed << " ns, timeout " << timeout_ns << " ns");
+  CHECK(elapsed >= 3 * timeout_ns);
+  CHECK(elapsed <= 3 * timeout_ns + 20'000);
+}
+
+// The same, step by step: the requester's last full poll is long past when
+// the first ACK of a message arrives, in a poll that keeps that old time;
+// the timer it restarts for the rest must not expire at once.
+TEST_CASE("A timer restarted in a poll that kept an old time counts from the restart", "[rnr-retry]") {
+  sim::SimFabric fabric(110, 1500);
+  fabric.clock().set_free_to_read(false);
+  DeviceConfig cfg = small_device();
+  cfg.ack_req_every = 4;
+  cfg.max_unacked_psns = 4;
+  Device& da = fabric.add_device("10.0.0.1", cfg);
+  Device& db = fabric.add_device("10.0.0.2", cfg);
+  const Opts oa = requester(5, 2, 7);
+  Opts ob = requester(5, 2, 7);
+  ob.sq_psn = Pair::default_b().sq_psn;
+  Node a = make_node(da, oa), b = make_node(db, ob);
+  connect(*a.qp, oa, db, b.qp->qp_num(), ob.sq_psn);
+  connect(*b.qp, ob, da, a.qp->qp_num(), oa.sq_psn);
+  const uint64_t timeout_ns = transport::ack_timeout_ns(5);
+  fill(a.buf(), 20000, 7);
+  REQUIRE(post_rdma(a, IBV_WR_RDMA_WRITE, 1, 0, 20000, b.addr(0), b.key()) == 0);  // a window of 4 goes out
+  for (int i = 0; i < 8; ++i) da.poll();  // at least one full poll, at this time
+  fabric.clock().advance_by(10 * timeout_ns);
+  db.poll();  // the 4 packets: the deferred ACK is queued
+  db.poll();  // and sent
+  INFO("b received " << b.qp->counters().rcvd_pkts << ", a sent " << a.qp->counters().sent_pkts);
+  CHECK(b.qp->counters().rcvd_pkts == 4);
+  fabric.clock().advance_by(2000);  // the wire's latency
+  da.poll();  // the ACK, in a poll that keeps the time of 10 timeouts ago
+  for (int i = 0; i < 8; ++i) da.poll();  // a full poll among them looks at the timers
+  CHECK(a.qp->counters().local_ack_timeout_err == 0);
+  auto wa = wait_cq(fabric, *a.cq, 1, kSecond);
+  REQUIRE(wa.size() == 1);
+  CHECK(wa[0].status == IBV_WC_SUCCESS);
+  CHECK(a.qp->counters().local_ack_timeout_err == 0);
+  CHECK(a.qp->counters().retransmitted_pkts == 0);
+  CHECK(std::memcmp(a.buf(), b.buf(), 20000) == 0);
+}

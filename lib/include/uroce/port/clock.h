@@ -11,6 +11,9 @@ class Clock {
  public:
   virtual ~Clock() = default;
   virtual uint64_t now_ns() const = 0;
+  // Reading costs nothing worth saving (virtual time): the engine then
+  // reads it on every poll, and skips no idle work (engine.cpp poll).
+  virtual bool free_to_read() const { return false; }
 };
 
 inline constexpr uint64_t kNever = UINT64_MAX;

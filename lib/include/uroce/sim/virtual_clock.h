@@ -13,6 +13,10 @@ class VirtualClock final : public Clock {
   explicit VirtualClock(uint64_t start_ns = 0) : now_(start_ns) {}
 
   uint64_t now_ns() const override { return now_; }
+  // Free unless a test says otherwise, to run the engine's real-clock
+  // economies (lean idle polls, kept times) on the deterministic wire.
+  bool free_to_read() const override { return free_; }
+  void set_free_to_read(bool free) { free_ = free; }
 
   // Time never goes backwards: an earlier target is ignored, because a
   // driver loop may legitimately ask for a deadline that already passed.
@@ -23,6 +27,7 @@ class VirtualClock final : public Clock {
 
  private:
   uint64_t now_;
+  bool free_ = true;
 };
 
 }  // namespace uroce::sim
