@@ -36,6 +36,7 @@ Engine::Engine(const DeviceConfig& config)
       rng_(pick_seed(config.seed) + 1),
       neighbors_(uint64_t(config.neighbor_retry_ms) * 1000000, uint64_t(config.neighbor_timeout_ms) * 1000000) {
   backlog_.reserve(kTxBacklog);
+  later_.reserve(64);
   rebase_.reserve(64);
   paced_.reserve(64);
   looped_.reserve(kTxBacklog);
@@ -113,6 +114,7 @@ void Engine::remove_qp(transport::Qp* qp) {
   by_qpn_[qp->qpn % kQpnSlots] = nullptr;
   std::erase(all_, qp);
   std::erase(ready_, qp);
+  std::erase(later_, qp);
   std::erase(timed_, qp);
   std::erase(rebase_, qp);
   if (qp->cc.paced) {
@@ -132,7 +134,22 @@ void Engine::schedule(transport::Qp* qp) {
   ready_.push_back(qp);
 }
 
+void Engine::schedule_next(transport::Qp* qp) {
+  if (qp->scheduled || qp->later) return;
+  qp->later = true;
+  later_.push_back(qp);
+}
+
+void Engine::join_later() {
+  for (transport::Qp* qp : later_) {
+    qp->later = false;
+    schedule(qp);
+  }
+  later_.clear();
+}
+
 void Engine::send_now(transport::Qp* qp) {
+  join_later();  // an ACK held back for this round leaves with the answer
   schedule(qp);
   // This is the answer's critical path, and reading the TSC costs about a
   // third of building a frame here: the time stays the last poll's, and a
@@ -431,6 +448,7 @@ int Engine::poll() {
   rte_pktmbuf_free_bulk(rx, n);
   int work = n + run_loopback() + run_timers() + run_neighbors() + run_paced();
   work += run_tx();
+  join_later();
   flush_tx();
   stale_ = false;
   return work + int(backlog_.size() ? 1 : 0);

@@ -48,6 +48,9 @@ class Engine {
   transport::Qp* find_qp(uint32_t qpn) const;
   // The QP has packets to send (or a retry to start).
   void schedule(transport::Qp* qp);
+  // The QP has something to send from the next TX round on (an ACK held
+  // back for one poll, see transport::queue_ack): it skips this round's.
+  void schedule_next(transport::Qp* qp);
   // Work was posted to a QP that had none: send it (and an ACK waiting to
   // go with the answer) now rather than at the next poll, so a ping-pong's
   // answer leaves without another engine round. Posts to a busy QP keep
@@ -107,6 +110,7 @@ class Engine {
   int run_timers();
   int run_paced();
   int run_tx();
+  void join_later();
   void flush_tx();
 
   DeviceConfig config_;
@@ -139,6 +143,7 @@ class Engine {
   std::vector<transport::Qp*> all_;
   std::vector<transport::Qp*> ready_;
   std::vector<transport::Qp*> running_;
+  std::vector<transport::Qp*> later_;  // join ready_ after this round (schedule_next)
   std::vector<transport::Qp*> timed_;
   // Paced QPs by send time: a min-heap, so a poll looks only at the QPs
   // that are due, however many wait.

@@ -137,6 +137,7 @@ struct Qp {
   cc::QpCc cc;
 
   bool scheduled = false;   // on the engine's TX list
+  bool later = false;       // on the engine's list for the next TX round
   bool timed = false;       // on the engine's timer list
   bool rebase = false;      // on the engine's list of deadlines set from an old time
 

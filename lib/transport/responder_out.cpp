@@ -131,7 +131,9 @@ void queue_ack(Qp& qp, uint8_t syndrome, uint32_t psn) {
   e.psn = psn;
   e.msn = qp.resp.msn;
   e.poll = qp.eng->poll_seq();
-  qp.eng->schedule(&qp);
+  // A plain ACK waits for the next round; anything else goes in this one.
+  if (plain_ack(syndrome)) qp.eng->schedule_next(&qp);
+  else qp.eng->schedule(&qp);
 }
 
 void send_nak_now(Qp& qp, uint8_t syndrome, uint32_t psn) { send_ack_packet(qp, syndrome, psn, qp.resp.msn); }
