@@ -24,12 +24,14 @@ ibv_wc_opcode completion_of(Verb v) {
 void WcTally::reap(CompletionQueue& cq) {
   ibv_wc wc[8];
   int n;
-  while ((n = cq.poll(8, wc)) > 0)
+  do {  // a short batch means the CQ is empty: no second call to find out
+    n = cq.poll(8, wc);
     for (int i = 0; i < n; ++i) {
       if (wc[i].status != IBV_WC_SUCCESS && error.empty())
         error = "completion with error, status " + std::to_string(wc[i].status);
       ++count[wc[i].opcode & 0xFF];
     }
+  } while (n == 8);
 }
 
 bool WcTally::take(ibv_wc_opcode op) {
