@@ -122,12 +122,13 @@ void on_write(Qp& qp, const PacketView& pkt) {
   const uint32_t psn = pkt.bth().psn();
   const bool ends = pkt.op->is_last() || pkt.op->is_only();
   if (ends && pkt.op->has_ext(Ext::imm_dt) && !take_recv(qp)) return rnr(qp, psn);
+  uint8_t* dst = nullptr;
   if (pkt.op->is_first() || pkt.op->is_only()) {
     memory::AccessError err;
     const RethView reth = pkt.reth();
-    if (!memory::resolve(qp.eng->mrs(), qp.pd, reth.rkey(), reth.va(), reth.dma_len(), IBV_ACCESS_REMOTE_WRITE,
-                         err))
-      return fatal_recv(qp, NakCode::remote_access_error, psn, IBV_WC_REM_ACCESS_ERR);
+    // The whole message's target, which starts with this packet's.
+    dst = memory::resolve(qp.eng->mrs(), qp.pd, reth.rkey(), reth.va(), reth.dma_len(), IBV_ACCESS_REMOTE_WRITE, err);
+    if (dst == nullptr) return fatal_recv(qp, NakCode::remote_access_error, psn, IBV_WC_REM_ACCESS_ERR);
     qp.resp.write_va = reth.va();
     qp.resp.write_rkey = reth.rkey();
     qp.resp.write_left = reth.dma_len();
@@ -136,11 +137,14 @@ void on_write(Qp& qp, const PacketView& pkt) {
   }
   if (pkt.payload_len > qp.resp.write_left || (ends && pkt.payload_len != qp.resp.write_left))
     return fatal_recv(qp, NakCode::invalid_request, psn, IBV_WC_REM_INV_REQ_ERR);
-  // Resolved again for every packet: the region may have gone meanwhile.
-  memory::AccessError err;
-  uint8_t* dst = memory::resolve(qp.eng->mrs(), qp.pd, qp.resp.write_rkey, qp.resp.write_va, pkt.payload_len,
-                                 IBV_ACCESS_REMOTE_WRITE, err);
-  if (dst == nullptr) return fatal_recv(qp, NakCode::remote_access_error, psn, IBV_WC_REM_ACCESS_ERR);
+  // Resolved again for every later packet: the region may have gone
+  // since the message's first.
+  if (dst == nullptr) {
+    memory::AccessError err;
+    dst = memory::resolve(qp.eng->mrs(), qp.pd, qp.resp.write_rkey, qp.resp.write_va, pkt.payload_len,
+                          IBV_ACCESS_REMOTE_WRITE, err);
+    if (dst == nullptr) return fatal_recv(qp, NakCode::remote_access_error, psn, IBV_WC_REM_ACCESS_ERR);
+  }
   if (pkt.payload_len) std::memcpy(dst, pkt.payload, pkt.payload_len);
   qp.resp.write_va += pkt.payload_len;
   qp.resp.write_left -= pkt.payload_len;
