@@ -157,7 +157,7 @@ void Engine::send_now(transport::Qp* qp) {
   // refresh_clock), so it is never early. Only a paced QP (congestion
   // control) needs the time now. A new round, too, so an ACK the last
   // receive queued leaves with these frames (see queue_ack).
-  if (qp->cc.algo != cc::CcAlgo::none) now_ = config_.clock->now_ns();
+  if (qp->cc.algo != cc::CcAlgo::none) refresh_clock();  // which also moves on kept-time deadlines
   const bool was_stale = stale_;
   stale_ = true;
   ++poll_seq_;
