@@ -152,8 +152,8 @@ void Engine::send_now(transport::Qp* qp) {
   join_later();  // an ACK held back for this round leaves with the answer
   schedule(qp);
   // This is the answer's critical path, and reading the TSC costs about a
-  // third of building a frame here: the time stays the last poll's, and a
-  // retransmission deadline set from it moves on at the next poll (see
+  // third of building a frame here: the time stays the last reading's, and
+  // a retransmission deadline set from it moves on at the next one (see
   // refresh_clock), so it is never early. Only a paced QP (congestion
   // control) needs the time now. A new round, too, so an ACK the last
   // receive queued leaves with these frames (see queue_ack).
@@ -433,7 +433,7 @@ int Engine::poll() {
     if (idle_skip()) return 0;
   }
   // The first poll with frames after idle ones keeps the time of the last
-  // full idle poll (a few polls old): its frames are often a request to
+  // full poll (a few polls old): its frames are often a request to
   // answer at once, and a TSC read costs ~23 ns here. Deadlines set from
   // that time are moved on at the next reading (refresh_clock); a run of
   // busy polls, and congestion control's pacing, read it every time.

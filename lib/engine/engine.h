@@ -57,8 +57,9 @@ class Engine {
   // batching through schedule().
   void send_now(transport::Qp* qp);
   // The QP has a timer that may need checking. Call it whenever a deadline
-  // is set from now(): outside a poll now() may be old (see send_now), and
-  // such deadlines are moved on by the time that passed, at the next poll.
+  // is set from now(): now() may be a kept, older time (send_now, and the
+  // first busy poll after idle ones), and such deadlines are moved on by
+  // the time that passed at the next reading of the clock.
   void watch_timer(transport::Qp* qp);
   // The QP is paced (congestion control): schedule it again at `at` ns.
   void pace(transport::Qp* qp, uint64_t at);
