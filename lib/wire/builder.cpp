@@ -8,6 +8,7 @@
 #include "uroce/wire/ipv6.h"
 #include "uroce/wire/opcode.h"
 #include "uroce/wire/parser.h"
+#include "ones_complement.h"
 #include "write_ext.h"
 
 namespace uroce::wire {
@@ -41,9 +42,7 @@ uint16_t ipv4_checksum_of(const IpFields& f, uint16_t total_len, uint8_t tos) {
   const uint8_t* d = f.dst.v4_bytes();
   uint32_t sum = (0x45u << 8 | tos) + total_len + f.id + (f.df ? 0x4000u : 0u) + (uint32_t(f.ttl) << 8 | kIpProtoUdp) +
                  be16_at(s) + be16_at(s + 2) + be16_at(d) + be16_at(d + 2);
-  sum = (sum & 0xFFFF) + (sum >> 16);
-  sum = (sum & 0xFFFF) + (sum >> 16);
-  return uint16_t(~sum);
+  return detail::fold_complement(sum);
 }
 
 void write_ipv4(const IpFields& f, size_t udp_len, Ipv4Checksum csum, uint8_t* p) {

@@ -106,7 +106,8 @@ uint32_t crc32_fold(uint32_t crc, const uint8_t* p, size_t n, const uint8_t* or_
     acc = _mm512_xor_si512(acc, fold_lanes(lo, kBlock.q));
   }
   // (The maskz forms: GCC 12 warns about the plain ones' undefined inputs.)
-  const __m256i h = _mm256_xor_si256(_mm512_maskz_extracti64x4_epi64(0xF, acc, 0), _mm512_maskz_extracti64x4_epi64(0xF, acc, 1));
+  const __m256i h =
+      _mm256_xor_si256(_mm512_maskz_extracti64x4_epi64(0xF, acc, 0), _mm512_maskz_extracti64x4_epi64(0xF, acc, 1));
   __m128i v = _mm_xor_si128(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
   const __m128i reg = _mm_cvtsi32_si128(int(~crc));
   v = _mm_xor_si128(v, _mm_clmulepi64_si128(reg, _mm_set_epi64x(0, int64_t(kReg.q[n])), 0x00));
@@ -117,8 +118,18 @@ uint32_t crc32_fold(uint32_t crc, const uint8_t* p, size_t n, const uint8_t* or_
 
 #else
 
+#include "uroce/wire/icrc.h"
+
 namespace uroce::wire::detail {
-uint32_t crc32_fold(uint32_t, const uint8_t*, size_t, const uint8_t*) { return 0; }  // never called
+
+// Without the instructions: the same result from a masked copy and
+// crc32() (callers check kCrcFoldAvailable and go there directly).
+uint32_t crc32_fold(uint32_t crc, const uint8_t* p, size_t n, const uint8_t* or_mask) {
+  uint8_t buf[kCrcFoldMax];
+  for (size_t i = 0; i < n; ++i) buf[i] = uint8_t(p[i] | (or_mask ? or_mask[i] : 0));
+  return crc32(crc, buf, n);
+}
+
 }  // namespace uroce::wire::detail
 
 #endif

@@ -3,9 +3,9 @@
 // every lane is folded to the end in the same step, then one reduction.
 // ISA-L folds lane after lane, which for the 44..128 bytes of a small
 // packet's ICRC input leaves it a chain of dependent multiplies (about 40
-// cycles); this takes about 26. Built only where the compiler targets
-// AVX-512BW and VPCLMULQDQ (-march); elsewhere kCrcFoldAvailable is false
-// and callers use crc32().
+// cycles); this takes about 26. The fold is built only where the compiler
+// targets AVX-512BW and VPCLMULQDQ (-march); elsewhere kCrcFoldAvailable is
+// false, callers use crc32(), and crc32_fold is a masked copy + crc32().
 #pragma once
 
 #include <cstddef>

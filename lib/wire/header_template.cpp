@@ -6,18 +6,13 @@
 #include "uroce/wire/byte_order.h"
 #include "uroce/wire/opcode.h"
 #include "uroce/wire/parser.h"
+#include "ones_complement.h"
 #include "write_ext.h"
 
 namespace uroce::wire {
 namespace {
 
 constexpr size_t kIcrcLen = 4;
-
-uint16_t fold_complement(uint32_t sum) {
-  sum = (sum & 0xFFFF) + (sum >> 16);
-  sum = (sum & 0xFFFF) + (sum >> 16);
-  return uint16_t(~sum);
-}
 
 }  // namespace
 
@@ -79,7 +74,7 @@ BuildError HeaderTemplate::write(const PacketSpec& p, const ExtFields& ext, std:
   } else {
     const uint16_t total = uint16_t(kIpv4MinHeaderLen + udp_len);
     store_be16(ip + 2, total);
-    if (ipv4_checksum_) store_be16(ip + 10, fold_complement(ipv4_sum_ + total));
+    if (ipv4_checksum_) store_be16(ip + 10, detail::fold_complement(ipv4_sum_ + total));
   }
   store_be16(o + l4_off_ + 4, uint16_t(udp_len));
   uint8_t* bth = o + bth_off;

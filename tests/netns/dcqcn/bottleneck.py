@@ -87,9 +87,10 @@ class Bottleneck:
     # of 2^16 * 4.096 us = 268 ms instead of 67 ms. Without congestion
     # control, the second sender can fill the drop-tail queue for long
     # enough that the first one's go-back-N loses its first packet at every
-    # try: seven timeouts of 67 ms then end it with RETRY_EXC_ERR (seen in
-    # 1 of 8 runs, before and after the 2026-11-23 fifth-session changes).
-    # Seven of 268 ms is longer than such a stretch lasts.
+    # try: eight timeouts of 67 ms (retry_cnt 7, plus the first) then end it
+    # with RETRY_EXC_ERR (seen in 1 of 8 runs, before and after the
+    # 2026-11-23 fifth-session changes). Eight of 268 ms is longer than such
+    # a stretch lasts.
     perf_args = ["-u", "16"]
     # With DCQCN, drops allowed at the bottleneck, in % of the frames sent
     # (and at least 5). Near zero, not zero: on a loaded 2-core machine the
