@@ -54,6 +54,7 @@ for round in $(seq "${REPEAT:-1}"); do
   run write_lat -s 8 -n 20000
   run send_lat -s 8 -n 20000
   run raw_lat -s 82 -n 20000   # an 8-byte RDMA WRITE ONLY frame is 82 bytes
+  run raw_lat -s 82 -n 20000 --raw-acks  # and with an ACK-sized frame ahead of it: what RC's ACKs cost the link
   # Bandwidth at path MTU 4096 (memif buffers of 8 KB, so a 4154-byte frame
   # is one buffer): the per-packet costs spread over four times the bytes.
   MEMIF_EXTRA=",bsize=8192"

@@ -90,6 +90,9 @@ int parse_options(int argc, char** argv, Options& o) {
   app.add_option("--pcap", o.pcap, "write every RoCE frame sent and received to this pcap");
   app.add_flag("--verify", o.verify, "fill and check data end to end; exit 1 on any mismatch");
   app.add_flag("--loopback", o.loopback, "server and client in this process over a virtual link (no NIC)");
+  app.add_flag("--raw-acks", o.raw_acks,
+               "raw_lat: send a 62-byte frame (a RoCEv2 ACK's size) ahead of each frame, as RC answers "
+               "with an ACK and a request; give it to both sides");
   app.add_option("--timeout", o.timeout_s,
                  "seconds to wait for the server, each exchange step, ARP, or a silent peer (10); "
                  "the server waits for a client forever")
@@ -122,6 +125,10 @@ int parse_options(int argc, char** argv, Options& o) {
     if (iters->count() == 0) o.iters = 1000;
   }
   if (o.verb == Verb::atomic) o.size = 8;
+  if (o.raw_acks && o.test != "raw_lat") {
+    std::fprintf(stderr, "uroce-perf: --raw-acks applies to raw_lat only\n");
+    return 2;
+  }
   // perftest's default when -I is not given (ctx_set_max_inline): its
   // "optimal" inline sizes for WRITE and SEND latency tests
   // (DEF_INLINE_WRITE, DEF_INLINE_SEND_RC_UC), none for everything else.

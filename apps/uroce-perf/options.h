@@ -44,6 +44,7 @@ struct Options {
   std::string pcap;                 // --pcap FILE
   bool verify = false;              // --verify
   bool loopback = false;            // --loopback
+  bool raw_acks = false;            // --raw-acks: raw_lat with an ACK-sized frame ahead of each frame
   uint32_t timeout_s = 10;          // --timeout: connect, each exchange step, ARP, a silent peer
   // Congestion control: --cc, then --cc-config FILE, then each --cc-param.
   cc::CcConfig cc;

@@ -59,24 +59,28 @@ LatResult run_raw_lat(PacketPort& a, PacketPort& b, rte_mempool* pool, const Opt
   LatResult r;
   r.size = size;
   r.usec.reserve(o.iters);
-  auto recv_one = [&](PacketPort& port, uint64_t seq) {
-    rte_mbuf* m = nullptr;
-    while (port.rx_burst(&m, 1) == 0) {
+  auto recv_one = [&](PacketPort& port, uint64_t seq) {  // with --raw-acks, and its ACK-sized frame
+    for (bool ack = !o.raw_acks, data = false; !(ack && data);) {
+      rte_mbuf* m = nullptr;
+      if (port.rx_burst(&m, 1) == 0) continue;
+      if (is_ack_frame(m)) ack = true;
+      else data = true, check_raw_frame(m, size, seq, o.verify, r.error);
+      rte_pktmbuf_free(m);
     }
-    check_raw_frame(m, size, seq, o.verify, r.error);
-    rte_pktmbuf_free(m);
   };
   auto send_one = [&](PacketPort& from, PacketPort& to, uint64_t seq) {
     rte_mbuf* m = nullptr;
-    if (!make_raw_frame(pool, from.mac(), to.mac(), size, seq, m)) return void(r.error = "no mbuf for a raw frame");
-    while (from.tx_burst(&m, 1) == 0) {
-    }
+    if (make_raw_frame(pool, from.mac(), to.mac(), size, seq, m) &&
+        send_raw(from, pool, to.mac(), m, o.raw_acks, UINT64_MAX))
+      return true;
+    r.error = "no mbuf for a raw frame";
+    return false;
   };
   for (uint64_t i = 0; i < o.iters && r.error.empty(); ++i) {
     const auto t0 = Clock::now();
-    send_one(a, b, i);
+    if (!send_one(a, b, i)) break;
     recv_one(b, i);
-    send_one(b, a, i);  // the echo
+    if (!send_one(b, a, i)) break;  // the echo
     recv_one(a, i);
     r.usec.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / 2);
   }

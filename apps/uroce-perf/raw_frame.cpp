@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "runner.h"
+#include "uroce/port/packet_port.h"
 
 namespace uroce::perf {
 
@@ -24,6 +25,34 @@ bool make_raw_frame(rte_mempool* pool, const wire::MacAddr& src, const wire::Mac
   std::memcpy(p + 14, &seq, 8);
   fill_pattern(p + 22, size - 22, uint32_t(seq));
   return true;
+}
+
+namespace {
+constexpr uint64_t kAckFrameSeq = ~0ull;  // no raw_lat run gets this far
+}
+
+bool make_ack_frame(rte_mempool* pool, const wire::MacAddr& src, const wire::MacAddr& dst, rte_mbuf*& m) {
+  return make_raw_frame(pool, src, dst, kAckFrameSize, kAckFrameSeq, m);
+}
+
+bool is_ack_frame(const rte_mbuf* m) {
+  uint64_t seq;
+  return raw_frame_seq(m, seq) && seq == kAckFrameSeq;
+}
+
+bool send_raw(PacketPort& port, rte_mempool* pool, const wire::MacAddr& dst, rte_mbuf* m, bool with_ack,
+              uint64_t tries) {
+  rte_mbuf* burst[2];
+  uint16_t n = 0;
+  if (with_ack && !make_ack_frame(pool, port.mac(), dst, burst[n++])) {
+    rte_pktmbuf_free(m);
+    return false;
+  }
+  burst[n++] = m;
+  uint16_t sent = 0;
+  for (uint64_t t = 0; sent < n && t < tries; ++t) sent += port.tx_burst(burst + sent, uint16_t(n - sent));
+  for (uint16_t i = sent; i < n; ++i) rte_pktmbuf_free(burst[i]);
+  return sent == n;
 }
 
 bool raw_frame_seq(const rte_mbuf* m, uint64_t& seq) {

@@ -3,6 +3,7 @@
 #include <rte_mbuf.h>
 
 #include <cstring>
+#include <utility>
 
 #include "raw_frame.h"
 
@@ -72,6 +73,32 @@ BwResult RawReceiver::finish() {
   return r_;
 }
 
+RawLatSide::~RawLatSide() { rte_pktmbuf_free(pending_); }
+
+// The next raw_lat frame once it is here (with --raw-acks, once its ACK-sized
+// frame is here too, whichever came first); nullptr until then.
+rte_mbuf* RawLatSide::receive() {
+  rte_mbuf* m;
+  if (port_.rx_burst(&m, 1) == 0) return nullptr;
+  uint64_t seq;
+  if (!raw_frame_seq(m, seq)) {
+    rte_pktmbuf_free(m);  // ARP and the like
+    return nullptr;
+  }
+  if (is_ack_frame(m)) {
+    rte_pktmbuf_free(m);
+    ack_seen_ = true;
+    m = std::exchange(pending_, nullptr);
+    if (m == nullptr) return nullptr;
+  } else if (o_.raw_acks && !ack_seen_) {
+    rte_pktmbuf_free(pending_);  // a frame without its ACK-sized one: the next one's turn
+    pending_ = m;
+    return nullptr;
+  }
+  ack_seen_ = false;
+  return m;
+}
+
 RawLatSide::RawLatSide(PacketPort& port, rte_mempool* pool, const wire::MacAddr& dst, const Options& o,
                        uint64_t size, bool client)
     : port_(port), pool_(pool), dst_(dst), o_(o), size_(size), client_(client) {
@@ -85,19 +112,11 @@ bool RawLatSide::step() {
     rte_mbuf* m;
     if (!make_raw_frame(pool_, port_.mac(), dst_, size_, iter_, m)) return r_.error = "no mbuf for a raw frame", true;
     t0_ = Clock::now();
-    if (port_.tx_burst(&m, 1) == 0) {  // the link is full (or gone): again next step
-      rte_pktmbuf_free(m);
-      return false;
-    }
+    if (!send_raw(port_, pool_, dst_, m, o_.raw_acks, 1)) return false;  // the link is full (or gone): again next step
     waiting_ = true;
   }
-  rte_mbuf* m;
-  if (port_.rx_burst(&m, 1) == 0) return false;
-  uint64_t seq;
-  if (!raw_frame_seq(m, seq)) {
-    rte_pktmbuf_free(m);  // ARP and the like
-    return false;
-  }
+  rte_mbuf* m = receive();
+  if (m == nullptr) return false;
   check_raw_frame(m, size_, iter_, o_.verify, r_.error);
   if (client_) {
     r_.usec.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0_).count() / 2);
@@ -110,11 +129,7 @@ bool RawLatSide::step() {
     std::memcpy(p + 6, port_.mac().bytes.data(), 6);
     // Bounded: a peer that is gone must not hang us here (the watchdog
     // notices the missing frames instead).
-    for (int tries = 0; port_.tx_burst(&m, 1) == 0; ++tries)
-      if (tries == 100000) {
-        rte_pktmbuf_free(m);
-        break;
-      }
+    send_raw(port_, pool_, dst_, m, o_.raw_acks, 100000);
   }
   ++iter_;
   return iter_ >= o_.iters || !r_.error.empty();

@@ -63,12 +63,16 @@ class RawLatSide {
  public:
   RawLatSide(PacketPort& port, rte_mempool* pool, const wire::MacAddr& dst, const Options& o, uint64_t size,
              bool client);
+  ~RawLatSide();
+  RawLatSide(const RawLatSide&) = delete;
+  RawLatSide& operator=(const RawLatSide&) = delete;
   bool step();
   LatResult finish() { return r_; }
   const uint64_t* progress() const { return &iter_; }
 
  private:
   using Clock = CycleClock;
+  rte_mbuf* receive();
   PacketPort& port_;
   rte_mempool* pool_;
   wire::MacAddr dst_;
@@ -76,6 +80,8 @@ class RawLatSide {
   uint64_t size_;
   bool client_;
   bool waiting_ = false;
+  bool ack_seen_ = false;        // --raw-acks: the ACK-sized frame of the next frame is here
+  rte_mbuf* pending_ = nullptr;  // --raw-acks: a frame that came before its ACK-sized one
   uint64_t iter_ = 0;
   Clock::time_point t0_;
   LatResult r_;

@@ -67,6 +67,9 @@ for fault, imp in FAULTS.items():
 # memif between two processes in the root namespace, TCP over 127.0.0.1.
 CASES["memif-write_bw"] = Case("write_bw", BW_ARGS, port="memif")
 CASES["memif-write_lat"] = Case("write_lat", LAT_ARGS, port="memif")
+# raw_lat with a 62-byte frame ahead of each frame, both ways (what RC's ACKs
+# cost the link, docs/benchmarks.md), between two processes.
+CASES["memif-raw_lat-acks"] = Case("raw_lat", ["-s", "82", "-n", "2000", "--raw-acks"], port="memif")
 
 # af_xdp on the veth (copy mode); frames must stay under ~3.4 KB, so path MTU 1024.
 CASES["afxdp-write_bw"] = Case("write_bw", BW_ARGS, port="af_xdp")

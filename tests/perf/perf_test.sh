@@ -74,7 +74,12 @@ for side in ('client', 'server'):
     run_ok raw_bw --loopback --verify -n 2000 -s 9014 -m 4096
     grep -qE '^ 9014 +2000 ' "$out" || fail "raw_bw: 9014-byte frames on the jumbo link"
     run_ok raw_lat --loopback --verify -n 2000 -s 10
-    grep -qE '^ 64 +2000 ' "$out" || fail "raw_lat: 10 bytes should clamp to a 64-byte frame" ;;
+    grep -qE '^ 64 +2000 ' "$out" || fail "raw_lat: 10 bytes should clamp to a 64-byte frame"
+    # --raw-acks: each frame behind an ACK-sized one, both ways
+    run_ok raw_lat --loopback --verify -n 2000 -s 82 --raw-acks
+    grep -qE '^ 82 +2000 ' "$out" || fail "raw_lat --raw-acks: expected 2000 round trips of 82 bytes"
+    timeout 30 "$perf" write_lat --loopback --raw-acks >"$out" 2>&1
+    [ $? = 2 ] && grep -q "raw_lat only" "$out" || fail "--raw-acks outside raw_lat should be a usage error" ;;
   usage-errors)
     for args in "" "nosuch_bw --loopback" "write_bw --loopback -m 1000" "write_bw --loopback -n 1" "write_bw --bogus"; do
       timeout 30 "$perf" $args >"$out" 2>&1
