@@ -1,6 +1,6 @@
 // uroce-perf's options: perftest's flags with perftest's meaning and
 // defaults, plus uroce's own (--dev, --ip, --mac, --eal, --pcap, --verify,
-// --loopback).
+// --loopback, --timeout, --cc*, --raw-acks).
 #pragma once
 
 #include <cstdint>
