@@ -61,6 +61,7 @@ int run_raw(const Options& o, Loopback& lb) {
     } else {
       lat.push_back(run_raw_lat(a, b, pool, o, size));
       print_lat_row(lat.back());
+      if (o.raw_acks) print_ack_frames(lat.back());
       failure = lat.back().error;
     }
     if (!failure.empty()) break;

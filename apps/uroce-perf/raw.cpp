@@ -63,18 +63,22 @@ LatResult run_raw_lat(PacketPort& a, PacketPort& b, rte_mempool* pool, const Opt
     for (bool ack = !o.raw_acks, data = false; !(ack && data);) {
       rte_mbuf* m = nullptr;
       if (port.rx_burst(&m, 1) == 0) continue;
-      if (is_ack_frame(m)) ack = true;
+      if (is_ack_frame(m)) ack = true, ++r.ack_frames;
       else data = true, check_raw_frame(m, size, seq, o.verify, r.error);
       rte_pktmbuf_free(m);
     }
   };
   auto send_one = [&](PacketPort& from, PacketPort& to, uint64_t seq) {
     rte_mbuf* m = nullptr;
-    if (make_raw_frame(pool, from.mac(), to.mac(), size, seq, m) &&
-        send_raw(from, pool, to.mac(), m, o.raw_acks, UINT64_MAX))
-      return true;
-    r.error = "no mbuf for a raw frame";
-    return false;
+    rte_mbuf* ack = nullptr;
+    if (!make_raw_frame(pool, from.mac(), to.mac(), size, seq, m) ||
+        (o.raw_acks && !make_ack_frame(pool, from.mac(), to.mac(), ack))) {
+      rte_pktmbuf_free(m);
+      r.error = "no mbuf for a raw frame";
+      return false;
+    }
+    send_raw(from, ack, m, UINT64_MAX);  // a ring port takes them once its peer has read
+    return true;
   };
   for (uint64_t i = 0; i < o.iters && r.error.empty(); ++i) {
     const auto t0 = Clock::now();

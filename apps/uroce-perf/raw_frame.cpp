@@ -16,6 +16,7 @@ bool make_raw_frame(rte_mempool* pool, const wire::MacAddr& src, const wire::Mac
   auto* p = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, uint16_t(size)));
   if (p == nullptr) {
     rte_pktmbuf_free(m);
+    m = nullptr;
     return false;
   }
   std::memcpy(p, dst.bytes.data(), 6);
@@ -40,14 +41,10 @@ bool is_ack_frame(const rte_mbuf* m) {
   return raw_frame_seq(m, seq) && seq == kAckFrameSeq;
 }
 
-bool send_raw(PacketPort& port, rte_mempool* pool, const wire::MacAddr& dst, rte_mbuf* m, bool with_ack,
-              uint64_t tries) {
+bool send_raw(PacketPort& port, rte_mbuf* ack, rte_mbuf* m, uint64_t tries) {
   rte_mbuf* burst[2];
   uint16_t n = 0;
-  if (with_ack && !make_ack_frame(pool, port.mac(), dst, burst[n++])) {
-    rte_pktmbuf_free(m);
-    return false;
-  }
+  if (ack != nullptr) burst[n++] = ack;
   burst[n++] = m;
   uint16_t sent = 0;
   for (uint64_t t = 0; sent < n && t < tries; ++t) sent += port.tx_burst(burst + sent, uint16_t(n - sent));

@@ -18,7 +18,7 @@ namespace uroce::perf {
 
 inline constexpr uint16_t kRawEtherType = 0x88B5;
 
-// false when the pool is empty.
+// false (and m null) when the pool is empty.
 bool make_raw_frame(rte_mempool* pool, const wire::MacAddr& src, const wire::MacAddr& dst, uint64_t size,
                     uint64_t seq, rte_mbuf*& m);
 // raw_lat --raw-acks: the frame that goes ahead of each raw_lat frame, as an
@@ -27,11 +27,11 @@ bool make_raw_frame(rte_mempool* pool, const wire::MacAddr& src, const wire::Mac
 inline constexpr uint64_t kAckFrameSize = 62;
 bool make_ack_frame(rte_mempool* pool, const wire::MacAddr& src, const wire::MacAddr& dst, rte_mbuf*& m);
 bool is_ack_frame(const rte_mbuf* m);
-// Sends `m`, behind an ACK-sized frame when `with_ack`, in one burst; gives
-// up (and frees what is left) after `tries` full queues. False when not
-// everything went out (or no mbuf for the ACK-sized frame).
-bool send_raw(PacketPort& port, rte_mempool* pool, const wire::MacAddr& dst, rte_mbuf* m, bool with_ack,
-              uint64_t tries);
+// Sends `m`, behind `ack` unless that is null, in one burst; gives up (and
+// frees what is left) after `tries` calls of tx_burst. False when not both
+// went out (with tries 1, a retry sends the ACK-sized frame again: harmless,
+// the receiver only notes that one came).
+bool send_raw(PacketPort& port, rte_mbuf* ack, rte_mbuf* m, uint64_t tries);
 // Ours, and its sequence number; false for any other frame (ARP, ...).
 bool raw_frame_seq(const rte_mbuf* m, uint64_t& seq);
 // The expected length and sequence number and, with verify, the pattern.

@@ -87,6 +87,8 @@ rte_mbuf* RawLatSide::receive() {
   }
   if (is_ack_frame(m)) {
     rte_pktmbuf_free(m);
+    if (!o_.raw_acks) return r_.error = "the peer sends ACK-sized frames: give --raw-acks to both sides", nullptr;
+    ++r_.ack_frames;
     ack_seen_ = true;
     m = std::exchange(pending_, nullptr);
     if (m == nullptr) return nullptr;
@@ -111,8 +113,13 @@ bool RawLatSide::step() {
   if (client_ && !waiting_) {
     rte_mbuf* m;
     if (!make_raw_frame(pool_, port_.mac(), dst_, size_, iter_, m)) return r_.error = "no mbuf for a raw frame", true;
+    rte_mbuf* ack = nullptr;
+    if (o_.raw_acks && !make_ack_frame(pool_, port_.mac(), dst_, ack)) {
+      rte_pktmbuf_free(m);
+      return r_.error = "no mbuf for a raw frame", true;
+    }
     t0_ = Clock::now();
-    if (!send_raw(port_, pool_, dst_, m, o_.raw_acks, 1)) return false;  // the link is full (or gone): again next step
+    if (!send_raw(port_, ack, m, 1)) return false;  // the link is full (or gone): again next step
     waiting_ = true;
   }
   rte_mbuf* m = receive();
@@ -127,9 +134,14 @@ bool RawLatSide::step() {
     auto* p = rte_pktmbuf_mtod(m, uint8_t*);
     std::memcpy(p, p + 6, 6);
     std::memcpy(p + 6, port_.mac().bytes.data(), 6);
+    rte_mbuf* ack = nullptr;
+    if (o_.raw_acks && !make_ack_frame(pool_, port_.mac(), dst_, ack)) {
+      rte_pktmbuf_free(m);
+      return r_.error = "no mbuf for a raw frame", true;
+    }
     // Bounded: a peer that is gone must not hang us here (the watchdog
     // notices the missing frames instead).
-    send_raw(port_, pool_, dst_, m, o_.raw_acks, 100000);
+    send_raw(port_, ack, m, 100000);
   }
   ++iter_;
   return iter_ >= o_.iters || !r_.error.empty();

@@ -106,6 +106,10 @@ void print_lat_row(const LatResult& r) {
   std::fflush(stdout);
 }
 
+void print_ack_frames(const LatResult& r) {
+  std::printf(" uroce: %lu B: %lu ACK-sized frames received\n", (unsigned long)r.size, (unsigned long)r.ack_frames);
+}
+
 void print_footer() { std::printf("%s", kLine); }
 
 bool write_json(const Options& o, const std::vector<BwResult>& bw, const std::vector<LatResult>& lat,

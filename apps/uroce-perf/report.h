@@ -17,6 +17,8 @@ void print_bw_header(const Options& o);
 void print_bw_row(const Options& o, const BwResult& r);
 void print_lat_header();
 void print_lat_row(const LatResult& r);
+// raw_lat --raw-acks: how many ACK-sized frames came with the frames.
+void print_ack_frames(const LatResult& r);
 void print_footer();
 
 // Per QP: congestion-control state and counters (R_C, R_T, α, CNPs, CE

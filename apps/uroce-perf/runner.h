@@ -29,6 +29,7 @@ struct LatResult {
   uint64_t size = 0;
   std::vector<double> usec;  // one sample per iteration (one-way for SEND/WRITE, full for READ)
   std::string error;
+  uint64_t ack_frames = 0;   // raw_lat --raw-acks: ACK-sized frames received
 };
 
 

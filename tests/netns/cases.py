@@ -19,6 +19,7 @@ class Case:
     pmtu: int = 1024                # RoCE path MTU (-m)
     imp: Impairment = field(default_factory=Impairment)
     expect_retransmits: bool = False
+    client_says: str = ""           # a line the client must print
 
     @property
     def raw(self):
@@ -69,7 +70,8 @@ CASES["memif-write_bw"] = Case("write_bw", BW_ARGS, port="memif")
 CASES["memif-write_lat"] = Case("write_lat", LAT_ARGS, port="memif")
 # raw_lat with a 62-byte frame ahead of each frame, both ways (what RC's ACKs
 # cost the link, docs/benchmarks.md), between two processes.
-CASES["memif-raw_lat-acks"] = Case("raw_lat", ["-s", "82", "-n", "2000", "--raw-acks"], port="memif")
+CASES["memif-raw_lat-acks"] = Case("raw_lat", ["-s", "82", "-n", "2000", "--raw-acks"], port="memif",
+                                   client_says=" uroce: 82 B: 2000 ACK-sized frames received")
 
 # af_xdp on the veth (copy mode); frames must stay under ~3.4 KB, so path MTU 1024.
 CASES["afxdp-write_bw"] = Case("write_bw", BW_ARGS, port="af_xdp")

@@ -76,6 +76,8 @@ def run(name, perf, dump, oracle_py, work):
             if "Error attaching XDP program" in out:  # libxdp's words when the kernel says no
                 raise Skip("the kernel refused to attach an XDP program to the veth:\n" + out[-1500:])
         check_pair(server, client, case.kind, verify=True, memif=(case.port == "memif"), raw=case.raw)
+        if case.client_says and case.client_says not in client.proc.output().splitlines():
+            raise Failure(f"client: no line '{case.client_says}':\n{client.proc.describe()}")
         report, dropped, through = topo.impairment_report() if topo else ("", 0, 0)
         for sd in (server, client):
             print(f"  {sd.name}: {sd.sent} packets sent, {sd.received} received, "

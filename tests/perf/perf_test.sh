@@ -75,11 +75,10 @@ for side in ('client', 'server'):
     grep -qE '^ 9014 +2000 ' "$out" || fail "raw_bw: 9014-byte frames on the jumbo link"
     run_ok raw_lat --loopback --verify -n 2000 -s 10
     grep -qE '^ 64 +2000 ' "$out" || fail "raw_lat: 10 bytes should clamp to a 64-byte frame"
-    # --raw-acks: each frame behind an ACK-sized one, both ways
+    # --raw-acks: each frame behind an ACK-sized one, both ways (2 x 2000)
     run_ok raw_lat --loopback --verify -n 2000 -s 82 --raw-acks
     grep -qE '^ 82 +2000 ' "$out" || fail "raw_lat --raw-acks: expected 2000 round trips of 82 bytes"
-    timeout 30 "$perf" write_lat --loopback --raw-acks >"$out" 2>&1
-    [ $? = 2 ] && grep -q "raw_lat only" "$out" || fail "--raw-acks outside raw_lat should be a usage error" ;;
+    grep -qx " uroce: 82 B: 4000 ACK-sized frames received" "$out" || fail "raw_lat --raw-acks: not 4000 ACK-sized frames" ;;
   usage-errors)
     for args in "" "nosuch_bw --loopback" "write_bw --loopback -m 1000" "write_bw --loopback -n 1" "write_bw --bogus"; do
       timeout 30 "$perf" $args >"$out" 2>&1
@@ -96,6 +95,8 @@ for side in ('client', 'server'):
       rc=$?
       [ $rc = 2 ] && grep -q -- "${case##*|}" "$out" || fail "write_bw ${case%%|*}: exit $rc, expected 2 and '${case##*|}'"
     done
+    timeout 30 "$perf" write_lat --loopback --raw-acks >"$out" 2>&1
+    [ $? = 2 ] && grep -q "raw_lat only" "$out" || fail "--raw-acks outside raw_lat should be a usage error"
     timeout 30 "$perf" write_lat --loopback -l 4 >"$out" 2>&1
     [ $? = 2 ] && grep -q "BW tests only" "$out" || fail "write_lat -l 4 should be a usage error"
     run_ok write_bw --loopback --verify -n 1000 -Q 200 -t 128
