@@ -320,8 +320,10 @@ bool Remote::run_test(std::string& error) {
     for (uint64_t size : sizes(o_)) {
       if (!run_raw_size(raw_frame_size(size, dev_.port->mtu()), error)) return false;
       if (o_.kind == Kind::bw) print_bw_row(o_, bw_.back());
-      else if (client_) print_lat_row(lat_.back());
-      if (o_.kind == Kind::lat && client_ && o_.raw_acks) print_ack_frames(lat_.back());
+      else if (client_) {
+        print_lat_row(lat_.back());
+        if (o_.raw_acks) print_ack_frames(lat_.back());  // raw_lat's own option
+      }
       const std::string& e = o_.kind == Kind::bw ? bw_.back().error : lat_.back().error;
       if (!e.empty()) return error = e, false;
     }

@@ -17,7 +17,8 @@ void print_bw_header(const Options& o);
 void print_bw_row(const Options& o, const BwResult& r);
 void print_lat_header();
 void print_lat_row(const LatResult& r);
-// raw_lat --raw-acks: how many ACK-sized frames came with the frames.
+// raw_lat --raw-acks: how many ACK-sized frames came with the frames (the
+// client's, or in --loopback both ends': twice the iterations).
 void print_ack_frames(const LatResult& r);
 void print_footer();
 

@@ -403,7 +403,6 @@ int Engine::run_tx() {
     work += int(qp->counters.sent_pkts - before);
     // Stopped for want of TX room or mbufs: try again next poll.
     const bool starved = counters_.tx_no_mbuf != no_mbuf || !tx_has_room();
-    // A paced QP comes back from the pacing heap, not from here.
     // A paced QP comes back from the pacing heap for its READ responses, but
     // an ACK (deferred one poll) is not paced.
     const bool resp_due = !qp->resp.out.empty() && (!qp->cc.paced || qp->resp.out.front().kind == transport::RespOut::ack);
