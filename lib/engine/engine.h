@@ -14,8 +14,7 @@
 
 #include "neighbor_table.h"
 #include "transport/services.h"
-#include "uroce/verbs/device.h"
-#include "uroce/verbs/memory_region.h"
+#include "uroce/verbs/device_config.h"
 #include "uroce/wire/builder.h"
 
 namespace uroce::transport {

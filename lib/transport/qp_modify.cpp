@@ -6,8 +6,6 @@
 #include "cc.h"
 #include "qp_transitions.h"
 #include "transport.h"
-#include "uroce/verbs/device.h"
-#include "uroce/verbs/shared_receive_queue.h"
 
 namespace uroce::transport {
 namespace {

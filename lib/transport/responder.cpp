@@ -9,8 +9,6 @@
 #include "psn.h"
 #include "responder_out.h"
 #include "transport.h"
-#include "uroce/verbs/completion_queue.h"
-#include "uroce/verbs/shared_receive_queue.h"
 
 namespace uroce::transport {
 namespace {

@@ -6,7 +6,6 @@
 #include "../memory/sge_copy.h"
 #include "psn.h"
 #include "transport.h"
-#include "uroce/verbs/completion_queue.h"
 
 namespace uroce::transport {
 namespace {

@@ -1,0 +1,39 @@
+// The settings of a Device (Device::open): its port and clock, GID table,
+// pools, transport tuning, limits and congestion control.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "uroce/cc/dcqcn.h"
+#include "uroce/port/clock.h"
+#include "uroce/port/packet_port.h"
+#include "uroce/verbs/types.h"
+#include "uroce/wire/ip_addr.h"
+
+namespace uroce {
+
+struct DeviceConfig {
+  std::string name = "uroce0";
+  PacketPort* port = nullptr;  // not owned; must outlive the device
+  Clock* clock = nullptr;      // not owned
+  // GID table: RoCEv2 GIDs are IPv6 addresses or ::ffff:a.b.c.d.
+  std::vector<wire::IpAddr> gids;
+  uint32_t mbufs = 8191;  // TX pool size
+  // Key randomness; 0 takes a seed from std::random_device. Tests fix it.
+  uint64_t seed = 0;
+  // Transport tuning (rxe's defaults).
+  uint32_t max_unacked_psns = 128;  // requester window
+  uint32_t ack_req_every = 64;      // AckReq at least every N packets
+  // Zero-copy TX: payloads of at least this many bytes go out as a segment
+  // pointing into the registered region, where the port takes chained
+  // mbufs (PacketPort::tx_chains; on a NIC only from DPDK memory); 0
+  // always copies.
+  uint32_t zero_copy_min = 1024;
+  // ARP/ND: a request every retry_ms until a reply or timeout_ms.
+  uint32_t neighbor_retry_ms = 200;
+  uint32_t neighbor_timeout_ms = 3000;
+  DeviceLimits limits{};
+
+}  // namespace uroce
