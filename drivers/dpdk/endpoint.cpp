@@ -173,8 +173,6 @@ PacketPort& Endpoint::packet_port() {
 
 const wire::IpAddr& Endpoint::gid() const { return device_->gids()[0]; }
 
-int Endpoint::poll() { return device_->poll(); }
-
 bool Endpoint::resolve(const wire::IpAddr& peer, std::chrono::milliseconds timeout, std::string& error,
                        const std::function<void()>& idle) {
   const auto until = std::chrono::steady_clock::now() + timeout;

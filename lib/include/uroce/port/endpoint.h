@@ -119,7 +119,7 @@ class UROCE_API Endpoint {
   // GID 0: this endpoint's address.
   const wire::IpAddr& gid() const;
   // Runs the device's engine once (Device::poll).
-  int poll();
+  int poll() { return device_->poll(); }
 
   // ARP (IPv4) or neighbour solicitation (IPv6) for `peer`, polling the
   // device (and calling `idle`, if given, each round) until the peer
