@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "uroce/port/endpoint.h"
+
 namespace uroce::perf {
 namespace {
 
@@ -62,35 +64,16 @@ PeerInfo Endpoint::info(size_t qp) const {
 }
 
 int Endpoint::connect(size_t i, const PeerInfo& remote, const Options& o, ibv_mtu mtu) {
-  QueuePair& qp = *qps_[i];
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_INIT;
-  a.port_num = 1;
-  a.qp_access_flags = kAccess;
-  if (int err = qp.modify(a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) return err;
-  a = {};
-  a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = mtu;
-  a.dest_qp_num = remote.qpn;
-  a.rq_psn = remote.psn;
-  a.max_dest_rd_atomic = 16;
-  a.min_rnr_timer = 12;  // perftest's MIN_RNR_TIMER
-  a.ah_attr.is_global = 1;
-  a.ah_attr.port_num = 1;
-  a.ah_attr.grh.hop_limit = 64;
-  std::memcpy(a.ah_attr.grh.dgid.raw, remote.gid.bytes.data(), 16);
-  if (int err = qp.modify(a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-    return err;
-  a = {};
-  a.qp_state = IBV_QPS_RTS;
-  a.sq_psn = psns_[i];
-  a.timeout = o.qp_timeout;
-  a.retry_cnt = 7;
-  a.rnr_retry = 7;
-  a.max_rd_atomic = uint8_t(std::min<uint32_t>(remote.out_reads, 16));
-  return qp.modify(a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                          IBV_QP_MAX_QP_RD_ATOMIC);
+  RcConnectOptions c;
+  c.sq_psn = psns_[i];
+  c.path_mtu = mtu;
+  c.access = kAccess;
+  c.timeout = o.qp_timeout;
+  c.max_rd_atomic = uint8_t(std::min<uint32_t>(remote.out_reads, 16));
+  c.max_dest_rd_atomic = 16;
+  c.min_rnr_timer = 12;  // perftest's MIN_RNR_TIMER
+  std::string ignored;   // the caller names the QP and the errno
+  return uroce::connect_rc(*qps_[i], {remote.qpn, remote.psn, remote.gid}, c, ignored);
 }
 
 }  // namespace uroce::perf

@@ -8,7 +8,7 @@
 #include <random>
 #include <stdexcept>
 
-#include "app_device.h"
+#include "app_support.h"
 #include "bw.h"
 #include "endpoint.h"
 #include "lat.h"
@@ -18,6 +18,7 @@
 #include "report.h"
 #include "uroce/exchange/perftest.h"
 #include "uroce/exchange/tcp_channel.h"
+#include "uroce/port/endpoint.h"
 
 namespace uroce::perf {
 namespace {
@@ -35,7 +36,10 @@ class Remote {
  public:
   explicit Remote(const Options& o) : o_(o), client_(!o.server.empty()) {}
   int run();
-  void flush_capture() { dev_.flush_capture(); }
+  void flush_capture() {
+    std::string err;
+    if (port_end_ && !port_end_->flush_capture(err)) std::fprintf(stderr, "uroce: %s\n", err.c_str());
+  }
 
  private:
   bool open(std::string& error);
@@ -57,16 +61,19 @@ class Remote {
   bool verified_here_ = false;
   bool while_client_runs(const std::function<bool()>& step);
   bool run_raw_size(uint64_t size, std::string& error);
-  PacketPort& port() { return dev_.capture ? static_cast<PacketPort&>(*dev_.capture) : *dev_.port; }
+  PacketPort& port() { return port_end_->packet_port(); }
+  DpdkPort& dpdk_port() { return port_end_->dpdk_port(); }
+  Device& device() { return port_end_->device(); }
   void idle_poll() {
-    if (!raw_running_) dev_.poll();  // the raw test reads the port itself
+    if (!raw_running_) port_end_->poll();  // the raw test reads the port itself
     if (serving_) serving_();
     if (watchdog_) watchdog_->check();
   }
 
   const Options& o_;
   bool client_;
-  app::AppDevice dev_;
+  // The port and device (uroce::Endpoint); ep_ is the benchmark's side on it.
+  std::unique_ptr<uroce::Endpoint> port_end_;
   std::unique_ptr<Endpoint> ep_;
   std::unique_ptr<exchange::TcpChannel> ch_;
   std::unique_ptr<PerftestSession> session_;
@@ -83,25 +90,26 @@ class Remote {
 };
 
 bool Remote::open(std::string& error) {
-  app::PortOptions po;
-  po.dev = o_.dev;
-  po.ip = o_.ip;
-  po.mac = o_.mac;
-  po.eal = o_.eal;
-  po.pcap = o_.pcap;
-  po.mtu = o_.mtu > 1024 ? 9000 : 1500;
-  po.name = client_ ? "uroce_c" : "uroce_s";
-  po.cc = o_.cc;
-  if (!dev_.open(po, error)) return false;
-  mtu_ = o_.mtu ? o_.mtu : path_mtu_for(dev_.port->mtu());
-  if (mtu_ + 80 > dev_.port->mtu())
-    return error = "-m " + std::to_string(mtu_) + " does not fit port " + dev_.port->name() + " (MTU " +
-                   std::to_string(dev_.port->mtu()) + ")",
+  EndpointConfig ec;
+  ec.dev = o_.dev;
+  ec.ip = o_.ip;
+  ec.mac = o_.mac;
+  ec.eal_args = app::split_args(o_.eal);
+  ec.pcap = o_.pcap;
+  ec.mtu = o_.mtu > 1024 ? 9000 : 1500;
+  ec.device.name = client_ ? "uroce_c" : "uroce_s";
+  ec.device.cc = o_.cc;
+  port_end_ = uroce::Endpoint::open(ec, error);
+  if (!port_end_) return false;
+  mtu_ = o_.mtu ? o_.mtu : path_mtu_for(dpdk_port().mtu());
+  if (mtu_ + 80 > dpdk_port().mtu())
+    return error = "-m " + std::to_string(mtu_) + " does not fit port " + dpdk_port().name() + " (MTU " +
+                   std::to_string(dpdk_port().mtu()) + ")",
            false;
   uint64_t biggest = 0;
   for (uint64_t s : sizes(o_)) biggest = std::max(biggest, s);
   std::random_device rd;
-  ep_ = Endpoint::create(*dev_.device, o_, (2 * biggest + 4095) / 4096 * 4096, rd() ^ uint32_t(getpid()), error);
+  ep_ = Endpoint::create(device(), o_, (2 * biggest + 4095) / 4096 * 4096, rd() ^ uint32_t(getpid()), error);
   return ep_ != nullptr;
 }
 
@@ -133,7 +141,7 @@ bool Remote::swap_dests(std::string& error) {
 }
 
 bool Remote::connect_qps(std::string& error) {
-  if (!dev_.resolve(remote_[0].gid, Millis(uint64_t(o_.timeout_s) * 1000), error)) return false;
+  if (!port_end_->resolve(remote_[0].gid, Millis(uint64_t(o_.timeout_s) * 1000), error)) return false;
   for (size_t q = 0; q < ep_->qp_count(); ++q)
     if (int err = ep_->connect(q, remote_[q], o_, mtu_enum(mtu_)))
       return error = "connecting QP " + std::to_string(q) + " failed: " + std::strerror(err), false;
@@ -174,7 +182,7 @@ bool Remote::run_one_sided_bw(std::string& error) {
     for (uint64_t size : all) {
       BwClient c(*ep_, remote_, o_, size);
       c.start();
-      while (!c.step()) dev_.poll();
+      while (!c.step()) port_end_->poll();
       bw_.push_back(c.finish());
       print_bw_row(o_, bw_.back());
       if (!bw_.back().error.empty()) return error = bw_.back().error, false;
@@ -211,7 +219,7 @@ bool Remote::run_send_bw(std::string& error) {
       BwClient c(*ep_, remote_, o_, size);
       c.start();
       if (!session_->barrier(me, error)) return false;
-      while (!c.step()) dev_.poll();
+      while (!c.step()) port_end_->poll();
       bw_.push_back(c.finish());
       print_bw_row(o_, bw_.back());
       if (!bw_.back().error.empty()) return error = bw_.back().error, false;
@@ -231,7 +239,7 @@ bool Remote::run_send_bw(std::string& error) {
       };
       while (running() && s.error().empty()) {
         s.step();
-        dev_.poll();
+        port_end_->poll();
         watchdog_->check();
       }
       serving_ = [this] { send_server_->step(); };
@@ -255,7 +263,7 @@ bool Remote::run_lat(std::string& error) {
     if (o_.verb == Verb::send && !session_->barrier(me, error)) return false;
     watchdog_->reset();
     while (!side.step()) {
-      dev_.poll();
+      port_end_->poll();
       watchdog_->check();
     }
     lat_.push_back(side.finish());
@@ -274,7 +282,7 @@ bool Remote::run_raw_size(uint64_t size, std::string& error) {
     if (raw_pool_ == nullptr) return error = "cannot create the raw frame pool (give EAL more memory)", false;
   }
   wire::MacAddr peer_mac;
-  if (!dev_.device->neighbor_mac(remote_[0].gid, peer_mac)) return error = "peer MAC unknown", false;
+  if (!device().neighbor_mac(remote_[0].gid, peer_mac)) return error = "peer MAC unknown", false;
   if (!session_->barrier(me, error)) return false;
   raw_running_ = true;
   watchdog_->reset();
@@ -318,7 +326,7 @@ bool Remote::run_test(std::string& error) {
   if (o_.verb == Verb::raw) {
     o_.kind == Kind::bw ? print_bw_header(o_) : print_lat_header();
     for (uint64_t size : sizes(o_)) {
-      if (!run_raw_size(raw_frame_size(size, dev_.port->mtu()), error)) return false;
+      if (!run_raw_size(raw_frame_size(size, dpdk_port().mtu()), error)) return false;
       if (o_.kind == Kind::bw) print_bw_row(o_, bw_.back());
       else if (client_) {
         print_lat_row(lat_.back());
@@ -372,12 +380,12 @@ bool Remote::while_client_runs(const std::function<bool()>& step) {
 int Remote::run() {
   std::string error;
   if (!open(error)) return fail(error);
-  watchdog_ = std::make_unique<Watchdog>(*dev_.device, Millis(uint64_t(o_.timeout_s) * 1000));
+  watchdog_ = std::make_unique<Watchdog>(device(), Millis(uint64_t(o_.timeout_s) * 1000));
   try {
     if (!client_) std::printf("\n************************************\n* Waiting for client to connect... *\n************************************\n");
     std::fflush(stdout);
     if (!connect_exchange(error) || !set_up(error)) return fail(error);
-    print_banner(o_, dev_.port->name() + " (" + dev_.port->driver() + ")", mtu_, ep_->info(0), remote_[0]);
+    print_banner(o_, dpdk_port().name() + " (" + dpdk_port().driver() + ")", mtu_, ep_->info(0), remote_[0]);
     const bool ok = run_test(error);
     print_footer();
     if (!ok || !close(error)) return fail(error);
@@ -388,7 +396,7 @@ int Remote::run() {
     return fail(e.what());
   }
   if (!write_json(o_, bw_, lat_, cc_stats_json(o_, client_ ? "client" : "server", *ep_), error)) return fail(error);
-  const DeviceCounters c = dev_.device->counters();
+  const DeviceCounters c = device().counters();
   std::printf(" uroce: %lu packets sent, %lu received, %lu retransmitted%s\n",
               (unsigned long)c.transport.sent_pkts, (unsigned long)c.transport.rcvd_pkts,
               (unsigned long)c.transport.retransmitted_pkts, verdict().c_str());

@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "uroce/port/endpoint.h"
+
 namespace uroce::pingpong {
 
 std::unique_ptr<Context> Context::create(Device& dev, const Options& o, bool client, std::string& error) {
@@ -47,34 +49,9 @@ bool Context::connect(const exchange::PingpongDest& remote, uint32_t my_psn, std
   // none (and then expects a LID, which Ethernet does not have).
   if (remote.gid == wire::IpAddr{})
     return error = "the peer sent no GID (GID ::): start ibv_rc_pingpong with -g IDX on a RoCE device", false;
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = o_->mtu_enum;
-  a.dest_qp_num = remote.qpn;
-  a.rq_psn = remote.psn;
-  a.max_dest_rd_atomic = 1;
-  a.min_rnr_timer = 12;
-  a.ah_attr.is_global = 1;
-  a.ah_attr.dlid = uint16_t(remote.lid);
-  a.ah_attr.sl = uint8_t(o_->sl);
-  a.ah_attr.port_num = uint8_t(o_->ib_port);
-  // rc_pingpong asks hop_limit 1, which rxe ignores for the route's (64 in
-  // the captures); 64 gives the same wire and survives a router.
-  a.ah_attr.grh.hop_limit = 64;
-  std::memcpy(a.ah_attr.grh.dgid.raw, remote.gid.bytes.data(), 16);
-  a.ah_attr.grh.sgid_index = uint8_t(o_->gid_idx);
-  if (int e = qp_->modify(a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-    return error = errno_text("failed to modify QP to RTR", e), false;
-  a.qp_state = IBV_QPS_RTS;
-  a.timeout = 14;
-  a.retry_cnt = 7;
-  a.rnr_retry = 7;
-  a.sq_psn = my_psn;
-  a.max_rd_atomic = 1;
-  if (int e = qp_->modify(a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                                 IBV_QP_MAX_QP_RD_ATOMIC))
-    return error = errno_text("failed to modify QP to RTS", e), false;
+  std::string e;
+  if (uroce::connect_rc(*qp_, {remote.qpn, remote.psn, remote.gid}, rc_options(*o_, my_psn), e))
+    return error = "failed to " + e, false;
   return true;
 }
 

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <ctime>
 
-#include "app_device.h"
+#include "app_support.h"
 #include "options.h"
 #include "session.h"
 
@@ -27,26 +27,27 @@ int run(const Options& o) {
     return fail("Requested size larger than port MTU (" + std::to_string(o.mtu) + "): -s " + std::to_string(o.size) +
                 " does not fit one UD packet; use -s <= " + std::to_string(o.mtu) +
                 ", or -m 2048/4096 on a jumbo link");
-  app::AppDevice ad;
-  app::PortOptions po;
-  po.dev = o.dev;
-  po.ip = o.ip;
-  po.mac = o.mac;
-  po.eal = o.eal;
-  po.pcap = o.pcap;
-  po.mtu = o.mtu > 1024 ? 9000 : 1500;  // a jumbo link when the path MTU needs one; the port clamps
-  po.name = o.ib_dev;
+  EndpointConfig ec;
+  ec.dev = o.dev;
+  ec.ip = o.ip;
+  ec.mac = o.mac;
+  ec.eal_args = app::split_args(o.eal);
+  ec.pcap = o.pcap;
+  ec.mtu = o.mtu > 1024 ? 9000 : 1500;  // a jumbo link when the path MTU needs one; the port clamps
+  ec.device.name = o.ib_dev;
   std::string error;
-  if (!ad.open(po, error)) return fail(error);
-  if (ad.port->mtu() < o.mtu + kPacketOverhead)
+  std::unique_ptr<uroce::Endpoint> ep = uroce::Endpoint::open(ec, error);
+  if (!ep) return fail(error);
+  const uint16_t port_mtu = ep->dpdk_port().mtu();
+  if (port_mtu < o.mtu + kPacketOverhead)
     return fail("path MTU " + std::to_string(o.mtu) + " (-m) needs a port MTU of at least " +
-                std::to_string(o.mtu + kPacketOverhead) + "; " + o.dev + " has " + std::to_string(ad.port->mtu()) +
+                std::to_string(o.mtu + kPacketOverhead) + "; " + o.dev + " has " + std::to_string(port_mtu) +
                 " (raise the interface MTU; af_packet also needs framesz=8192,blocksz=8192)");
-  const auto& gids = ad.device->gids();
+  const auto& gids = ep->device().gids();
   if (size_t(o.gid_idx) >= gids.size())
     return fail("can't read sgid of index " + std::to_string(o.gid_idx) + ": " + o.ib_dev + " has " +
                 std::to_string(gids.size()) + " GID(s), index 0 is the --ip address");
-  return o.mode == Mode::srq ? run_srq(ad, o) : run_single_qp(ad, o);
+  return o.mode == Mode::srq ? run_srq(*ep, o) : run_single_qp(*ep, o);
 }
 
 }  // namespace

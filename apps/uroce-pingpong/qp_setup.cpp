@@ -51,4 +51,17 @@ int modify_to_init(QueuePair& qp, ibv_qp_type type, uint8_t port, uint32_t qkey)
   return qp.modify(attr, mask);
 }
 
+RcConnectOptions rc_options(const Options& o, uint32_t my_psn) {
+  RcConnectOptions r;
+  r.sq_psn = my_psn;
+  r.path_mtu = o.mtu_enum;
+  r.port_num = uint8_t(o.ib_port);
+  r.sgid_index = uint8_t(o.gid_idx);
+  r.sl = uint8_t(o.sl);
+  r.hop_limit = 64;
+  r.max_rd_atomic = 1;
+  r.max_dest_rd_atomic = 1;
+  return r;
+}
+
 }  // namespace uroce::pingpong

@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "options.h"
+#include "uroce/port/endpoint.h"
 #include "uroce/verbs/verbs.h"
 
 namespace uroce::pingpong {
@@ -26,5 +28,11 @@ std::unique_ptr<QueuePair> create_qp(ProtectionDomain& pd, CompletionQueue& cq, 
 // RESET -> INIT on `port`, P_Key index 0: no remote access for RC, `qkey`
 // for UD. 0 or an errno.
 int modify_to_init(QueuePair& qp, ibv_qp_type type, uint8_t port, uint32_t qkey = 0);
+
+// RTR and RTS as the rdma-core examples ask them: -m, -l (SL), -g, -i,
+// one outstanding READ each way, timeout 14, 7 retries. hop_limit 64: they
+// ask 1, which rxe ignores for the route's (64 in the captures); 64 gives
+// the same wire and survives a router.
+RcConnectOptions rc_options(const Options& o, uint32_t my_psn);
 
 }  // namespace uroce::pingpong

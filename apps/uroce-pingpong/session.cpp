@@ -17,24 +17,24 @@ namespace {
 
 using std::chrono::milliseconds;
 
-exchange::PingpongDest local_dest(app::AppDevice& ad, const Options& o, uint32_t qpn) {
+exchange::PingpongDest local_dest(uroce::Endpoint& ep, const Options& o, uint32_t qpn) {
   exchange::PingpongDest d;
   d.lid = 0;  // Ethernet: no LID
   d.qpn = qpn;
   d.psn = uint32_t(lrand48() & 0xffffff);
-  d.gid = ad.device->gids()[size_t(o.gid_idx)];
+  d.gid = ep.device().gids()[size_t(o.gid_idx)];
   return d;
 }
 
 // The peer's MAC by ARP/ND: the QP (RC) or the address handle (UD) needs it.
-bool resolve_peer(app::AppDevice& ad, const Options& o, const exchange::PingpongDest& remote, std::string& error) {
-  return remote.gid == wire::IpAddr{} || ad.resolve(remote.gid, milliseconds(o.timeout_ms), error);
+bool resolve_peer(uroce::Endpoint& ep, const Options& o, const exchange::PingpongDest& remote, std::string& error) {
+  return remote.gid == wire::IpAddr{} || ep.resolve(remote.gid, milliseconds(o.timeout_ms), error);
 }
 
 // The TCP connection of the exchange; the engine keeps running while we
 // wait on it (it answers the peer's ARP and acknowledges its packets).
-std::unique_ptr<exchange::TcpChannel> open_channel(app::AppDevice& ad, const Options& o, std::string& error) {
-  const exchange::Idle idle = [&ad] { ad.poll(); };
+std::unique_ptr<exchange::TcpChannel> open_channel(uroce::Endpoint& ep, const Options& o, std::string& error) {
+  const exchange::Idle idle = [&ep] { ep.poll(); };
   auto ch = o.server.empty()
                 ? exchange::TcpChannel::accept(o.tcp_port, milliseconds(o.accept_timeout_ms), idle, error)
                 : exchange::TcpChannel::connect(o.server, o.tcp_port, milliseconds(o.timeout_ms), idle, error);
@@ -43,18 +43,18 @@ std::unique_ptr<exchange::TcpChannel> open_channel(app::AppDevice& ad, const Opt
 }
 
 template <class Ctx>
-int run_with(app::AppDevice& ad, const Options& o, std::unique_ptr<Ctx> ctx, const char* local_gid_sep) {
+int run_with(uroce::Endpoint& ep, const Options& o, std::unique_ptr<Ctx> ctx, const char* local_gid_sep) {
   const bool client = !o.server.empty();
   const int routs = ctx->post_recv(int(o.rx_depth));
   if (routs < int(o.rx_depth)) return fail("couldn't post receive (" + std::to_string(routs) + ")");
-  const exchange::PingpongDest mine = local_dest(ad, o, ctx->qp().qp_num());
+  const exchange::PingpongDest mine = local_dest(ep, o, ctx->qp().qp_num());
   print_address("local address: ", mine, local_gid_sep);
 
   std::string error;
-  auto ch = open_channel(ad, o, error);
+  auto ch = open_channel(ep, o, error);
   if (!ch) return fail(error);
   const auto connect = [&](const exchange::PingpongDest& r, std::string& e) {
-    return resolve_peer(ad, o, r, e) && ctx->connect(r, mine.psn, e);
+    return resolve_peer(ep, o, r, e) && ctx->connect(r, mine.psn, e);
   };
   exchange::PingpongDest remote;
   if (client) {
@@ -65,7 +65,7 @@ int run_with(app::AppDevice& ad, const Options& o, std::unique_ptr<Ctx> ctx, con
   print_address("remote address:", remote);
   if (client && !connect(remote, error)) return fail(error);
 
-  const RunResult r = run_pingpong(*ctx, [&] { return ad.device->poll(); }, o, client, routs);
+  const RunResult r = run_pingpong(*ctx, [&] { return ep.poll(); }, o, client, routs);
   if (!r.error.empty()) return fail(r.error);
   print_result(o.size, o.iters, r.usec);
   if (r.mismatches)
@@ -81,37 +81,37 @@ int fail(const std::string& msg) {
   return 1;
 }
 
-int run_single_qp(app::AppDevice& ad, const Options& o) {
+int run_single_qp(uroce::Endpoint& ep, const Options& o) {
   const bool client = !o.server.empty();
   std::string error;
   if (o.mode == Mode::ud) {
-    auto ctx = UdContext::create(*ad.device, o, client, error);
+    auto ctx = UdContext::create(ep.device(), o, client, error);
     if (!ctx) return fail(error);
-    return run_with(ad, o, std::move(ctx), ": ");  // ud_pingpong's local line has ": GID"
+    return run_with(ep, o, std::move(ctx), ": ");  // ud_pingpong's local line has ": GID"
   }
-  auto ctx = Context::create(*ad.device, o, client, error);
+  auto ctx = Context::create(ep.device(), o, client, error);
   if (!ctx) return fail(error);
-  return run_with(ad, o, std::move(ctx), ", ");
+  return run_with(ep, o, std::move(ctx), ", ");
 }
 
-int run_srq(app::AppDevice& ad, const Options& o) {
+int run_srq(uroce::Endpoint& ep, const Options& o) {
   const bool client = !o.server.empty();
   std::string error;
-  auto ctx = SrqContext::create(*ad.device, o, error);
+  auto ctx = SrqContext::create(ep.device(), o, error);
   if (!ctx) return fail(error);
   const int routs = ctx->post_recv(int(o.rx_depth));
   if (routs < int(o.rx_depth)) return fail("couldn't post receive (" + std::to_string(routs) + ")");
   std::vector<exchange::PingpongDest> mine;
   for (int i = 0; i < ctx->num_qp(); ++i) {
-    mine.push_back(local_dest(ad, o, ctx->qp(i).qp_num()));
+    mine.push_back(local_dest(ep, o, ctx->qp(i).qp_num()));
     print_address("local address: ", mine.back());
   }
 
-  auto ch = open_channel(ad, o, error);
+  auto ch = open_channel(ep, o, error);
   if (!ch) return fail(error);
   // One GID for all QPs, as srq_pingpong connects them all to dest[0]'s.
   const auto connect = [&](const std::vector<exchange::PingpongDest>& r, std::string& e) {
-    return resolve_peer(ad, o, r[0], e) && ctx->connect(mine, r, e);
+    return resolve_peer(ep, o, r[0], e) && ctx->connect(mine, r, e);
   };
   std::vector<exchange::PingpongDest> remote;
   if (client) {
@@ -122,7 +122,7 @@ int run_srq(app::AppDevice& ad, const Options& o) {
   for (int i = 0; i < ctx->num_qp(); ++i) print_address("remote address:", remote[size_t(i)]);
   if (client && !connect(remote, error)) return fail(error);
 
-  const RunResult r = run_srq_pingpong(*ctx, [&] { return ad.device->poll(); }, o, client, routs);
+  const RunResult r = run_srq_pingpong(*ctx, [&] { return ep.poll(); }, o, client, routs);
   if (!r.error.empty()) return fail(r.error);
   print_result(o.size, o.iters, r.usec);
   if (r.mismatches)

@@ -5,15 +5,15 @@
 
 #include <string>
 
-#include "app_device.h"
 #include "options.h"
+#include "uroce/port/endpoint.h"
 
 namespace uroce::pingpong {
 
 // rc_pingpong (Mode::rc) and ud_pingpong (Mode::ud): one QP.
-int run_single_qp(app::AppDevice& ad, const Options& o);
+int run_single_qp(uroce::Endpoint& ep, const Options& o);
 // srq_pingpong: -q QPs on one SRQ.
-int run_srq(app::AppDevice& ad, const Options& o);
+int run_srq(uroce::Endpoint& ep, const Options& o);
 
 // "uroce-pingpong: MSG" on stderr; returns 1.
 int fail(const std::string& msg);

@@ -78,32 +78,9 @@ bool SrqContext::connect(const std::vector<exchange::PingpongDest>& my,
              false;
     if (remote[i].gid == wire::IpAddr{})
       return error = "the peer sent no GID for " + qp + ": start ibv_srq_pingpong with -g IDX on a RoCE device", false;
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = o_->mtu_enum;
-    a.dest_qp_num = remote[i].qpn;
-    a.rq_psn = remote[i].psn;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 12;
-    a.ah_attr.is_global = 1;
-    a.ah_attr.dlid = uint16_t(remote[i].lid);
-    a.ah_attr.sl = uint8_t(o_->sl);
-    a.ah_attr.port_num = uint8_t(o_->ib_port);
-    a.ah_attr.grh.hop_limit = 64;  // as rc_pingpong's context: rxe uses the route's
-    std::memcpy(a.ah_attr.grh.dgid.raw, remote[i].gid.bytes.data(), 16);
-    a.ah_attr.grh.sgid_index = uint8_t(o_->gid_idx);
-    if (int e = qps_[i]->modify(a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-      return error = errno_text("failed to modify " + qp + " to RTR", e), false;
-    a.qp_state = IBV_QPS_RTS;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.sq_psn = my[i].psn;
-    a.max_rd_atomic = 1;
-    if (int e = qps_[i]->modify(a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                                       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-      return error = errno_text("failed to modify " + qp + " to RTS", e), false;
+    std::string e;
+    if (uroce::connect_rc(*qps_[i], {remote[i].qpn, remote[i].psn, remote[i].gid}, rc_options(*o_, my[i].psn), e))
+      return error = qp + ": failed to " + e, false;
   }
   return true;
 }

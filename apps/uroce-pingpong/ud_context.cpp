@@ -84,15 +84,7 @@ bool UdContext::connect(const exchange::PingpongDest& remote, uint32_t my_psn, s
   a.sq_psn = my_psn;
   if (int e = qp_->modify(a, IBV_QP_STATE | IBV_QP_SQ_PSN))
     return error = errno_text("failed to modify QP to RTS", e), false;
-  ibv_ah_attr ah{};
-  ah.is_global = 1;
-  ah.dlid = uint16_t(remote.lid);
-  ah.sl = uint8_t(o_->sl);
-  ah.port_num = uint8_t(o_->ib_port);
-  // ud_pingpong asks hop_limit 1, which rxe ignores for the route's (64).
-  ah.grh.hop_limit = 64;
-  std::memcpy(ah.grh.dgid.raw, remote.gid.bytes.data(), 16);
-  ah.grh.sgid_index = uint8_t(o_->gid_idx);
+  const ibv_ah_attr ah = roce_address(remote.gid, rc_options(*o_, my_psn));
   int err = 0;
   ah_ = pd_->create_ah(ah, err);
   if (!ah_) return error = errno_text("failed to create AH", err), false;

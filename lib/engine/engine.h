@@ -14,6 +14,7 @@
 
 #include "neighbor_table.h"
 #include "transport/services.h"
+#include "uroce/verbs/counters.h"
 #include "uroce/verbs/device_config.h"
 #include "uroce/wire/builder.h"
 

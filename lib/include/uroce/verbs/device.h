@@ -34,11 +34,6 @@ struct Access;
 class ProtectionDomain;
 class CompletionQueue;
 
-  // Congestion control of every QP unless its QpInitAttr::cc overrides it
-  // (docs/dcqcn.md). Data packets carry cc.dcqcn.data_ecn even with none.
-  cc::CcConfig cc{};
-};
-
 class UROCE_API Device {
  public:
   // nullptr with a message naming the problem on failure.

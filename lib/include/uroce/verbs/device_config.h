@@ -35,5 +35,9 @@ struct DeviceConfig {
   uint32_t neighbor_retry_ms = 200;
   uint32_t neighbor_timeout_ms = 3000;
   DeviceLimits limits{};
+  // Congestion control of every QP unless its QpInitAttr::cc overrides it
+  // (docs/dcqcn.md). Data packets carry cc.dcqcn.data_ecn even with none.
+  cc::CcConfig cc{};
+};
 
 }  // namespace uroce
