@@ -168,7 +168,7 @@ CrcFoldImpl choose_crc_fold_impl(const char* env, const char** note) {
   for (CrcFoldImpl impl : kCrcFoldImpls) {
     if (std::strcmp(env, crc_fold_impl_name(impl)) != 0) continue;
     if (crc_fold_supported(impl)) return impl;
-    say("this CPU has no AVX-512BW + VPCLMULQDQ; using the portable CRC");
+    say("this CPU lacks AVX-512F/BW, PCLMULQDQ or VPCLMULQDQ; using the portable CRC");
     return best;
   }
   say("unknown value (auto, portable or avx512); using the fastest CRC this CPU runs");
