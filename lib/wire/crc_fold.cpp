@@ -1,7 +1,18 @@
 #include "crc_fold.h"
 
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__VPCLMULQDQ__) && defined(__PCLMUL__)
 #include <immintrin.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "uroce/wire/icrc.h"
+
+// The fold's instructions, enabled per function so that the rest of the
+// library keeps the portable baseline (-march); crc_fold_supported() checks
+// the CPU before any of them runs. GCC and clang spell these the same.
+#define UROCE_TARGET_FOLD __attribute__((target("avx512f,avx512bw,pclmul,vpclmulqdq")))
 
 namespace uroce::wire::detail {
 namespace {
@@ -69,7 +80,7 @@ constexpr uint64_t kPolyRefl = 0x1DB710641;  // P reflected, with its x^32 term
 
 // 96 bits of folded state to the CRC register: fold to 64 bits, then
 // Barrett reduction (the Intel paper's final steps).
-uint32_t reduce96(__m128i x) {
+UROCE_TARGET_FOLD uint32_t reduce96(__m128i x) {
   const __m128i mask32 = _mm_set_epi32(0, 0, 0, -1);
   x = _mm_xor_si128(_mm_srli_si128(x, 4),
                     _mm_clmulepi64_si128(_mm_and_si128(x, mask32), _mm_set_epi64x(0, int64_t(k(64))), 0x00));
@@ -81,23 +92,22 @@ uint32_t reduce96(__m128i x) {
 
 // The 64 bytes that end at `end`, of which only the last `valid` are
 // loaded (the rest read as zero, the same as leading zeros of the CRC).
-__m512i load_tail(const uint8_t* end, size_t valid, const uint8_t* or_end) {
+const void* block_start(const uint8_t* end) { return reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(end) - 64); }
+
+UROCE_TARGET_FOLD __m512i load_tail(const uint8_t* end, size_t valid, const uint8_t* or_end) {
   const __mmask64 m = valid >= 64 ? ~__mmask64(0) : ~__mmask64(0) << (64 - valid);
-  const auto at = [](const uint8_t* e) { return reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(e) - 64); };
-  __m512i z = _mm512_maskz_loadu_epi8(m, at(end));
-  if (or_end != nullptr) z = _mm512_or_si512(z, _mm512_maskz_loadu_epi8(m, at(or_end)));
+  __m512i z = _mm512_maskz_loadu_epi8(m, block_start(end));
+  if (or_end != nullptr) z = _mm512_or_si512(z, _mm512_maskz_loadu_epi8(m, block_start(or_end)));
   return z;
 }
 
 // Lanes of z folded to the end of the block with constants c, XORed.
-__m512i fold_lanes(__m512i z, const uint64_t* c) {
+UROCE_TARGET_FOLD __m512i fold_lanes(__m512i z, const uint64_t* c) {
   const __m512i kc = _mm512_load_si512(c);
   return _mm512_xor_si512(_mm512_clmulepi64_epi128(z, kc, 0x00), _mm512_clmulepi64_epi128(z, kc, 0x11));
 }
 
-}  // namespace
-
-uint32_t crc32_fold(uint32_t crc, const uint8_t* p, size_t n, const uint8_t* or_mask) {
+UROCE_TARGET_FOLD uint32_t fold_avx512(uint32_t crc, const uint8_t* p, size_t n, const uint8_t* or_mask) {
   // Right-aligned in a 128-byte block (or the upper half alone when n <= 64).
   const __m512i hi = load_tail(p + n, n, or_mask ? or_mask + n : nullptr);
   __m512i acc = fold_lanes(hi, kBlock.q + 8);
@@ -114,22 +124,71 @@ uint32_t crc32_fold(uint32_t crc, const uint8_t* p, size_t n, const uint8_t* or_
   return ~reduce96(v);
 }
 
-}  // namespace uroce::wire::detail
-
-#else
-
-#include "uroce/wire/icrc.h"
-
-namespace uroce::wire::detail {
-
-// Without the instructions: the same result from a masked copy and
-// crc32() (callers check kCrcFoldAvailable and go there directly).
-uint32_t crc32_fold(uint32_t crc, const uint8_t* p, size_t n, const uint8_t* or_mask) {
-  uint8_t buf[kCrcFoldMax];
-  for (size_t i = 0; i < n; ++i) buf[i] = uint8_t(p[i] | (or_mask ? or_mask[i] : 0));
+// The masked copy is one vectorisable OR: byte stores into the copy would
+// stall the CRC's wide loads on store forwarding.
+uint32_t fold_portable(uint32_t crc, const uint8_t* p, size_t n, const uint8_t* or_mask) {
+  if (or_mask == nullptr) return crc32(crc, p, n);
+  alignas(64) uint8_t buf[kCrcFoldMax];
+  for (size_t i = 0; i < n; ++i) buf[i] = p[i] | or_mask[i];
   return crc32(crc, buf, n);
 }
 
-}  // namespace uroce::wire::detail
+bool cpu_has_fold() {
+  // Also needed when this runs before libgcc's own constructor; libgcc
+  // (and compiler-rt) report AVX-512 only when the OS saves its state.
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("vpclmulqdq");
+}
 
-#endif
+CrcFoldImpl initial_impl() {
+  const char* note = nullptr;
+  const CrcFoldImpl impl = choose_crc_fold_impl(std::getenv("UROCE_CRC_IMPL"), &note);
+  if (note != nullptr) std::fprintf(stderr, "uroce: UROCE_CRC_IMPL: %s\n", note);
+  return impl;
+}
+
+// Set once at load; set_crc_fold_impl() may change it. Relaxed atomic
+// loads are plain loads on x86.
+std::atomic<CrcFoldImpl> g_impl{initial_impl()};
+
+}  // namespace
+
+const char* crc_fold_impl_name(CrcFoldImpl impl) { return impl == CrcFoldImpl::avx512 ? "avx512" : "portable"; }
+
+bool crc_fold_supported(CrcFoldImpl impl) { return impl == CrcFoldImpl::portable || cpu_has_fold(); }
+
+CrcFoldImpl choose_crc_fold_impl(const char* env, const char** note) {
+  const CrcFoldImpl best = crc_fold_supported(CrcFoldImpl::avx512) ? CrcFoldImpl::avx512 : CrcFoldImpl::portable;
+  const auto say = [note](const char* why) {
+    if (note != nullptr) *note = why;
+  };
+  say(nullptr);
+  if (env == nullptr || *env == '\0' || std::strcmp(env, "auto") == 0) return best;
+  for (CrcFoldImpl impl : kCrcFoldImpls) {
+    if (std::strcmp(env, crc_fold_impl_name(impl)) != 0) continue;
+    if (crc_fold_supported(impl)) return impl;
+    say("this CPU lacks AVX-512F/BW, PCLMULQDQ or VPCLMULQDQ; using the portable CRC");
+    return best;
+  }
+  say("unknown value (auto, portable or avx512); using the fastest CRC this CPU runs");
+  return best;
+}
+
+CrcFoldImpl crc_fold_impl() { return g_impl.load(std::memory_order_relaxed); }
+
+bool set_crc_fold_impl(CrcFoldImpl impl) {
+  if (!crc_fold_supported(impl)) return false;
+  g_impl.store(impl, std::memory_order_relaxed);
+  return true;
+}
+
+uint32_t crc32_fold_with(CrcFoldImpl impl, uint32_t crc, const uint8_t* p, size_t n, const uint8_t* or_mask) {
+  return impl == CrcFoldImpl::avx512 ? fold_avx512(crc, p, n, or_mask) : fold_portable(crc, p, n, or_mask);
+}
+
+uint32_t crc32_fold(uint32_t crc, const uint8_t* p, size_t n, const uint8_t* or_mask) {
+  return crc32_fold_with(g_impl.load(std::memory_order_relaxed), crc, p, n, or_mask);
+}
+
+}  // namespace uroce::wire::detail

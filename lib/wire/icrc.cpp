@@ -89,7 +89,7 @@ uint32_t icrc_masked_headers(const uint8_t* l3, size_t ip_hdr_len, bool ipv6, si
   const size_t len = ip_hdr_len + kUdpHeaderLen + kBthLen + ext_len;
   if (ipv6 || ip_hdr_len == 20) {
     const uint8_t* mask = ipv6 ? kMaskV6.bytes : kMaskV4.bytes;
-    if (detail::kCrcFoldAvailable && len <= detail::kCrcFoldMax) return detail::crc32_fold(kIcrcSeed, l3, len, mask);
+    if (len <= detail::kCrcFoldMax) return detail::crc32_fold(kIcrcSeed, l3, len, mask);
     for (size_t i = 0; i < len; ++i) buf[i] = l3[i] | mask[i];
   } else {
     std::memcpy(buf, l3, len);

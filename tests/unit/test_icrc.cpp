@@ -3,6 +3,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -24,6 +26,33 @@ std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
 uint32_t zlib_crc(uint32_t crc, const std::vector<uint8_t>& v) {
   return uint32_t(::crc32(crc, v.data(), uInt(v.size())));
 }
+
+uint32_t zlib_crc_ored(uint32_t crc, const uint8_t* p, const uint8_t* mask, size_t n) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = p[i] | mask[i];
+  return zlib_crc(crc, v);
+}
+
+// Every small-span CRC implementation this CPU runs; the others are
+// reported as skipped, so a run without AVX-512 says what it did not test.
+std::vector<detail::CrcFoldImpl> runnable_fold_impls() {
+  std::vector<detail::CrcFoldImpl> impls;
+  for (detail::CrcFoldImpl impl : detail::kCrcFoldImpls) {
+    if (detail::crc_fold_supported(impl)) {
+      impls.push_back(impl);
+    } else {
+      WARN("crc32_fold " << detail::crc_fold_impl_name(impl)
+                         << " not tested: this CPU lacks AVX-512F/BW, PCLMULQDQ or VPCLMULQDQ");
+    }
+  }
+  return impls;
+}
+
+// Puts back the load-time choice after a test forced one.
+struct RestoreFoldImpl {
+  detail::CrcFoldImpl saved = detail::crc_fold_impl();
+  ~RestoreFoldImpl() { detail::set_crc_fold_impl(saved); }
+};
 
 }  // namespace
 
@@ -74,17 +103,29 @@ TEST_CASE("the ICRC seed is zlib's CRC of the 8-byte LRH stand-in", "[icrc]") {
   CHECK(~kIcrcSeed == 0xDEBB20E3u);
 }
 
+TEST_CASE("the portable small-span CRC runs everywhere", "[icrc]") {
+  CHECK(detail::crc_fold_supported(detail::CrcFoldImpl::portable));
+  CHECK(std::strcmp(detail::crc_fold_impl_name(detail::CrcFoldImpl::portable), "portable") == 0);
+  CHECK(std::strcmp(detail::crc_fold_impl_name(detail::CrcFoldImpl::avx512), "avx512") == 0);
+}
+
 TEST_CASE("crc32_fold equals zlib's crc32 for every length it takes, with and without an OR mask", "[icrc]") {
-  for (size_t n = detail::kCrcFoldMin; n <= detail::kCrcFoldMax; ++n) {
-    INFO("length " << n);
-    const auto data = random_bytes(n + 1, uint32_t(n) + 1000);
-    const auto mask = random_bytes(n, uint32_t(n) + 2000);
-    std::vector<uint8_t> ored(n);
-    for (size_t i = 0; i < n; ++i) ored[i] = data[i + 1] | mask[i];
-    for (uint32_t crc : {0u, 0xFFFFFFFFu, kIcrcSeed, 0x9E3779B9u}) {
-      CHECK(detail::crc32_fold(crc, data.data() + 1, n, nullptr) ==
-            uint32_t(::crc32(crc, data.data() + 1, uInt(n))));
-      CHECK(detail::crc32_fold(crc, data.data() + 1, n, mask.data()) == zlib_crc(crc, ored));
+  for (detail::CrcFoldImpl impl : runnable_fold_impls()) {
+    INFO("implementation " << detail::crc_fold_impl_name(impl));
+    for (size_t n = detail::kCrcFoldMin; n <= detail::kCrcFoldMax; ++n) {
+      INFO("length " << n);
+      const auto data = random_bytes(n + 1, uint32_t(n) + 1000);
+      const auto mask = random_bytes(n, uint32_t(n) + 2000);
+      std::vector<uint32_t> seeds = {0u, 0xFFFFFFFFu, kIcrcSeed, 0x9E3779B9u};
+      std::mt19937 rng(uint32_t(n) + 3000);
+      for (int i = 0; i < 8; ++i) seeds.push_back(uint32_t(rng()));
+      for (uint32_t crc : seeds) {
+        INFO("seed " << crc);
+        CHECK(detail::crc32_fold_with(impl, crc, data.data() + 1, n, nullptr) ==
+              uint32_t(::crc32(crc, data.data() + 1, uInt(n))));
+        CHECK(detail::crc32_fold_with(impl, crc, data.data() + 1, n, mask.data()) ==
+              zlib_crc_ored(crc, data.data() + 1, mask.data(), n));
+      }
     }
   }
 }
@@ -100,22 +141,73 @@ TEST_CASE("crc32_fold reads nothing outside its span and mask", "[icrc]") {
   REQUIRE(mprotect(base + 2 * page, page, PROT_NONE) == 0);
   uint8_t* first = base + page;
   for (size_t i = 0; i < page; ++i) first[i] = uint8_t(i * 7 + 3);
-  for (size_t n : {size_t(16), size_t(44), size_t(64), size_t(65), size_t(128)}) {
-    INFO("length " << n);
-    const uint8_t* at_start = first;
-    const uint8_t* at_end = first + page - n;
-    CHECK(detail::crc32_fold(kIcrcSeed, at_start, n, at_end) ==
-          [&] {
-            std::vector<uint8_t> v(n);
-            for (size_t i = 0; i < n; ++i) v[i] = at_start[i] | at_end[i];
-            return zlib_crc(kIcrcSeed, v);
-          }());
-    CHECK(detail::crc32_fold(kIcrcSeed, at_end, n, at_start) ==
-          [&] {
-            std::vector<uint8_t> v(n);
-            for (size_t i = 0; i < n; ++i) v[i] = at_end[i] | at_start[i];
-            return zlib_crc(kIcrcSeed, v);
-          }());
+  for (detail::CrcFoldImpl impl : runnable_fold_impls()) {
+    INFO("implementation " << detail::crc_fold_impl_name(impl));
+    for (size_t n : {size_t(16), size_t(44), size_t(64), size_t(65), size_t(128)}) {
+      INFO("length " << n);
+      const uint8_t* at_start = first;
+      const uint8_t* at_end = first + page - n;
+      CHECK(detail::crc32_fold_with(impl, kIcrcSeed, at_start, n, at_end) ==
+            zlib_crc_ored(kIcrcSeed, at_start, at_end, n));
+      CHECK(detail::crc32_fold_with(impl, kIcrcSeed, at_end, n, at_start) ==
+            zlib_crc_ored(kIcrcSeed, at_end, at_start, n));
+      CHECK(detail::crc32_fold_with(impl, kIcrcSeed, at_end, n, nullptr) == zlib_crc_ored(kIcrcSeed, at_end, at_end, n));
+    }
   }
   munmap(base, 3 * page);
+}
+
+TEST_CASE("crc32_fold and icrc_masked_headers use the implementation set", "[icrc]") {
+  const RestoreFoldImpl restore;
+  // IPv4 + UDP + BTH + 64 bytes (one fold), IPv6 + UDP + BTH + 100 bytes
+  // (past the fold's limit: the masked copy and crc32()).
+  const auto frame = random_bytes(kIcrcMaxMaskedLen, 77);
+  std::vector<uint8_t> v4(frame.begin(), frame.begin() + 20 + 8 + 12 + 64);
+  std::vector<uint8_t> v4_masked = v4;
+  for (size_t i : {1, 8, 10, 11, 26, 27, 32}) v4_masked[i] = 0xFF;
+  std::vector<uint8_t> v6(frame.begin(), frame.begin() + 40 + 8 + 12 + 100);
+  std::vector<uint8_t> v6_masked = v6;
+  v6_masked[0] |= 0x0F;
+  for (size_t i : {1, 2, 3, 7, 46, 47, 52}) v6_masked[i] = 0xFF;
+  const auto mask = random_bytes(detail::kCrcFoldMax, 5);
+  for (detail::CrcFoldImpl impl : runnable_fold_impls()) {
+    INFO("implementation " << detail::crc_fold_impl_name(impl));
+    REQUIRE(detail::set_crc_fold_impl(impl));
+    CHECK(detail::crc_fold_impl() == impl);
+    CHECK(detail::crc32_fold(0x1234, frame.data(), 100, mask.data()) ==
+          detail::crc32_fold_with(impl, 0x1234, frame.data(), 100, mask.data()));
+    CHECK(icrc_masked_headers(v4.data(), 20, false, 64) == zlib_crc(kIcrcSeed, v4_masked));
+    CHECK(icrc_masked_headers(v6.data(), 40, true, 100) == zlib_crc(kIcrcSeed, v6_masked));
+  }
+}
+
+TEST_CASE("UROCE_CRC_IMPL names the small-span CRC; an unusable value falls back with a note", "[icrc]") {
+  using detail::CrcFoldImpl;
+  const bool avx512 = detail::crc_fold_supported(CrcFoldImpl::avx512);
+  const CrcFoldImpl best = avx512 ? CrcFoldImpl::avx512 : CrcFoldImpl::portable;
+  const char* note = "unset";
+  CHECK(detail::choose_crc_fold_impl(nullptr, &note) == best);
+  CHECK(note == nullptr);
+  CHECK(detail::choose_crc_fold_impl("", &note) == best);
+  CHECK(detail::choose_crc_fold_impl("auto", &note) == best);
+  CHECK(note == nullptr);
+  CHECK(detail::choose_crc_fold_impl("portable", &note) == CrcFoldImpl::portable);
+  CHECK(note == nullptr);
+  CHECK(detail::choose_crc_fold_impl("avx512", &note) == best);
+  CHECK((note == nullptr) == avx512);
+  CHECK(detail::choose_crc_fold_impl("avx2", &note) == best);
+  CHECK(note != nullptr);
+  CHECK(detail::choose_crc_fold_impl("avx512", nullptr) == best);
+  // Forcing what the CPU cannot run is refused and changes nothing.
+  const RestoreFoldImpl restore;
+  CHECK(detail::set_crc_fold_impl(CrcFoldImpl::avx512) == avx512);
+  CHECK(detail::set_crc_fold_impl(CrcFoldImpl::portable));
+  CHECK(detail::crc_fold_impl() == CrcFoldImpl::portable);
+}
+
+TEST_CASE("the small-span CRC chosen at load follows UROCE_CRC_IMPL", "[icrc][icrc-env]") {
+  const char* env = std::getenv("UROCE_CRC_IMPL");
+  INFO("UROCE_CRC_IMPL=" << (env ? env : "(unset)"));
+  CHECK(detail::crc_fold_impl() == detail::choose_crc_fold_impl(env, nullptr));
+  if (env != nullptr && std::strcmp(env, "portable") == 0) CHECK(detail::crc_fold_impl() == detail::CrcFoldImpl::portable);
 }
