@@ -50,10 +50,8 @@ RealTimePair::RealTimePair(PacketPort& pa, PacketPort& pb, uint64_t seed, QpOpti
   db = open_device("uroce_b", pb, clock, "10.0.0.2", seed + 1);
   da->add_neighbor(ip("10.0.0.2"), pb.mac());
   db->add_neighbor(ip("10.0.0.1"), pa.mac());
-  a = make_side(*da, bytes, o);
-  b = make_side(*db, bytes, o);
-  connect_qp(*a.qp, *db, b.qp->qp_num(), 0xFFFFF0, 0x000100, o);
-  connect_qp(*b.qp, *da, a.qp->qp_num(), 0x000100, 0xFFFFF0, o);
+  o.bytes = bytes;
+  connect_pair(a, *da, with_psn(o, 0xFFFFF0), b, *db, with_psn(o, 0x000100));
 }
 
 RealTimePair::~RealTimePair() { quiesce(); }

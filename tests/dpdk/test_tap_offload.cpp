@@ -124,9 +124,9 @@ TEST_CASE("IPv4 checksums are left to a port that offloads them", "[tap-offload]
     // Two QPs of one device: their frames loop back inside the engine and
     // never reach the port that would fill the checksum in.
     QpOptions o;
-    Side x = make_side(*pair.da, 1 << 16, o), y = make_side(*pair.da, 1 << 16, o);
-    connect_qp(*x.qp, *pair.da, y.qp->qp_num(), 5, 9, o);
-    connect_qp(*y.qp, *pair.da, x.qp->qp_num(), 9, 5, o);
+    o.bytes = 1 << 16;
+    Side x, y;
+    connect_pair(x, *pair.da, with_psn(o, 5), y, *pair.da, with_psn(o, 9));
     std::memset(x.buf(), 0x5A, 3000);
     REQUIRE(post_recv(y, 1, 0, 4096) == 0);
     REQUIRE(post_send(x, IBV_WR_SEND, 2, 0, 3000) == 0);

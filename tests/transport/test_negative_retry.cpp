@@ -235,10 +235,7 @@ struct LeanPair {
     const Opts oa = requester(5, 2, 7);
     Opts ob = requester(5, 2, 7);
     ob.sq_psn = Pair::default_b().sq_psn;
-    a = make_node(da, oa);
-    b = make_node(db, ob);
-    connect(*a.qp, oa, db, b.qp->qp_num(), ob.sq_psn);
-    connect(*b.qp, ob, da, a.qp->qp_num(), oa.sq_psn);
+    test::connect_pair(a, da, oa, b, db, ob);
   }
   sim::SimFabric fabric;
   Node a, b;

@@ -295,17 +295,10 @@ TEST_CASE("RC between two QPs of the same device (loopback)", "[verbs]") {
   Device& d = fabric.add_device("10.0.0.1", small_device());
   fabric.add_device("10.0.0.2", small_device());  // a second station on the wire, unused
   Opts oa = Pair::default_a(), ob = Pair::default_b();
-  Node a = make_node(d, oa);
-  Node b;
-  b.dev = &d;
-  b.pd = d.alloc_pd();
-  int err = -1;
-  b.cq = d.create_cq(64, err);
-  b.mr = b.pd->alloc_mr(1 << 16, kAllAccess, err);
-  REQUIRE(err == 0);
-  b.qp = make_rc_qp(*b.pd, b.cq.get(), ob);
-  connect(*a.qp, oa, d, b.qp->qp_num(), ob.sq_psn);
-  connect(*b.qp, ob, d, a.qp->qp_num(), oa.sq_psn);
+  ob.cq_entries = 64;
+  ob.bytes = 1 << 16;
+  Node a, b;
+  test::connect_pair(a, d, oa, b, d, ob);
   fill(a.buf(), 3000, 11);
   REQUIRE(post_recv(b, 1, 0, 4096) == 0);
   REQUIRE(post_send(a, 2, 0, 3000) == 0);
