@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "rc_real_time.h"
+#include "skip.h"
 #include "test_port.h"
 #include "uroce/capture/capturing_port.h"
 #include "uroce/port/dpdk_port.h"
@@ -87,10 +88,7 @@ std::pair<uint32_t, uint32_t> check_capture(const std::string& path) {
 }  // namespace
 
 TEST_CASE("IPv4 checksums are left to a port that offloads them", "[tap-offload]") {
-  if (access("/dev/net/tun", R_OK | W_OK) != 0) {
-    WARN("no /dev/net/tun: net_tap cannot be tested here");
-    return;
-  }
+  if (access("/dev/net/tun", R_OK | W_OK) != 0) skip_test("no /dev/net/tun: net_tap cannot be tested here");
   const std::string pre = "ut" + std::to_string(getpid() % 100000);
   auto ta = open_tap(0, pre + "a");
   auto tb = open_tap(1, pre + "b");
