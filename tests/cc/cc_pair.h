@@ -134,7 +134,7 @@ struct CcPair {
     return run_until(
                [&] {
                  while (posted < n && posted - done < 32 &&
-                        post_send(from, op, posted, 0, len, to.addr(), to.mr->rkey()) == 0)
+                        post_wr(from, op, posted, 0, len, to.addr(), to.mr->rkey()) == 0)
                    ++posted;
                  ibv_wc wc[16];
                  for (int k; (k = from.cq->poll(16, wc)) > 0;)

@@ -246,7 +246,7 @@ TEST_CASE("many paced QPs each keep their own rate", "[cc-sim]") {
     done_at.assign(kQps, 0);
     for (size_t i = 0; i < kQps; ++i)
       for (uint32_t k = 0; k < per_qp; ++k)
-        REQUIRE(post_send(tx[i], IBV_WR_RDMA_WRITE, k, 0, len, rx[i].addr(), rx[i].mr->rkey()) == 0);
+        REQUIRE(post_wr(tx[i], IBV_WR_RDMA_WRITE, k, 0, len, rx[i].addr(), rx[i].mr->rkey()) == 0);
     return p.run_until(
         [&] {
           size_t finished = 0;

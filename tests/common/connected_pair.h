@@ -229,6 +229,33 @@ inline QpOptions with_psn(QpOptions o, uint32_t sq_psn) {
   return o;
 }
 
+// A work request with one SGE, or none if s is null (s must outlive posting).
+inline SendWr make_wr(ibv_wr_opcode op, uint64_t wr_id, ibv_sge* s, unsigned flags = IBV_SEND_SIGNALED) {
+  SendWr wr;
+  wr.wr_id = wr_id;
+  wr.opcode = op;
+  wr.sg_list = s;
+  wr.num_sge = s ? 1 : 0;
+  wr.send_flags = flags;
+  return wr;
+}
+
+inline int post(PairSide& s, const SendWr& wr) {
+  const SendWr* bad = nullptr;
+  return s.qp->post_send(&wr, &bad);
+}
+
+// op (SEND, WRITE, READ, with or without immediate) of len bytes at off in
+// the side's buffer, on its first QP; raddr and rkey for RDMA.
+inline int post_wr(PairSide& s, ibv_wr_opcode op, uint64_t wr_id, size_t off, uint32_t len, uint64_t raddr = 0,
+                   uint32_t rkey = 0, unsigned flags = IBV_SEND_SIGNALED) {
+  ibv_sge sge = s.sge(off, len);
+  SendWr wr = make_wr(op, wr_id, &sge, flags);
+  wr.wr.rdma.remote_addr = raddr;
+  wr.wr.rdma.rkey = rkey;
+  return post(s, wr);
+}
+
 // One receive of len bytes at off in the side's buffer, on its first QP.
 inline int post_recv(PairSide& s, uint64_t wr_id, size_t off, uint32_t len) {
   ibv_sge sge = s.sge(off, len);
@@ -245,18 +272,12 @@ inline int post_recv(PairSide& s, uint64_t wr_id, size_t off, uint32_t len) {
 inline int post_atomic(PairSide& s, ibv_wr_opcode op, uint64_t wr_id, size_t off, uint64_t raddr, uint32_t rkey,
                        uint64_t compare_add, uint64_t swap = 0, unsigned flags = IBV_SEND_SIGNALED) {
   ibv_sge sge = s.sge(off, 8);
-  SendWr wr;
-  wr.wr_id = wr_id;
-  wr.opcode = op;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.send_flags = flags;
+  SendWr wr = make_wr(op, wr_id, &sge, flags);
   wr.wr.atomic.remote_addr = raddr;
   wr.wr.atomic.rkey = rkey;
   wr.wr.atomic.compare_add = compare_add;
   wr.wr.atomic.swap = swap;
-  const SendWr* bad = nullptr;
-  return s.qp->post_send(&wr, &bad);
+  return post(s, wr);
 }
 
 }  // namespace uroce::test

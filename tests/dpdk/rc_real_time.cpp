@@ -100,7 +100,7 @@ void check_send_write_read(RealTimePair& p, uint64_t seed) {
   fill(a.buf(), kSend, seed);
   std::memset(b.buf(), 0, 8192);
   REQUIRE(post_recv(b, 11, 0, 8192) == 0);
-  REQUIRE(post_send(a, IBV_WR_SEND, 1, 0, kSend) == 0);
+  REQUIRE(post_wr(a, IBV_WR_SEND, 1, 0, kSend) == 0);
   auto wa = p.wait(a, 1);
   auto wb = p.wait(b, 1);
   REQUIRE(wa.size() == 1);
@@ -115,7 +115,7 @@ void check_send_write_read(RealTimePair& p, uint64_t seed) {
   constexpr uint32_t kWrite = 64 * 1024;
   fill(a.buf() + (64 << 10), kWrite, seed + 1);
   std::memset(b.buf() + (128 << 10), 0, kWrite + 4096);
-  REQUIRE(post_send(a, IBV_WR_RDMA_WRITE, 2, 64 << 10, kWrite, b.addr(128 << 10), b.mr->rkey()) == 0);
+  REQUIRE(post_wr(a, IBV_WR_RDMA_WRITE, 2, 64 << 10, kWrite, b.addr(128 << 10), b.mr->rkey()) == 0);
   wa = p.wait(a, 1);
   REQUIRE(wa.size() == 1);
   check_wc(wa[0], 2, IBV_WC_RDMA_WRITE);
@@ -126,7 +126,7 @@ void check_send_write_read(RealTimePair& p, uint64_t seed) {
   constexpr uint32_t kRead = 48 * 1024 + 100;
   fill(b.buf() + (256 << 10), kRead, seed + 2);
   std::memset(a.buf() + (512 << 10), 0, kRead + 4096);
-  REQUIRE(post_send(a, IBV_WR_RDMA_READ, 3, 512 << 10, kRead, b.addr(256 << 10), b.mr->rkey()) == 0);
+  REQUIRE(post_wr(a, IBV_WR_RDMA_READ, 3, 512 << 10, kRead, b.addr(256 << 10), b.mr->rkey()) == 0);
   wa = p.wait(a, 1);
   REQUIRE(wa.size() == 1);
   check_wc(wa[0], 3, IBV_WC_RDMA_READ);

@@ -127,7 +127,7 @@ TEST_CASE("IPv4 checksums are left to a port that offloads them", "[tap-offload]
     connect_pair(x, *pair.da, with_psn(o, 5), y, *pair.da, with_psn(o, 9));
     std::memset(x.buf(), 0x5A, 3000);
     REQUIRE(post_recv(y, 1, 0, 4096) == 0);
-    REQUIRE(post_send(x, IBV_WR_SEND, 2, 0, 3000) == 0);
+    REQUIRE(post_wr(x, IBV_WR_SEND, 2, 0, 3000) == 0);
     auto wy = pair.wait(y, 1);
     REQUIRE(wy.size() == 1);
     CHECK(wy[0].status == IBV_WC_SUCCESS);

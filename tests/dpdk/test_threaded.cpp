@@ -300,7 +300,7 @@ TEST_CASE("threaded: errors are synchronous; a full queue is ENOMEM exactly at m
   // b's engine is stopped and nobody polls it: nothing a posts can complete.
   const uint32_t window = o.max_send_wr;
   for (uint32_t i = 0; i < window; ++i)
-    REQUIRE(post_send(a, IBV_WR_RDMA_WRITE, i, 64 * i, 64, b.addr(64 * i), b.mr->rkey()) == 0);
+    REQUIRE(post_wr(a, IBV_WR_RDMA_WRITE, i, 64 * i, 64, b.addr(64 * i), b.mr->rkey()) == 0);
   ibv_sge sge{a.addr(0), 64, a.mr->lkey()};
   SendWr over;
   over.wr_id = 999;
@@ -503,7 +503,7 @@ TEST_CASE("threaded: control calls from another thread while traffic runs", "[th
     while (posted - done < 64 && (!control_done || posted < 2000)) {
       const size_t off = (posted % 64) * 4096;
       fill_pattern(a.buf() + off, 2048, posted);
-      if (post_send(a, IBV_WR_RDMA_WRITE, posted, off, 2048, b.addr(off), b.mr->rkey()) != 0) {
+      if (post_wr(a, IBV_WR_RDMA_WRITE, posted, off, 2048, b.addr(off), b.mr->rkey()) != 0) {
         ok = false;
         break;
       }
@@ -545,7 +545,7 @@ TEST_CASE("threaded: an engine thread stops and starts again in the middle of tr
   uint64_t next = 0;
   auto post_batch = [&](unsigned n) {
     for (unsigned i = 0; i < n; ++i, ++next)
-      REQUIRE(post_send(a, IBV_WR_RDMA_WRITE, next, (next % 128) * 1024, 1024, b.addr((next % 128) * 1024),
+      REQUIRE(post_wr(a, IBV_WR_RDMA_WRITE, next, (next % 128) * 1024, 1024, b.addr((next % 128) * 1024),
                         b.mr->rkey()) == 0);
   };
   std::vector<ibv_wc> all;
@@ -621,13 +621,13 @@ TEST_CASE("threaded: WRs queued when the QP enters ERR complete, flushed, none l
 
   for (uint64_t i = 0; i < 20; ++i) REQUIRE(post_recv(a, 10'000 + i, 0, 64) == 0);
   for (uint64_t i = 0; i < 200; ++i)
-    REQUIRE(post_send(a, IBV_WR_RDMA_WRITE, i, 0, 4096, b.addr(0), b.mr->rkey()) == 0);
+    REQUIRE(post_wr(a, IBV_WR_RDMA_WRITE, i, 0, 4096, b.addr(0), b.mr->rkey()) == 0);
   ibv_qp_attr attr{};
   attr.qp_state = IBV_QPS_ERR;
   REQUIRE(a.qp->modify(attr, IBV_QP_STATE) == 0);
   // Posting to a QP in ERR is accepted and flushes at once, as verbs does.
   for (uint64_t i = 200; i < 205; ++i)
-    REQUIRE(post_send(a, IBV_WR_RDMA_WRITE, i, 0, 4096, b.addr(0), b.mr->rkey()) == 0);
+    REQUIRE(post_wr(a, IBV_WR_RDMA_WRITE, i, 0, 4096, b.addr(0), b.mr->rkey()) == 0);
   const auto wc = drain(*a.cq, 225);
   REQUIRE(wc.size() == 225);
   uint64_t next_send = 0, next_recv = 10'000;
@@ -689,7 +689,7 @@ TEST_CASE("threaded: two QPs of one threaded device, looped back inside its engi
       while (posted < 2000 && posted - done < 64) {
         const size_t off = (posted % 64) * 4096;
         fill_pattern(s1.buf() + off, 2048, posted);
-        REQUIRE(post_send(s1, IBV_WR_RDMA_WRITE, posted, off, 2048, s2.addr(off), s2.mr->rkey()) == 0);
+        REQUIRE(post_wr(s1, IBV_WR_RDMA_WRITE, posted, off, 2048, s2.addr(off), s2.mr->rkey()) == 0);
         ++posted;
       }
       ibv_wc wc[32];
@@ -704,10 +704,10 @@ TEST_CASE("threaded: two QPs of one threaded device, looped back inside its engi
     }
     REQUIRE(done == 2000);
     for (uint64_t i = 2000 - 64; i < 2000; ++i) REQUIRE(has_pattern(s2.buf() + (i % 64) * 4096, 2048, i));
-    REQUIRE(post_send(s1, IBV_WR_RDMA_READ, 5000, 512 << 10, 64 * 4096, s2.addr(0), s2.mr->rkey()) == 0);
+    REQUIRE(post_wr(s1, IBV_WR_RDMA_READ, 5000, 512 << 10, 64 * 4096, s2.addr(0), s2.mr->rkey()) == 0);
     REQUIRE(post_recv(s2, 6000, 768 << 10, 4096) == 0);
     fill_pattern(s1.buf() + (900 << 10), 3000, 6000);
-    REQUIRE(post_send(s1, IBV_WR_SEND, 6001, 900 << 10, 3000) == 0);
+    REQUIRE(post_wr(s1, IBV_WR_SEND, 6001, 900 << 10, 3000) == 0);
     const auto w1 = drain(*s1.cq, 2);
     const auto w2 = drain(*s2.cq, 1);
     REQUIRE(w1.size() == 2);

@@ -45,7 +45,7 @@ void service(std::vector<std::unique_ptr<Flow>>& flows, const IncastConfig& cfg,
     while (!f.failed && now >= f.start_ns && now < f.stop_ns && f.outstanding < cfg.depth) {
       const size_t slot = (f.done_bytes / cfg.msg_bytes + f.outstanding) % cfg.depth;
       const size_t off = slot * cfg.msg_bytes;
-      if (post_send(f.tx, IBV_WR_RDMA_WRITE, slot, off, cfg.msg_bytes, f.rx.addr(off), f.rx.mr->rkey()) != 0) {
+      if (post_wr(f.tx, IBV_WR_RDMA_WRITE, slot, off, cfg.msg_bytes, f.rx.addr(off), f.rx.mr->rkey()) != 0) {
         f.failed = true;
         break;
       }

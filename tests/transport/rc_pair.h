@@ -51,19 +51,4 @@ struct RcPair {
   Side a, b;
 };
 
-inline int post_send(Side& s, ibv_wr_opcode op, uint64_t wr_id, size_t off, uint32_t len, uint64_t raddr = 0,
-                     uint32_t rkey = 0, unsigned flags = IBV_SEND_SIGNALED) {
-  ibv_sge sge{s.addr(off), len, s.mr->lkey()};
-  SendWr wr;
-  wr.wr_id = wr_id;
-  wr.opcode = op;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.send_flags = flags;
-  wr.wr.rdma.remote_addr = raddr;
-  wr.wr.rdma.rkey = rkey;
-  const SendWr* bad = nullptr;
-  return s.qp->post_send(&wr, &bad);
-}
-
 }  // namespace uroce::test

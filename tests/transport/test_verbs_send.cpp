@@ -209,7 +209,7 @@ TEST_CASE("sq_sig_all signals every WR", "[verbs]") {
   oa.sq_sig_all = 1;
   Pair p(57, oa);
   for (int i = 0; i < 5; ++i)
-    REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, uint64_t(i), 0, 10, p.b.addr(), p.b.key(), 0) == 0);
+    REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, uint64_t(i), 0, 10, p.b.addr(), p.b.key(), 0) == 0);
   auto wa = p.wait(p.a, 5);
   REQUIRE(wa.size() == 5);
   for (int i = 0; i < 5; ++i) CHECK(wa[size_t(i)].wr_id == uint64_t(i));
@@ -277,8 +277,8 @@ TEST_CASE("RC over IPv6 GIDs: SEND, WRITE and READ", "[verbs]") {
   fill(p.b.buf(500000), 10000, 10);
   REQUIRE(post_recv(p.b, 1, 0, 10000) == 0);
   REQUIRE(post_send(p.a, 2, 0, 10000) == 0);
-  REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, 3, 0, 10000, p.b.addr(100000), p.b.key()) == 0);
-  REQUIRE(post_rdma(p.a, IBV_WR_RDMA_READ, 4, 200000, 10000, p.b.addr(500000), p.b.key()) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, 3, 0, 10000, p.b.addr(100000), p.b.key()) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_READ, 4, 200000, 10000, p.b.addr(500000), p.b.key()) == 0);
   auto wa = p.wait(p.a, 3);
   REQUIRE(wa.size() == 3);
   for (const ibv_wc& w : wa) CHECK(w.status == IBV_WC_SUCCESS);

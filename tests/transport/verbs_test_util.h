@@ -26,8 +26,11 @@ using test::kRcInitMask;
 using test::kRcRtrMask;
 using test::kRcRtsMask;
 using test::make_qp;
+using test::make_wr;
+using test::post;
 using test::post_atomic;
 using test::post_recv;
+using test::post_wr;
 using test::rtr_attr;
 using test::rts_attr;
 using test::with_psn;
@@ -114,34 +117,8 @@ inline void fill(uint8_t* p, size_t n, uint32_t salt) {
 
 inline ibv_sge sge(const Node& n, size_t off, uint32_t len) { return ibv_sge{n.addr(off), len, n.key()}; }
 
-// A one-SGE send work request (the SGE lives in *s, which must outlive posting).
-inline SendWr make_wr(ibv_wr_opcode op, uint64_t wr_id, ibv_sge* s, unsigned flags = IBV_SEND_SIGNALED) {
-  SendWr wr;
-  wr.wr_id = wr_id;
-  wr.opcode = op;
-  wr.sg_list = s;
-  wr.num_sge = s ? 1 : 0;
-  wr.send_flags = flags;
-  return wr;
-}
-
-inline int post(Node& n, const SendWr& wr) {
-  const SendWr* bad = nullptr;
-  return n.qp->post_send(&wr, &bad);
-}
-
-inline int post_rdma(Node& n, ibv_wr_opcode op, uint64_t wr_id, size_t off, uint32_t len, uint64_t raddr,
-                     uint32_t rkey, unsigned flags = IBV_SEND_SIGNALED) {
-  ibv_sge s = sge(n, off, len);
-  SendWr wr = make_wr(op, wr_id, &s, flags);
-  wr.wr.rdma.remote_addr = raddr;
-  wr.wr.rdma.rkey = rkey;
-  return post(n, wr);
-}
-
 inline int post_send(Node& n, uint64_t wr_id, size_t off, uint32_t len, unsigned flags = IBV_SEND_SIGNALED) {
-  ibv_sge s = sge(n, off, len);
-  return post(n, make_wr(IBV_WR_SEND, wr_id, &s, flags));
+  return post_wr(n, IBV_WR_SEND, wr_id, off, len, 0, 0, flags);
 }
 
 inline uint64_t load64(const uint8_t* p) {
