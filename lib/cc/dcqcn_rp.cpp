@@ -1,6 +1,6 @@
 // The DCQCN reaction point: reference.md's equations, with mlx5's
 // refinements (monitor period, target clamping, first-CNP rate) as options.
-#include "uroce/cc/dcqcn_rp.h"
+#include "cc/dcqcn_rp.h"
 
 #include <algorithm>
 #include <cmath>

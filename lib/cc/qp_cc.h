@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "uroce/cc/dcqcn.h"
-#include "uroce/cc/dcqcn_rp.h"
+#include "cc/dcqcn_rp.h"
 
 namespace uroce::cc {
 

@@ -12,7 +12,7 @@
 #include "../transport/qp.h"
 #include "../transport/transport.h"
 #include "uroce/wire/ipv4.h"
-#include "uroce/wire/neighbor.h"
+#include "wire/neighbor.h"
 
 namespace uroce::engine {
 namespace {
@@ -31,10 +31,15 @@ uint64_t pick_seed(uint64_t seed) {
 }  // namespace
 
 Engine::Engine(const DeviceConfig& config)
-    : config_(config),
-      mrs_(pick_seed(config.seed), config.limits.max_mr),
+    : EngineServices(pick_seed(config.seed), config.limits.max_mr),
+      device_config_(config),
       rng_(pick_seed(config.seed) + 1),
       neighbors_(uint64_t(config.neighbor_retry_ms) * 1000000, uint64_t(config.neighbor_timeout_ms) * 1000000) {
+  config_.limits = config.limits;
+  config_.gids = config.gids;
+  config_.port_mtu = config.port->mtu();
+  config_.max_unacked_psns = config.max_unacked_psns;
+  config_.ack_req_every = config.ack_req_every;
   backlog_.reserve(kTxBacklog);
   later_.reserve(64);
   rebase_.reserve(64);
@@ -45,7 +50,7 @@ Engine::Engine(const DeviceConfig& config)
   lean_ = !config.clock->free_to_read();
   // A QP may connect to another QP of this device (as on rxe): our own
   // GIDs are at our own MAC, and their frames loop back in transmit().
-  for (const wire::IpAddr& gid : config_.gids) neighbors_.set(gid, mac_);
+  for (const wire::IpAddr& gid : device_config_.gids) neighbors_.set(gid, mac_);
 }
 
 Engine::~Engine() {
@@ -61,17 +66,17 @@ Engine::~Engine() {
 bool Engine::init(std::string& error) {
   static std::atomic<unsigned> instance{0};
   const std::string name = "uroce_tx" + std::to_string(instance++);
-  pool_ = rte_pktmbuf_pool_create(name.c_str(), config_.mbufs, 256, 0, kDataRoom, SOCKET_ID_ANY);
+  pool_ = rte_pktmbuf_pool_create(name.c_str(), device_config_.mbufs, 256, 0, kDataRoom, SOCKET_ID_ANY);
   if (pool_ == nullptr) {
-    error = "device " + config_.name + ": cannot create a pool of " + std::to_string(config_.mbufs) +
+    error = "device " + device_config_.name + ": cannot create a pool of " + std::to_string(device_config_.mbufs) +
             " mbufs: " + rte_strerror(rte_errno) + " (is the DPDK EAL initialised, with enough memory?)";
     return false;
   }
-  zero_copy_any_memory_ = config_.port->tx_chains() == TxChains::any_memory;
-  if (config_.port->tx_ipv4_checksum()) ipv4_checksum_ = wire::Ipv4Checksum::offloaded;
-  if (config_.zero_copy_min && config_.port->tx_chains() != TxChains::none) {
-    ext_pool_ = rte_pktmbuf_pool_create((name + "x").c_str(), config_.mbufs, 256, 0, 0, SOCKET_ID_ANY);
-    if (ext_pool_ != nullptr) zero_copy_min_ = config_.zero_copy_min;  // else copy: slower, still right
+  zero_copy_any_memory_ = device_config_.port->tx_chains() == TxChains::any_memory;
+  if (device_config_.port->tx_ipv4_checksum()) ipv4_checksum_ = wire::Ipv4Checksum::offloaded;
+  if (device_config_.zero_copy_min && device_config_.port->tx_chains() != TxChains::none) {
+    ext_pool_ = rte_pktmbuf_pool_create((name + "x").c_str(), device_config_.mbufs, 256, 0, 0, SOCKET_ID_ANY);
+    if (ext_pool_ != nullptr) zero_copy_min_ = device_config_.zero_copy_min;  // else copy: slower, still right
   }
   return true;
 }
@@ -168,7 +173,7 @@ void Engine::send_now(transport::Qp* qp) {
 
 void Engine::refresh_clock() {
   const uint64_t before = now_;
-  now_ = config_.clock->now_ns();
+  now_ = device_config_.clock->now_ns();
   // Set from `before` (or later) outside a poll: later by what has passed.
   const uint64_t passed = now_ > before ? now_ - before : 0;
   for (transport::Qp* qp : rebase_) {
@@ -210,12 +215,12 @@ int Engine::run_paced() {
 }
 
 NeighborState Engine::resolve_neighbor(const wire::IpAddr& ip) {
-  if (neighbors_.start(ip, config_.clock->now_ns())) send_neighbor_request(ip);
+  if (neighbors_.start(ip, device_config_.clock->now_ns())) send_neighbor_request(ip);
   return neighbors_.state(ip);
 }
 
 bool Engine::is_own_gid(const wire::IpAddr& ip) const {
-  return std::find(config_.gids.begin(), config_.gids.end(), ip) != config_.gids.end();
+  return std::find(device_config_.gids.begin(), device_config_.gids.end(), ip) != device_config_.gids.end();
 }
 
 void Engine::send_frame(const uint8_t* frame, size_t len) {
@@ -229,7 +234,7 @@ void Engine::send_frame(const uint8_t* frame, size_t len) {
 void Engine::send_neighbor_request(const wire::IpAddr& ip) {
   uint8_t frame[wire::kNeighborFrameMax];
   // Ask from the GID of the same family; without one there is no asking.
-  for (const wire::IpAddr& own : config_.gids) {
+  for (const wire::IpAddr& own : device_config_.gids) {
     if (own.is_v4_mapped() != ip.is_v4_mapped()) continue;
     send_frame(frame, ip.is_v4_mapped() ? wire::build_arp_request(frame, mac_, own, ip)
                                         : wire::build_nd_solicit(frame, mac_, own, ip));
@@ -308,7 +313,7 @@ void Engine::flush_tx() {
   size_t sent = 0;
   while (sent < backlog_.size()) {
     const uint16_t n = uint16_t(std::min<size_t>(backlog_.size() - sent, kBurst));
-    const uint16_t k = config_.port->tx_burst(backlog_.data() + sent, n);
+    const uint16_t k = device_config_.port->tx_burst(backlog_.data() + sent, n);
     sent += k;
     if (k < n) break;
   }
@@ -426,7 +431,7 @@ bool Engine::idle_skip() {
 
 int Engine::poll() {
   rte_mbuf* rx[kBurst];
-  const uint16_t n = config_.port->rx_burst(rx, kBurst);
+  const uint16_t n = device_config_.port->rx_burst(rx, kBurst);
   if (n == 0) {
     busy_run_ = 0;
     if (idle_skip()) return 0;
@@ -468,3 +473,24 @@ uint64_t Engine::next_deadline() const {
 }
 
 }  // namespace uroce::engine
+
+// The transport's calls into the engine (transport/services.h).
+namespace uroce::transport {
+namespace {
+engine::Engine& self(EngineServices* s) { return *static_cast<engine::Engine*>(s); }
+}  // namespace
+
+rte_mbuf* EngineServices::alloc_mbuf() { return self(this).alloc_mbuf(); }
+void EngineServices::transmit(rte_mbuf* m) { self(this).transmit(m); }
+void EngineServices::schedule(Qp* qp) { self(this).schedule(qp); }
+void EngineServices::schedule_next(Qp* qp) { self(this).schedule_next(qp); }
+void EngineServices::send_now(Qp* qp) { self(this).send_now(qp); }
+void EngineServices::pace(Qp* qp, uint64_t at) { self(this).pace(qp, at); }
+void EngineServices::watch_timer(Qp* qp) { self(this).watch_timer(qp); }
+bool EngineServices::resolve(const wire::IpAddr& ip, wire::MacAddr& mac) const {
+  return static_cast<const engine::Engine*>(this)->resolve(ip, mac);
+}
+NeighborState EngineServices::resolve_neighbor(const wire::IpAddr& ip) { return self(this).resolve_neighbor(ip); }
+void EngineServices::post_async_event(const AsyncEvent& ev) { self(this).post_async_event(ev); }
+
+}  // namespace uroce::transport

@@ -12,8 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "../memory/mr_table.h"
 #include "neighbor_table.h"
+#include "transport/services.h"
 #include "uroce/verbs/device.h"
 #include "uroce/verbs/memory_region.h"
 #include "uroce/wire/builder.h"
@@ -26,7 +26,9 @@ namespace uroce::engine {
 
 inline constexpr uint16_t kBurst = 32;
 
-class Engine {
+// The transport's view of it (its time, TX queue, scheduling, keys) is the
+// transport::EngineServices base; the rest is the engine's own.
+class Engine : public transport::EngineServices {
  public:
   explicit Engine(const DeviceConfig& config);
   ~Engine();
@@ -34,10 +36,7 @@ class Engine {
 
   int poll();
   uint64_t next_deadline() const;
-  uint64_t now() const { return now_; }
-  const DeviceConfig& config() const { return config_; }
-
-  memory::MrTable& mrs() { return mrs_; }
+  const DeviceConfig& device_config() const { return device_config_; }
   std::mt19937_64& rng() { return rng_; }
 
   // QPs.
@@ -46,48 +45,23 @@ class Engine {
   void add_qp(transport::Qp* qp);
   void remove_qp(transport::Qp* qp);
   transport::Qp* find_qp(uint32_t qpn) const;
-  // The QP has packets to send (or a retry to start).
+  // The transport::EngineServices calls (documented there), which forward
+  // to these.
   void schedule(transport::Qp* qp);
-  // The QP has something to send from the next TX round on (an ACK held
-  // back for one poll, see transport::queue_ack): it skips this round's.
   void schedule_next(transport::Qp* qp);
-  // Work was posted to a QP that had none: send it (and an ACK waiting to
-  // go with the answer) now rather than at the next poll, so a ping-pong's
-  // answer leaves without another engine round. Posts to a busy QP keep
-  // batching through schedule().
   void send_now(transport::Qp* qp);
-  // The QP has a timer that may need checking. Call it whenever a deadline
-  // is set from now(): now() may be a kept, older time (send_now, and the
-  // first busy poll after idle ones), and such deadlines are moved on by
-  // the time that passed at the next reading of the clock.
   void watch_timer(transport::Qp* qp);
-  // The QP is paced (congestion control): schedule it again at `at` ns.
   void pace(transport::Qp* qp, uint64_t at);
-
-  // TX: an mbuf for a packet, and the queue it goes out on.
   rte_mbuf* alloc_mbuf();
-  // Zero-copy TX: payload segments of this size and up point into
-  // registered memory; 0 when the port cannot take them.
-  uint32_t zero_copy_min() const { return zero_copy_min_; }
-  rte_mempool* ext_pool() const { return ext_pool_; }
-  // Whether a payload segment may point into `mr`.
-  bool zero_copy_from(const MemoryRegion& mr) const { return zero_copy_any_memory_ || mr.dpdk_memory(); }
-  // Counts polls: a plain ACK waits for the poll after the one that queued
-  // it (transport::queue_ack).
-  uint32_t poll_seq() const { return poll_seq_; }
-  // Whether the port fills in IPv4 header checksums (see start_packet).
-  wire::Ipv4Checksum ipv4_checksum() const { return ipv4_checksum_; }
   void transmit(rte_mbuf* m);
-  bool tx_has_room() const { return backlog_.size() < kTxBacklog; }
+  void post_async_event(const AsyncEvent& ev) { async_events_.push_back(ev); }
+  bool resolve(const wire::IpAddr& ip, wire::MacAddr& mac) const { return neighbors_.lookup(ip, mac); }
 
   // Neighbours: static entries, ARP/ND resolution, answers for our GIDs.
   void add_neighbor(const wire::IpAddr& ip, const wire::MacAddr& mac) { neighbors_.set(ip, mac); }
-  bool resolve(const wire::IpAddr& ip, wire::MacAddr& mac) const { return neighbors_.lookup(ip, mac); }
   NeighborState resolve_neighbor(const wire::IpAddr& ip);
-  wire::MacAddr mac() const { return mac_; }
 
   // Asynchronous events, in the order they happened (control path).
-  void post_async_event(const AsyncEvent& ev) { async_events_.push_back(ev); }
   bool take_async_event(AsyncEvent& ev);
   // Forgets unread events about an object that goes away.
   void drop_async_events(const void* object);
@@ -97,8 +71,8 @@ class Engine {
   const std::vector<transport::Qp*>& qps() const { return all_; }
 
  private:
-  static constexpr size_t kTxBacklog = 4096;
   std::vector<AsyncEvent> async_events_;
+  DeviceConfig device_config_;
   void receive(rte_mbuf* m);
   void neighbor_rx(const rte_mbuf* m);
   void send_neighbor_request(const wire::IpAddr& ip);
@@ -114,15 +88,8 @@ class Engine {
   void join_later();
   void flush_tx();
 
-  DeviceConfig config_;
   rte_mempool* pool_ = nullptr;
-  rte_mempool* ext_pool_ = nullptr;  // data-less mbufs for payload segments
-  uint32_t zero_copy_min_ = 0;
-  bool zero_copy_any_memory_ = false;
-  wire::Ipv4Checksum ipv4_checksum_ = wire::Ipv4Checksum::compute;
-  memory::MrTable mrs_;
   std::mt19937_64 rng_;
-  uint64_t now_ = 0;
   // Deadlines set from an old now_ (in send_now, or a poll that kept the
   // time of an earlier one): moved on at the next reading of the clock.
   std::vector<transport::Qp*> rebase_;
@@ -135,7 +102,6 @@ class Engine {
   uint32_t idle_polls_ = 0;
   uint32_t busy_run_ = 0;
   uint32_t cc_qps_ = 0;
-  uint32_t poll_seq_ = 0;
   uint32_t next_qpn_ = 0x11;  // like rxe: user QPs start at 0x11
   // QPs by the low 16 bits of their QPN (alloc_qpn keeps those distinct):
   // one load per received packet, instead of a hash lookup.
@@ -150,12 +116,10 @@ class Engine {
   // that are due, however many wait.
   using PacedEntry = std::pair<uint64_t, transport::Qp*>;
   std::vector<PacedEntry> paced_;
-  std::vector<rte_mbuf*> backlog_;
   // Frames addressed to this device itself (QP to QP on one device, as
   // rxe's loopback): handled as received on the next poll, never sent.
   std::vector<rte_mbuf*> looped_;
   std::vector<rte_mbuf*> looping_;
-  wire::MacAddr mac_;
   bool starved_ = false;  // the last TX round ran out of mbufs or TX room
   std::array<uint8_t, 4096> rx_gather_{};  // a segmented payload, made contiguous
   NeighborTable neighbors_;

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "../engine/engine.h"
+#include "services.h"
 #include "transport.h"
 
 namespace uroce::transport {

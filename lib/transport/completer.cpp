@@ -3,7 +3,7 @@
 // requester must go back: on a sequence NAK, on a response that shows a
 // gap, on an ACK that passes a READ or ATOMIC still waiting for its
 // response (an implied NAK), and on the local ACK timeout.
-#include "../engine/engine.h"
+#include "services.h"
 #include "../memory/sge_copy.h"
 #include "psn.h"
 #include "transport.h"

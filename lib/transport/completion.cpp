@@ -1,8 +1,6 @@
-#include "../engine/engine.h"
+#include "services.h"
 #include "../memory/mr_access.h"
 #include "transport.h"
-#include "uroce/verbs/completion_queue.h"
-#include "uroce/verbs/shared_receive_queue.h"
 
 namespace uroce::transport {
 

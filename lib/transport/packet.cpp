@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "../engine/engine.h"
+#include "services.h"
 #include "../memory/tx_extbuf.h"
 #include "cc.h"
 #include "psn.h"

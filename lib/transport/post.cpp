@@ -3,11 +3,10 @@
 #include <cerrno>
 #include <cstring>
 
-#include "../engine/engine.h"
+#include "services.h"
 #include "../memory/mr_access.h"
 #include "transport.h"
 #include "uroce/verbs/address_handle.h"
-#include "uroce/verbs/shared_receive_queue.h"
 
 namespace uroce::transport {
 namespace {
@@ -44,7 +43,7 @@ void copy_sges(SgeList& sgl, const ibv_sge* sg, int n) {
   }
 }
 
-void acquire_sges(engine::Engine& eng, const SgeList& sgl) {
+void acquire_sges(EngineServices& eng, const SgeList& sgl) {
   for (int i = 0; i < sgl.num; ++i)
     if (MemoryRegion* mr = eng.mrs().find(sgl.sge[i].lkey)) MrAccess::acquire(*mr);
 }
@@ -139,7 +138,7 @@ int post_send(Qp& qp, const SendWr* wr, const SendWr** bad) {
   return 0;
 }
 
-int post_recv_to(RecvQueue& rq, engine::Engine& eng, const RecvWr& wr) {
+int post_recv_to(RecvQueue& rq, EngineServices& eng, const RecvWr& wr) {
   if (wr.num_sge < 0 || uint32_t(wr.num_sge) > rq.max_sge || (wr.num_sge && !wr.sg_list)) return EINVAL;
   if (rq.wq.full()) return ENOMEM;
   RecvWqe& w = rq.wq.push();
@@ -161,16 +160,16 @@ int post_recv(Qp& qp, const RecvWr* wr, const RecvWr** bad) {
   return 0;
 }
 
-RecvQueue& Qp::recv_queue() { return srq ? srq->queue() : rq; }
+RecvQueue& Qp::recv_queue() { return srq ? *srq : rq; }
 
 void recv_taken(Qp& qp) {
   if (qp.srq == nullptr) return;
-  RecvQueue& q = qp.srq->queue();
+  RecvQueue& q = *qp.srq;
   if (q.limit == 0 || q.wq.size() >= q.limit) return;
   q.limit = 0;  // one event per arming, as verbs says
   AsyncEvent ev;
   ev.event_type = IBV_EVENT_SRQ_LIMIT_REACHED;
-  ev.srq = qp.srq;
+  ev.srq = q.owner;
   qp.eng->post_async_event(ev);
 }
 

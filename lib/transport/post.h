@@ -14,6 +14,6 @@ int post_send(Qp& qp, const SendWr* wr, const SendWr** bad);
 int check_send(const Qp& qp, const SendWr& wr);
 int post_recv(Qp& qp, const RecvWr* wr, const RecvWr** bad);
 // Into a receive queue (the QP's or an SRQ's); EINVAL/ENOMEM.
-int post_recv_to(RecvQueue& rq, engine::Engine& eng, const RecvWr& wr);
+int post_recv_to(RecvQueue& rq, EngineServices& eng, const RecvWr& wr);
 
 }  // namespace uroce::transport

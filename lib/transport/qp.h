@@ -10,25 +10,23 @@
 #include <vector>
 
 #include "../cc/qp_cc.h"
+#include "cq.h"
 #include "recv_queue.h"
 #include "uroce/port/clock.h"
 #include "uroce/verbs/counters.h"
 #include "uroce/verbs/types.h"
-#include "uroce/wire/header_template.h"
+#include "wire/header_template.h"
 #include "uroce/wire/packet_fields.h"
 #include "work_queue.h"
 #include "wqe.h"
 
 namespace uroce {
-class CompletionQueue;
 class ProtectionDomain;
-class SharedReceiveQueue;
-namespace engine {
-class Engine;
 }
-}  // namespace uroce
 
 namespace uroce::transport {
+
+class EngineServices;
 
 // The modify()-controlled attributes.
 struct QpAttrs {
@@ -114,11 +112,11 @@ struct ResponderState {
 };
 
 struct Qp {
-  engine::Engine* eng = nullptr;
+  EngineServices* eng = nullptr;
   ProtectionDomain* pd = nullptr;
-  CompletionQueue* scq = nullptr;
-  CompletionQueue* rcq = nullptr;
-  SharedReceiveQueue* srq = nullptr;
+  Cq* scq = nullptr;
+  Cq* rcq = nullptr;
+  RecvQueue* srq = nullptr;  // the SRQ's queue, if the QP has one
   QpInitAttr init{};
   uint32_t qpn = 0;
   ibv_qp_state state = IBV_QPS_RESET;

@@ -2,7 +2,7 @@
 
 #include <cerrno>
 
-#include "../engine/engine.h"
+#include "services.h"
 #include "cc.h"
 #include "qp_transitions.h"
 #include "transport.h"
@@ -18,7 +18,7 @@ constexpr int kAccessMask =
 int check_values(const Qp& qp, const ibv_qp_attr& a, int mask) {
   const DeviceLimits& lim = qp.eng->config().limits;
   if ((mask & IBV_QP_PATH_MTU) &&
-      (mtu_bytes(a.path_mtu) == 0 || a.path_mtu > max_path_mtu(qp.eng->config().port->mtu())))
+      (mtu_bytes(a.path_mtu) == 0 || a.path_mtu > max_path_mtu(qp.eng->config().port_mtu)))
     return EINVAL;
   if ((mask & IBV_QP_TIMEOUT) && a.timeout > 31) return EINVAL;
   if ((mask & IBV_QP_RETRY_CNT) && a.retry_cnt > 7) return EINVAL;
@@ -113,7 +113,7 @@ void enter_rtr(Qp& qp) {
   if (!qp.is_rc()) {
     // UD has no path MTU attribute: a datagram may be as large as the
     // port carries (rxe uses the port's active MTU).
-    qp.attr.path_mtu = max_path_mtu(qp.eng->config().port->mtu());
+    qp.attr.path_mtu = max_path_mtu(qp.eng->config().port_mtu);
     qp.attr.pmtu = mtu_bytes(qp.attr.path_mtu);
   }
   qp.resp.epsn = qp.attr.rq_psn;

@@ -4,6 +4,10 @@
 #include "wqe.h"
 #include "work_queue.h"
 
+namespace uroce {
+class SharedReceiveQueue;
+}
+
 namespace uroce::transport {
 
 struct RecvQueue {
@@ -13,6 +17,10 @@ struct RecvQueue {
   // When a receive taken leaves fewer WQEs than this, the SRQ_LIMIT_REACHED
   // event fires once and the limit disarms.
   uint32_t limit = 0;
+  // SRQ only: QPs drawing from it (it must outlive them), and the public
+  // handle its events name.
+  uint32_t users = 0;
+  SharedReceiveQueue* owner = nullptr;
 };
 
 }  // namespace uroce::transport

@@ -1,7 +1,7 @@
 // Requester: turns send WQEs into request packets (IBA 9.7 "requester
 // behaviour"), segmenting by path MTU, setting AckReq, and rewinding for
 // go-back-N retransmission.
-#include "../engine/engine.h"
+#include "services.h"
 #include "../memory/sge_copy.h"
 #include "cc.h"
 #include "psn.h"

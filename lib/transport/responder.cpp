@@ -4,7 +4,7 @@
 // then key, PD, access flags and bounds of the target.
 #include <cstring>
 
-#include "../engine/engine.h"
+#include "services.h"
 #include "../memory/sge_copy.h"
 #include "psn.h"
 #include "responder_out.h"

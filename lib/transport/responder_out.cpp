@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "../engine/engine.h"
+#include "services.h"
 #include "../memory/access.h"
 #include "cc.h"
 #include "psn.h"

@@ -2,7 +2,7 @@
 // soon as they are on the wire; receives carry the 40-byte GRH slot.
 #include <cstring>
 
-#include "../engine/engine.h"
+#include "services.h"
 #include "../memory/sge_copy.h"
 #include "psn.h"
 #include "transport.h"

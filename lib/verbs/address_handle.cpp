@@ -1,3 +1,4 @@
+#include "access.h"
 #include "uroce/verbs/address_handle.h"
 
 #include "engine_thread.h"
@@ -7,7 +8,7 @@
 namespace uroce {
 
 AddressHandle::~AddressHandle() {
-  detail::Pause pause(pd_->device().engine_thread());
+  detail::Pause pause(detail::to_thread(pd_->device()));
   --pd_->children_;
 }
 

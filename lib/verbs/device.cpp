@@ -35,15 +35,14 @@ std::unique_ptr<ProtectionDomain> Device::alloc_pd() {
 }
 
 std::unique_ptr<CompletionQueue> Device::create_cq(int cqe, int& err) {
-  if (cqe <= 0 || uint32_t(cqe) > engine_->config().limits.max_cqe) {
+  if (cqe <= 0 || uint32_t(cqe) > engine_->device_config().limits.max_cqe) {
     err = EINVAL;
     return nullptr;
   }
   detail::Pause pause(*thread_);
-  std::unique_ptr<CompletionQueue> cq(new CompletionQueue(uint32_t(cqe)));
-  cq->thread_ = thread_.get();
+  std::unique_ptr<CompletionQueue> cq(new CompletionQueue(uint32_t(cqe), thread_.get()));
   std::string why;
-  if (!thread_->attach_cq(*cq, why)) {
+  if (!thread_->attach_cq(*cq->cq_, why)) {
     err = ENOMEM;
     return nullptr;
   }
@@ -83,9 +82,9 @@ bool Device::neighbor_mac(const wire::IpAddr& ip, wire::MacAddr& mac) const {
   detail::Pause pause(*thread_);
   return engine_->resolve(ip, mac);
 }
-const std::string& Device::name() const { return engine_->config().name; }
-const std::vector<wire::IpAddr>& Device::gids() const { return engine_->config().gids; }
-const DeviceLimits& Device::limits() const { return engine_->config().limits; }
+const std::string& Device::name() const { return engine_->device_config().name; }
+const std::vector<wire::IpAddr>& Device::gids() const { return engine_->device_config().gids; }
+const DeviceLimits& Device::limits() const { return engine_->device_config().limits; }
 
 bool Device::get_async_event(AsyncEvent& ev) {
   detail::Pause pause(*thread_);

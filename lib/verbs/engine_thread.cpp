@@ -1,3 +1,4 @@
+#include "access.h"
 #include "engine_thread.h"
 
 #include <pthread.h>
@@ -14,7 +15,7 @@
 #include "../engine/engine.h"
 #include "../transport/qp.h"
 #include "qp_submit.h"
-#include "uroce/verbs/completion_queue.h"
+#include "transport/cq.h"
 #include "uroce/verbs/queue_pair.h"
 
 namespace uroce::detail {
@@ -52,21 +53,17 @@ bool EngineThread::prepare(QueuePair& qp, std::string& error) {
   if (!qp.sub_) {
     auto s = std::make_unique<QpSubmit>();
     s->thread = this;
-    if (!make_submit(*s, qp.impl(), error)) return false;
+    if (!make_submit(*s, detail::to_qp(qp), error)) return false;
     qp.sub_ = std::move(s);
   }
-  sync_submit(*qp.sub_, qp.impl());
+  sync_submit(*qp.sub_, detail::to_qp(qp));
   // Work posted before the thread started is retired by it too.
-  if (publish_retired(*qp.sub_, qp.impl())) mark_busy(&qp, *qp.sub_);
+  if (publish_retired(*qp.sub_, detail::to_qp(qp))) mark_busy(&qp, *qp.sub_);
   return true;
 }
 
-bool EngineThread::prepare(CompletionQueue& cq, std::string& error) {
-  if (cq.wc_ring_ != nullptr) return true;
-  const std::string name = ring_name("uroce_cq");
-  cq.wc_ring_ = rte_ring_create_elem(name.c_str(), sizeof(ibv_wc), cq.capacity(), SOCKET_ID_ANY,
-                                     RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
-  if (cq.wc_ring_ == nullptr) {
+bool EngineThread::prepare(transport::Cq& cq, std::string& error) {
+  if (!cq.make_ring(ring_name("uroce_cq").c_str())) {
     error = "completion queue of " + std::to_string(cq.capacity()) + " entries: cannot create its ring: " +
             rte_strerror(rte_errno);
     return false;
@@ -102,7 +99,7 @@ bool EngineThread::start(int cpu, std::string& error) {
   busy_.clear();
   for (QueuePair* qp : qps_)
     if (!prepare(*qp, error)) return false;
-  for (CompletionQueue* cq : cqs_)
+  for (transport::Cq* cq : cqs_)
     if (!prepare(*cq, error)) return false;
   stop_.store(false);
   pause_req_.store(false);
@@ -214,7 +211,7 @@ int EngineThread::drain_doorbells() {
       // An exchange, not a store: when a post's own exchange came first,
       // this one reads its `true` and so sees the commands it enqueued.
       s.doorbell.exchange(false, std::memory_order_acq_rel);
-      ran += execute(s, qp->impl());
+      ran += execute(s, detail::to_qp(*qp));
       mark_busy(qp, s);
     }
     if (n < kDoorbellBurst) return ran;
@@ -231,7 +228,7 @@ void EngineThread::publish() {
   // Retired counts first: a completion polled means its slot is free.
   for (size_t i = 0; i < busy_.size();) {
     QueuePair* qp = busy_[i];
-    if (publish_retired(*qp->sub_, qp->impl())) {
+    if (publish_retired(*qp->sub_, detail::to_qp(*qp))) {
       ++i;
       continue;
     }
@@ -239,7 +236,7 @@ void EngineThread::publish() {
     busy_[i] = busy_.back();
     busy_.pop_back();
   }
-  for (CompletionQueue* cq : cqs_)
+  for (transport::Cq* cq : cqs_)
     if (cq->pending()) cq->publish();
 }
 
@@ -275,7 +272,7 @@ void EngineThread::detach_qp(QueuePair& qp) {
   for (void* p : keep) rte_ring_enqueue(doorbells_, p);
 }
 
-bool EngineThread::attach_cq(CompletionQueue& cq, std::string& error) {
+bool EngineThread::attach_cq(transport::Cq& cq, std::string& error) {
   cqs_.push_back(&cq);
   if (threaded() && !prepare(cq, error)) {
     cqs_.pop_back();
@@ -284,13 +281,13 @@ bool EngineThread::attach_cq(CompletionQueue& cq, std::string& error) {
   return true;
 }
 
-void EngineThread::detach_cq(CompletionQueue& cq) { std::erase(cqs_, &cq); }
+void EngineThread::detach_cq(transport::Cq& cq) { std::erase(cqs_, &cq); }
 
 void EngineThread::after_control(QueuePair& qp) {
   if (!threaded() || !qp.sub_) return;
-  qp.sub_->state = qp.impl().state;
+  qp.sub_->state = detail::to_qp(qp).state;
   // Paused: the engine's own bookkeeping may be updated from here.
-  if (publish_retired(*qp.sub_, qp.impl())) mark_busy(&qp, *qp.sub_);
+  if (publish_retired(*qp.sub_, detail::to_qp(qp))) mark_busy(&qp, *qp.sub_);
 }
 
 }  // namespace uroce::detail

@@ -28,8 +28,10 @@
 struct rte_ring;
 
 namespace uroce {
-class CompletionQueue;
 class QueuePair;
+namespace transport {
+class Cq;
+}
 namespace engine {
 class Engine;
 }
@@ -61,8 +63,8 @@ class EngineThread {
   // error) only in threaded mode, when the object's ring cannot be made.
   bool attach_qp(QueuePair& qp, std::string& error);
   void detach_qp(QueuePair& qp);
-  bool attach_cq(CompletionQueue& cq, std::string& error);
-  void detach_cq(CompletionQueue& cq);
+  bool attach_cq(transport::Cq& cq, std::string& error);
+  void detach_cq(transport::Cq& cq);
   // After a control call on qp (paused): its state as the caller's checks
   // see it, and its retired counts, are brought up to date.
   void after_control(QueuePair& qp);
@@ -77,7 +79,7 @@ class EngineThread {
   void publish();
   void mark_busy(QueuePair* qp, QpSubmit& s);
   bool prepare(QueuePair& qp, std::string& error);
-  bool prepare(CompletionQueue& cq, std::string& error);
+  bool prepare(transport::Cq& cq, std::string& error);
 
   engine::Engine& eng_;
   std::recursive_mutex control_;
@@ -87,7 +89,7 @@ class EngineThread {
   std::string start_error_;
   rte_ring* doorbells_ = nullptr;
   std::vector<QueuePair*> qps_;
-  std::vector<CompletionQueue*> cqs_;
+  std::vector<transport::Cq*> cqs_;
   std::vector<QueuePair*> busy_;  // QPs with WRs executed and not yet retired
 
   alignas(64) std::atomic<bool> threaded_{false};

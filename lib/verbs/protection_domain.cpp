@@ -1,3 +1,4 @@
+#include "access.h"
 #include "uroce/verbs/protection_domain.h"
 
 #include <rte_malloc.h>
@@ -46,7 +47,7 @@ bool cap_ok(const QpInitAttr& a, const DeviceLimits& lim) {
 }  // namespace
 
 ProtectionDomain::~ProtectionDomain() {
-  detail::Pause pause(device_->engine_thread());
+  detail::Pause pause(detail::to_thread(*device_));
   if (children_ != 0) {
     std::fprintf(stderr, "uroce: protection domain destroyed while %u object(s) created in it are alive\n",
                  children_);
@@ -55,7 +56,7 @@ ProtectionDomain::~ProtectionDomain() {
 }
 
 std::unique_ptr<MemoryRegion> ProtectionDomain::reg_mr(void* addr, size_t length, int access, int& err) {
-  detail::Pause pause(device_->engine_thread());
+  detail::Pause pause(detail::to_thread(*device_));
   const DeviceLimits& lim = device_->limits();
   if (addr == nullptr || length == 0 || length > lim.max_mr_size || !access_ok(access)) {
     err = EINVAL;
@@ -63,7 +64,7 @@ std::unique_ptr<MemoryRegion> ProtectionDomain::reg_mr(void* addr, size_t length
   }
   ++children_;  // balanced by ~MemoryRegion, also when registration fails below
   std::unique_ptr<MemoryRegion> mr(new MemoryRegion(this, addr, length, access, false));
-  const uint32_t key = device_->engine().mrs().insert(mr.get());
+  const uint32_t key = detail::to_engine(*device_).mrs().insert(mr.get());
   if (key == 0) {
     err = ENOMEM;  // key table full
     return nullptr;
@@ -76,7 +77,7 @@ std::unique_ptr<MemoryRegion> ProtectionDomain::reg_mr(void* addr, size_t length
 }
 
 std::unique_ptr<MemoryRegion> ProtectionDomain::alloc_mr(size_t length, int access, int& err) {
-  detail::Pause pause(device_->engine_thread());
+  detail::Pause pause(detail::to_thread(*device_));
   if (length == 0 || length > device_->limits().max_mr_size || !access_ok(access)) {
     err = EINVAL;
     return nullptr;
@@ -96,7 +97,7 @@ std::unique_ptr<MemoryRegion> ProtectionDomain::alloc_mr(size_t length, int acce
 }
 
 int ProtectionDomain::dereg_mr(std::unique_ptr<MemoryRegion>& mr) {
-  detail::Pause pause(device_->engine_thread());
+  detail::Pause pause(detail::to_thread(*device_));
   if (!mr || &mr->pd() != this) return EINVAL;
   // Frames whose payload points into the region may still sit in a TX
   // queue (zero-copy): the memory must outlive them.
@@ -106,8 +107,8 @@ int ProtectionDomain::dereg_mr(std::unique_ptr<MemoryRegion>& mr) {
 }
 
 std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, int& err) {
-  detail::Pause pause(device_->engine_thread());
-  engine::Engine& eng = device_->engine();
+  detail::Pause pause(detail::to_thread(*device_));
+  engine::Engine& eng = detail::to_engine(*device_);
   const bool type_ok = attr.qp_type == IBV_QPT_RC || attr.qp_type == IBV_QPT_UD;
   if (!type_ok || !attr.send_cq || !attr.recv_cq || !cap_ok(attr, device_->limits()) ||
       (attr.srq && &attr.srq->pd() != this)) {
@@ -122,9 +123,9 @@ std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, i
   auto qp = std::make_unique<transport::Qp>();
   qp->eng = &eng;
   qp->pd = this;
-  qp->scq = attr.send_cq;
-  qp->rcq = attr.recv_cq;
-  qp->srq = attr.srq;
+  qp->scq = &detail::to_cq(*attr.send_cq);
+  qp->rcq = &detail::to_cq(*attr.recv_cq);
+  qp->srq = attr.srq ? &detail::to_srq(*attr.srq) : nullptr;
   qp->init = attr;
   if (qp->init.cap.max_send_sge == 0) qp->init.cap.max_send_sge = 1;
   qp->qpn = qpn;
@@ -133,15 +134,15 @@ std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, i
   qp->rq.max_sge = attr.cap.max_recv_sge ? attr.cap.max_recv_sge : 1;
   qp->resp.out.reset(8);
   qp->hdr.bth.pkey = wire::kDefaultPkey;
-  transport::cc_setup(*qp, attr.cc ? *attr.cc : eng.config().cc);
-  attr.send_cq->attach();
-  attr.recv_cq->attach();
-  if (attr.srq) attr.srq->attach();
+  transport::cc_setup(*qp, attr.cc ? *attr.cc : eng.device_config().cc);
+  qp->scq->attach();
+  qp->rcq->attach();
+  if (qp->srq) ++qp->srq->users;
   eng.add_qp(qp.get());
   ++children_;
   std::unique_ptr<QueuePair> q(new QueuePair(this, std::move(qp)));
   std::string why;
-  if (!device_->engine_thread().attach_qp(*q, why)) {
+  if (!detail::to_thread(*device_).attach_qp(*q, why)) {
     // Its destructor detaches the rest; attach_qp left no trace.
     err = ENOMEM;
     return nullptr;
@@ -151,7 +152,7 @@ std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, i
 }
 
 std::unique_ptr<SharedReceiveQueue> ProtectionDomain::create_srq(const SrqInitAttr& attr, int& err) {
-  detail::Pause pause(device_->engine_thread());
+  detail::Pause pause(detail::to_thread(*device_));
   const DeviceLimits& lim = device_->limits();
   if (attr.max_wr == 0 || attr.max_wr > lim.max_qp_wr || attr.max_sge == 0 || attr.max_sge > lim.max_sge) {
     err = EINVAL;
@@ -163,7 +164,7 @@ std::unique_ptr<SharedReceiveQueue> ProtectionDomain::create_srq(const SrqInitAt
 }
 
 std::unique_ptr<AddressHandle> ProtectionDomain::create_ah(const ibv_ah_attr& attr, int& err) {
-  detail::Pause pause(device_->engine_thread());
+  detail::Pause pause(detail::to_thread(*device_));
   if (!attr.is_global || attr.grh.sgid_index >= device_->gids().size()) {
     err = EINVAL;
     return nullptr;
@@ -176,8 +177,8 @@ std::unique_ptr<AddressHandle> ProtectionDomain::create_ah(const ibv_ah_attr& at
     return nullptr;
   }
   wire::MacAddr dmac;
-  if (!device_->engine().resolve(dgid, dmac)) {
-    device_->engine().resolve_neighbor(dgid);  // so that a retry can succeed
+  if (!detail::to_engine(*device_).resolve(dgid, dmac)) {
+    detail::to_engine(*device_).resolve_neighbor(dgid);  // so that a retry can succeed
     err = EHOSTUNREACH;
     return nullptr;
   }
@@ -187,11 +188,11 @@ std::unique_ptr<AddressHandle> ProtectionDomain::create_ah(const ibv_ah_attr& at
 }
 
 MemoryRegion::~MemoryRegion() {
-  detail::Pause pause(pd_->device().engine_thread());
+  detail::Pause pause(detail::to_thread(pd_->device()));
   if (use_count_ != 0)
     std::fprintf(stderr, "uroce: memory region 0x%x destroyed while %u posted work request(s) use it; "
                  "they will complete with a protection error\n", key_, use_count_);
-  if (key_ != 0) pd_->device().engine().mrs().remove(key_);
+  if (key_ != 0) detail::to_engine(pd_->device()).mrs().remove(key_);
   // Frames may still point into the region (a NIC frees sent mbufs only on
   // later TX calls): then owned memory goes with the last of them, and
   // memory the application registered must stay mapped until then.

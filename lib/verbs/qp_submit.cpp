@@ -11,7 +11,6 @@
 #include "../transport/post.h"
 #include "../transport/qp.h"
 #include "../transport/transport.h"
-#include "uroce/verbs/completion_queue.h"
 
 namespace uroce::detail {
 namespace {
@@ -56,7 +55,7 @@ void build_send(uint8_t* buf, const QpSubmit& s, const SendWr& wr) {
 
 // A WR that passed the caller's checks but that the transport refused when
 // it ran: it must still complete, never vanish.
-void refused(transport::Qp& qp, CompletionQueue& cq, uint64_t wr_id, ibv_wc_opcode op) {
+void refused(transport::Qp& qp, transport::Cq& cq, uint64_t wr_id, ibv_wc_opcode op) {
   ibv_wc wc{};
   wc.wr_id = wr_id;
   wc.status = IBV_WC_LOC_QP_OP_ERR;

@@ -1,3 +1,4 @@
+#include "access.h"
 #include "uroce/verbs/queue_pair.h"
 
 #include "../engine/engine.h"
@@ -18,22 +19,22 @@ QueuePair::QueuePair(ProtectionDomain* pd, std::unique_ptr<transport::Qp> impl)
     : pd_(pd), impl_(std::move(impl)) {}
 
 QueuePair::~QueuePair() {
-  detail::EngineThread& thread = pd_->device().engine_thread();
+  detail::EngineThread& thread = detail::to_thread(pd_->device());
   detail::Pause pause(thread);
   transport::Qp& qp = *impl_;
   // Like ibv_destroy_qp: outstanding work is dropped without completions,
   // but the regions it referenced are released.
   transport::modify_qp(qp, [] { ibv_qp_attr a{}; a.qp_state = IBV_QPS_RESET; return a; }(), IBV_QP_STATE);
-  qp.eng->remove_qp(&qp);
+  detail::to_engine(pd_->device()).remove_qp(&qp);
   qp.scq->detach();
   qp.rcq->detach();
-  if (qp.srq) qp.srq->detach();
+  if (qp.srq) --qp.srq->users;
   thread.detach_qp(*this);
   --pd_->children_;
 }
 
 int QueuePair::modify(const ibv_qp_attr& attr, int attr_mask) {
-  detail::EngineThread& thread = pd_->device().engine_thread();
+  detail::EngineThread& thread = detail::to_thread(pd_->device());
   detail::Pause pause(thread);
   const int err = transport::modify_qp(*impl_, attr, attr_mask);
   thread.after_control(*this);
@@ -42,7 +43,7 @@ int QueuePair::modify(const ibv_qp_attr& attr, int attr_mask) {
 
 int QueuePair::query(ibv_qp_attr& attr, int attr_mask, QpInitAttr& init) const {
   (void)attr_mask;  // everything is cheap to report
-  detail::Pause pause(pd_->device().engine_thread());
+  detail::Pause pause(detail::to_thread(pd_->device()));
   transport::query_qp(*impl_, attr);
   init = impl_->init;
   return 0;
@@ -72,12 +73,12 @@ uint32_t QueuePair::qp_num() const { return impl_->qpn; }
 ibv_qp_type QueuePair::qp_type() const { return impl_->init.qp_type; }
 
 ibv_qp_state QueuePair::state() const {
-  detail::Pause pause(pd_->device().engine_thread());
+  detail::Pause pause(detail::to_thread(pd_->device()));
   return impl_->state;
 }
 
 const TransportCounters& QueuePair::counters() const {
-  detail::EngineThread& thread = pd_->device().engine_thread();
+  detail::EngineThread& thread = detail::to_thread(pd_->device());
   if (!thread.threaded()) return impl_->counters;
   detail::Pause pause(thread);
   counters_snapshot_ = impl_->counters;
@@ -85,7 +86,7 @@ const TransportCounters& QueuePair::counters() const {
 }
 
 cc::CcStats QueuePair::cc_stats() const {
-  detail::EngineThread& thread = pd_->device().engine_thread();
+  detail::EngineThread& thread = detail::to_thread(pd_->device());
   if (!thread.threaded()) return transport::cc_stats(*impl_);
   detail::Pause pause(thread);
   return transport::cc_stats(*impl_);

@@ -1,3 +1,4 @@
+#include "access.h"
 #include "uroce/verbs/shared_receive_queue.h"
 
 #include <cerrno>
@@ -18,18 +19,19 @@ SharedReceiveQueue::SharedReceiveQueue(ProtectionDomain* pd, const SrqInitAttr& 
     : pd_(pd), max_sge_(attr.max_sge), queue_(std::make_unique<transport::RecvQueue>()) {
   queue_->wq.reset(attr.max_wr);
   queue_->max_sge = attr.max_sge;
+  queue_->owner = this;
 }
 
 SharedReceiveQueue::~SharedReceiveQueue() {
-  detail::Pause pause(pd_->device().engine_thread());
-  if (users_ != 0) {
-    std::fprintf(stderr, "uroce: shared receive queue destroyed while %u QP(s) still use it\n", users_);
+  detail::Pause pause(detail::to_thread(pd_->device()));
+  if (queue_->users != 0) {
+    std::fprintf(stderr, "uroce: shared receive queue destroyed while %u QP(s) still use it\n", queue_->users);
     std::abort();
   }
   // An unread limit event would hand out a pointer to this queue.
-  pd_->device().engine().drop_async_events(this);
+  detail::to_engine(pd_->device()).drop_async_events(this);
   // Receives still posted hold references to their regions: give them back.
-  memory::MrTable& mrs = pd_->device().engine().mrs();
+  memory::MrTable& mrs = detail::to_engine(pd_->device()).mrs();
   while (!queue_->wq.empty()) {
     const transport::SgeList& sgl = queue_->wq.front().sgl;
     for (int i = 0; i < sgl.num; ++i)
@@ -42,9 +44,9 @@ SharedReceiveQueue::~SharedReceiveQueue() {
 // Posted on the caller's thread with the engine parked: SRQ posts are
 // rare enough (threaded mode) not to need a ring of their own.
 int SharedReceiveQueue::post_recv(const RecvWr* wr, const RecvWr** bad) {
-  detail::Pause pause(pd_->device().engine_thread());
+  detail::Pause pause(detail::to_thread(pd_->device()));
   for (; wr != nullptr; wr = wr->next) {
-    if (int err = transport::post_recv_to(*queue_, pd_->device().engine(), *wr)) {
+    if (int err = transport::post_recv_to(*queue_, detail::to_engine(pd_->device()), *wr)) {
       if (bad) *bad = wr;
       return err;
     }
@@ -55,7 +57,7 @@ int SharedReceiveQueue::post_recv(const RecvWr* wr, const RecvWr** bad) {
 int SharedReceiveQueue::modify(const ibv_srq_attr& attr, int attr_mask) {
   if (attr_mask & ~(IBV_SRQ_LIMIT | IBV_SRQ_MAX_WR)) return EINVAL;
   if (attr_mask & IBV_SRQ_MAX_WR) return EINVAL;  // no resizing
-  detail::Pause pause(pd_->device().engine_thread());
+  detail::Pause pause(detail::to_thread(pd_->device()));
   if (attr_mask & IBV_SRQ_LIMIT) {
     if (attr.srq_limit > queue_->wq.capacity()) return EINVAL;
     queue_->limit = attr.srq_limit;
@@ -64,7 +66,7 @@ int SharedReceiveQueue::modify(const ibv_srq_attr& attr, int attr_mask) {
 }
 
 int SharedReceiveQueue::query(ibv_srq_attr& attr) const {
-  detail::Pause pause(pd_->device().engine_thread());
+  detail::Pause pause(detail::to_thread(pd_->device()));
   attr.max_wr = queue_->wq.capacity();
   attr.max_sge = max_sge_;
   attr.srq_limit = queue_->limit;
@@ -73,7 +75,7 @@ int SharedReceiveQueue::query(ibv_srq_attr& attr) const {
 
 uint32_t SharedReceiveQueue::max_wr() const { return queue_->wq.capacity(); }
 uint32_t SharedReceiveQueue::posted() const {
-  detail::Pause pause(pd_->device().engine_thread());
+  detail::Pause pause(detail::to_thread(pd_->device()));
   return queue_->wq.size();
 }
 

@@ -1,4 +1,4 @@
-#include "uroce/wire/header_template.h"
+#include "wire/header_template.h"
 
 #include <cstring>
 

@@ -1,4 +1,4 @@
-#include "uroce/wire/neighbor.h"
+#include "wire/neighbor.h"
 
 #include <cstring>
 

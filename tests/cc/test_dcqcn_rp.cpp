@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "uroce/cc/dcqcn_rp.h"
+#include "cc/dcqcn_rp.h"
 
 using namespace uroce::cc;
 

@@ -6,7 +6,7 @@
 #include "connected_pair.h"
 #include "mbuf_test_util.h"
 #include "uroce/sim/sim_fabric.h"
-#include "uroce/wire/neighbor.h"
+#include "wire/neighbor.h"
 #include "uroce/verbs/verbs.h"
 
 using namespace uroce;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "verbs/access.h"
 #include "memory/access.h"
 #include "verbs_test_util.h"
 
@@ -17,7 +18,7 @@ namespace {
 struct AccessFixture {
   AccessFixture() : fabric(21) {
     Device& dev = fabric.add_device("10.0.0.1", vt::small_device());
-    mrs = &dev.engine().mrs();
+    mrs = &uroce::detail::to_engine(dev).mrs();
     pd1 = dev.alloc_pd();
     pd2 = dev.alloc_pd();
     int err = -1;

@@ -6,22 +6,9 @@
 #include <memory>
 #include <vector>
 
-#include "uroce/verbs/completion_queue.h"
-
-namespace uroce::test {
-
-struct CompletionQueueAccess {
-  static std::unique_ptr<CompletionQueue> make(uint32_t capacity) {
-    return std::unique_ptr<CompletionQueue>(new CompletionQueue(capacity));
-  }
-  static void start_counters_at(CompletionQueue& cq, uint32_t n) { cq.head_ = cq.tail_ = n; }
-};
-
-}  // namespace uroce::test
+#include "transport/cq.h"
 
 namespace {
-
-using uroce::test::CompletionQueueAccess;
 
 ibv_wc completion(uint64_t id) {
   ibv_wc wc{};
@@ -33,10 +20,10 @@ ibv_wc completion(uint64_t id) {
 
 // Pushes `push` completions numbered from next_id, then polls `poll` and
 // checks they come out oldest first, numbered from want_id.
-void push_then_poll(uroce::CompletionQueue& cq, uint64_t& next_id, uint64_t& want_id, int push, int poll) {
+void push_then_poll(uroce::transport::Cq& cq, uint64_t& next_id, uint64_t& want_id, int push, int poll) {
   for (int i = 0; i < push; ++i) cq.push(completion(next_id++));
   std::vector<ibv_wc> wc(size_t(poll) + 1);
-  REQUIRE(cq.poll(poll, wc.data()) == poll);
+  REQUIRE(cq.take(poll, wc.data()) == poll);
   for (int i = 0; i < poll; ++i) CHECK(wc[size_t(i)].wr_id == want_id++);
 }
 
@@ -45,18 +32,18 @@ void push_then_poll(uroce::CompletionQueue& cq, uint64_t& next_id, uint64_t& wan
 TEST_CASE("CQ counters wrap at 2^32 without losing or reordering completions", "[units]") {
   for (uint32_t capacity : {3u, 4u, 5u}) {
     INFO("capacity " << capacity);
-    auto cq = CompletionQueueAccess::make(capacity);
-    CompletionQueueAccess::start_counters_at(*cq, 0xFFFFFFFFu - 1);
+    auto cq = std::make_unique<uroce::transport::Cq>(capacity);
+    cq->start_counters_at(0xFFFFFFFFu - 1);
     uint64_t next_id = 1, want_id = 1;
     // Full rings on both sides of the wrap, and partial polls across it.
     push_then_poll(*cq, next_id, want_id, int(capacity), 1);
     push_then_poll(*cq, next_id, want_id, 1, int(capacity) - 1);
     push_then_poll(*cq, next_id, want_id, int(capacity) - 1, int(capacity));
-    CHECK(cq->size() == 0);
+    CHECK(cq->held() == 0);
     CHECK_FALSE(cq->overflowed());
     // One past full across the wrap: kept in the overflow list, in order.
     push_then_poll(*cq, next_id, want_id, int(capacity) + 1, int(capacity) + 1);
     CHECK(cq->overflowed());
-    CHECK(cq->size() == 0);
+    CHECK(cq->held() == 0);
   }
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "verbs/access.h"
 #include "memory/mr_table.h"
 #include "verbs_test_util.h"
 
@@ -17,7 +18,7 @@ TEST_CASE("MR keys: unique, random upper half, dead after dereg, 0 never valid",
   sim::SimFabric fabric(11);
   Device& dev = fabric.add_device("10.0.0.1", vt::small_device());
   auto pd = dev.alloc_pd();
-  const memory::MrTable& mrs = dev.engine().mrs();
+  const memory::MrTable& mrs = uroce::detail::to_engine(dev).mrs();
   std::vector<uint8_t> mem(4096);
 
   std::vector<std::unique_ptr<MemoryRegion>> regions;

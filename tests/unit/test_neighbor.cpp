@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "uroce/capture/pcap_file.h"
-#include "uroce/wire/neighbor.h"
+#include "wire/neighbor.h"
 
 using namespace uroce;
 using namespace uroce::wire;

@@ -7,7 +7,7 @@
 #include "test_support.h"
 #include "uroce/wire/builder.h"
 #include "uroce/wire/ext_headers.h"
-#include "uroce/wire/header_template.h"
+#include "wire/header_template.h"
 #include "uroce/wire/ipv4.h"
 #include "uroce/wire/parser.h"
 

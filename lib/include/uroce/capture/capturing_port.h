@@ -4,6 +4,8 @@
 // front of a port when asked for.
 #pragma once
 
+#include "uroce/api.h"
+
 #include <memory>
 #include <vector>
 
@@ -13,7 +15,7 @@
 
 namespace uroce::capture {
 
-class CapturingPort : public PacketPort {
+class UROCE_API CapturingPort : public PacketPort {
  public:
   // `writer` may be shared by several ports (one file for both ends).
   CapturingPort(PacketPort& inner, PcapWriter& writer, const Clock& clock)

@@ -3,6 +3,8 @@
 // engine's capture option will write every frame it sends and receives.
 #pragma once
 
+#include "uroce/api.h"
+
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -19,7 +21,7 @@ struct CapturedFrame {
   int64_t ts_usec = 0;
 };
 
-class PcapReader {
+class UROCE_API PcapReader {
  public:
   // nullptr and a message naming the file and the reason on failure.
   static std::unique_ptr<PcapReader> open(const std::string& path, std::string& error);
@@ -39,7 +41,7 @@ class PcapReader {
   std::string error_;
 };
 
-class PcapWriter {
+class UROCE_API PcapWriter {
  public:
   static std::unique_ptr<PcapWriter> create(const std::string& path, std::string& error);
   ~PcapWriter();

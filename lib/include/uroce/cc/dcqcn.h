@@ -7,6 +7,8 @@
 // copy a NIC's settings into `--cc-param name=value` unchanged.
 #pragma once
 
+#include "uroce/api.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -66,13 +68,13 @@ struct DcqcnParams {
 };
 
 // ConnectX (mlx5) firmware defaults: the field initialisers above.
-DcqcnParams preset_mlx5();
+UROCE_API DcqcnParams preset_mlx5();
 // SIGCOMM 2015 (at 40 Gb/s): g 1/256, K 55 µs, T 55 µs, B 10 MB, F 5,
 // R_AI 40 Mb/s, N 50 µs, R_T clamped on every decrease, no monitor period.
-DcqcnParams preset_paper();
+UROCE_API DcqcnParams preset_paper();
 
 // What a device runs, and what a QP may override (QpInitAttr::cc).
-struct CcConfig {
+struct UROCE_API CcConfig {
   CcAlgo algo = CcAlgo::none;
   DcqcnParams dcqcn = preset_mlx5();
   // Link speed of the port, Mb/s: the ceiling of R_C (unless rpg_max_rate).
@@ -83,16 +85,16 @@ struct CcConfig {
 // "none" (ECN-capable data, CE marks counted, no CNPs, no pacing),
 // "dcqcn" (= "dcqcn-mlx5"), "dcqcn-paper". Replaces algo and dcqcn; false
 // with a message listing the choices otherwise.
-bool parse_cc(std::string_view name, CcConfig& cfg, std::string& error);
+UROCE_API bool parse_cc(std::string_view name, CcConfig& cfg, std::string& error);
 // One override "name=value" (a DcqcnParams field, or line_rate_mbps); the
 // value is a decimal integer. False with a message naming the key.
-bool apply_cc_param(std::string_view assignment, CcConfig& cfg, std::string& error);
+UROCE_API bool apply_cc_param(std::string_view assignment, CcConfig& cfg, std::string& error);
 // A file of "name = value" lines ('#' starts a comment): an optional first
 // "cc = none|dcqcn|dcqcn-paper", then parameters as for apply_cc_param.
 // False with "path:line: reason" on the first bad line.
-bool load_cc_file(const std::string& path, CcConfig& cfg, std::string& error);
+UROCE_API bool load_cc_file(const std::string& path, CcConfig& cfg, std::string& error);
 // "dcqcn rpg_time_reset=300 ..." / "none": every parameter, for logs.
-std::string describe(const CcConfig& cfg);
+UROCE_API std::string describe(const CcConfig& cfg);
 
 // Per-QP congestion-control state and counters: QueuePair::cc_stats().
 struct CcStats {

@@ -3,11 +3,13 @@
 // every run is reproducible). Read once per poll, not per packet.
 #pragma once
 
+#include "uroce/api.h"
+
 #include <cstdint>
 
 namespace uroce {
 
-class Clock {
+class UROCE_API Clock {
  public:
   virtual ~Clock() = default;
   virtual uint64_t now_ns() const = 0;

@@ -5,6 +5,8 @@
 // address or a vdev string; see docs/ports.md.
 #pragma once
 
+#include "uroce/api.h"
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -30,7 +32,7 @@ struct DpdkPortConfig {
   std::optional<wire::MacAddr> mac{};
 };
 
-class DpdkPort final : public PacketPort {
+class UROCE_API DpdkPort final : public PacketPort {
  public:
   // nullptr and a message naming the device and the reason on failure.
   static std::unique_ptr<DpdkPort> open(const DpdkPortConfig& config, std::string& error);
@@ -82,7 +84,7 @@ class DpdkPort final : public PacketPort {
 // NIC and no hugepages. `name` (at most 20 characters, no commas) names
 // the ethdev ports "net_ring_<name>_a" and "net_ring_<name>_b". The ring
 // PMD has no MAC: each port gets a locally administered one (02:75:72:...).
-bool open_ring_pair(const std::string& name, uint16_t mtu, std::unique_ptr<DpdkPort>& a,
+UROCE_API bool open_ring_pair(const std::string& name, uint16_t mtu, std::unique_ptr<DpdkPort>& a,
                     std::unique_ptr<DpdkPort>& b, std::string& error);
 
 }  // namespace uroce

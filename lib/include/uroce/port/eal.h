@@ -4,6 +4,8 @@
 // asked, no telemetry socket, nothing left behind in /dev/hugepages).
 #pragma once
 
+#include "uroce/api.h"
+
 #include <string>
 #include <vector>
 
@@ -33,11 +35,11 @@ struct EalConfig {
 //
 // On failure: false and a message with what EAL reported, the EAL command
 // line, and what to do.
-bool eal_init(const EalConfig& config, std::string& error);
+UROCE_API bool eal_init(const EalConfig& config, std::string& error);
 
 // A hugetlbfs mount whose page size has free pages, writable by us.
-bool eal_hugepages_available();
+UROCE_API bool eal_hugepages_available();
 
-bool eal_initialized();
+UROCE_API bool eal_initialized();
 
 }  // namespace uroce

@@ -3,6 +3,8 @@
 // the one virtual call is spread over up to a burst of frames.
 #pragma once
 
+#include "uroce/api.h"
+
 #include <cstdint>
 
 #include "uroce/wire/eth.h"
@@ -20,7 +22,7 @@ enum class TxChains {
   any_memory,   // chains, read by virtual address (software ports)
 };
 
-class PacketPort {
+class UROCE_API PacketPort {
  public:
   virtual ~PacketPort() = default;
 

@@ -2,13 +2,15 @@
 // (rte_get_tsc_cycles / rte_get_tsc_hz). All TscClocks of a process agree.
 #pragma once
 
+#include "uroce/api.h"
+
 #include <cstdint>
 
 #include "uroce/port/clock.h"
 
 namespace uroce {
 
-class TscClock final : public Clock {
+class UROCE_API TscClock final : public Clock {
  public:
   // Reads the TSC frequency; the EAL must be initialised. Without it
   // (frequency 0) the clock falls back to std::chrono::steady_clock, for

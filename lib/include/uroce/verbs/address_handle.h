@@ -3,6 +3,8 @@
 // table, so the send path never looks it up.
 #pragma once
 
+#include "uroce/api.h"
+
 #include <infiniband/verbs.h>
 
 #include "uroce/wire/eth.h"
@@ -12,7 +14,7 @@ namespace uroce {
 
 class ProtectionDomain;
 
-class AddressHandle {
+class UROCE_API AddressHandle {
  public:
   ~AddressHandle();
   AddressHandle(const AddressHandle&) = delete;

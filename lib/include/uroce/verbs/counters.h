@@ -2,11 +2,13 @@
 // operators can read them side by side.
 #pragma once
 
+#include "uroce/api.h"
+
 #include <cstdint>
 
 namespace uroce {
 
-struct TransportCounters {
+struct UROCE_API TransportCounters {
   uint64_t sent_pkts = 0;
   uint64_t rcvd_pkts = 0;
   uint64_t duplicate_request = 0;    // responder: request PSN already executed

@@ -6,6 +6,8 @@
 // application thread per QP and per CQ at a time (docs/engine.md).
 #pragma once
 
+#include "uroce/api.h"
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -25,6 +27,7 @@ class Engine;
 }
 namespace detail {
 class EngineThread;
+struct Access;
 }
 
 class ProtectionDomain;
@@ -56,7 +59,7 @@ struct DeviceConfig {
   cc::CcConfig cc{};
 };
 
-class Device {
+class UROCE_API Device {
  public:
   // nullptr with a message naming the problem on failure.
   static std::unique_ptr<Device> open(const DeviceConfig& config, std::string& error);
@@ -106,10 +109,8 @@ class Device {
   // Sum over live and destroyed QPs plus device-level drops.
   DeviceCounters counters() const;
 
-  engine::Engine& engine() { return *engine_; }
-  detail::EngineThread& engine_thread() const { return *thread_; }
-
  private:
+  friend struct detail::Access;
   explicit Device(std::unique_ptr<engine::Engine> engine);
   std::unique_ptr<engine::Engine> engine_;
   std::unique_ptr<detail::EngineThread> thread_;

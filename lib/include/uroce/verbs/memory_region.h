@@ -3,6 +3,8 @@
 // peer cannot guess a valid key from another one.
 #pragma once
 
+#include "uroce/api.h"
+
 #include <cstddef>
 #include <cstdint>
 
@@ -10,7 +12,7 @@ namespace uroce {
 
 class ProtectionDomain;
 
-class MemoryRegion {
+class UROCE_API MemoryRegion {
  public:
   ~MemoryRegion();
   MemoryRegion(const MemoryRegion&) = delete;

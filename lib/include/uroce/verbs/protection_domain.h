@@ -3,6 +3,8 @@
 // succeeds only with a key of a region in the QP's own PD.
 #pragma once
 
+#include "uroce/api.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -17,7 +19,7 @@ class QueuePair;
 class SharedReceiveQueue;
 class AddressHandle;
 
-class ProtectionDomain {
+class UROCE_API ProtectionDomain {
  public:
   ~ProtectionDomain();
   ProtectionDomain(const ProtectionDomain&) = delete;

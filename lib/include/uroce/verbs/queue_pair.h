@@ -5,6 +5,8 @@
 // attribute, mask or state, ENOMEM for a full queue, as a verbs user expects.
 #pragma once
 
+#include "uroce/api.h"
+
 #include <infiniband/verbs.h>
 
 #include <cstdint>
@@ -22,11 +24,12 @@ struct Qp;
 namespace detail {
 class EngineThread;
 struct QpSubmit;
+struct Access;
 }  // namespace detail
 
 class ProtectionDomain;
 
-class QueuePair {
+class UROCE_API QueuePair {
  public:
   ~QueuePair();
   QueuePair(const QueuePair&) = delete;
@@ -55,9 +58,8 @@ class QueuePair {
   cc::CcStats cc_stats() const;
   ProtectionDomain& pd() const { return *pd_; }
 
-  transport::Qp& impl() { return *impl_; }
-
  private:
+  friend struct detail::Access;
   friend class ProtectionDomain;
   friend class detail::EngineThread;
   QueuePair(ProtectionDomain* pd, std::unique_ptr<transport::Qp> impl);

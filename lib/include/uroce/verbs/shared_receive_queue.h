@@ -2,6 +2,8 @@
 // in posting order (ibv_create_srq / ibv_post_srq_recv).
 #pragma once
 
+#include "uroce/api.h"
+
 #include <infiniband/verbs.h>
 
 #include <memory>
@@ -13,10 +15,13 @@ namespace uroce {
 namespace transport {
 struct RecvQueue;
 }
+namespace detail {
+struct Access;
+}
 
 class ProtectionDomain;
 
-class SharedReceiveQueue {
+class UROCE_API SharedReceiveQueue {
  public:
   ~SharedReceiveQueue();
   SharedReceiveQueue(const SharedReceiveQueue&) = delete;
@@ -36,19 +41,14 @@ class SharedReceiveQueue {
   uint32_t posted() const;
   ProtectionDomain& pd() const { return *pd_; }
 
-  // Transport side.
-  transport::RecvQueue& queue() { return *queue_; }
-  void attach() { ++users_; }
-  void detach() { --users_; }
-
  private:
   friend class ProtectionDomain;
+  friend struct detail::Access;
   SharedReceiveQueue(ProtectionDomain* pd, const SrqInitAttr& attr);
 
   ProtectionDomain* pd_;
   uint32_t max_sge_;
   std::unique_ptr<transport::RecvQueue> queue_;
-  uint32_t users_ = 0;
 };
 
 }  // namespace uroce

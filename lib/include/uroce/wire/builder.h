@@ -6,6 +6,8 @@
 // place; build_frame() is the contiguous convenience.
 #pragma once
 
+#include "uroce/api.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -23,7 +25,7 @@ enum class BuildError : uint8_t {
   no_room,             // output buffer too small
   bad_address,         // IPv4 frame with a non-v4-mapped address
 };
-const char* to_string(BuildError e);
+UROCE_API const char* to_string(BuildError e);
 
 struct FrameLayout {
   uint16_t l3_off = 0;
@@ -45,16 +47,16 @@ struct BuildOptions {
 enum class Ipv4Checksum : uint8_t { compute, offloaded };
 
 // Writes headers [0, layout.payload_off) for a payload of f.payload_len bytes.
-BuildError build_headers(const PacketFields& f, std::span<uint8_t> out, FrameLayout& layout,
+UROCE_API BuildError build_headers(const PacketFields& f, std::span<uint8_t> out, FrameLayout& layout,
                          Ipv4Checksum ipv4_checksum = Ipv4Checksum::compute);
 
 // ICRC of a frame whose headers are at `headers` and whose payload is the
 // concatenation of `pieces`, followed by layout.pad zero bytes.
-uint32_t compute_icrc(const uint8_t* headers, const FrameLayout& layout,
+UROCE_API uint32_t compute_icrc(const uint8_t* headers, const FrameLayout& layout,
                       std::span<const std::span<const uint8_t>> pieces);
 
 // Whole frame into `out`: headers, payload, zero pad, ICRC.
-BuildError build_frame(const PacketFields& f, std::span<const uint8_t> payload, std::span<uint8_t> out,
+UROCE_API BuildError build_frame(const PacketFields& f, std::span<const uint8_t> payload, std::span<uint8_t> out,
                        FrameLayout& layout, const BuildOptions& opts = {});
 
 }  // namespace uroce::wire

@@ -1,6 +1,8 @@
 // Ethernet II header with an optional 802.1Q tag.
 #pragma once
 
+#include "uroce/api.h"
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -18,7 +20,7 @@ inline constexpr uint16_t kEtherTypeIpv6 = 0x86DD;
 inline constexpr uint16_t kEtherTypeVlan = 0x8100;
 inline constexpr uint16_t kEtherTypeArp = 0x0806;
 
-struct MacAddr {
+struct UROCE_API MacAddr {
   std::array<uint8_t, 6> bytes{};
 
   bool operator==(const MacAddr&) const = default;

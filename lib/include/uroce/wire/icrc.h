@@ -8,6 +8,8 @@
 // the other, without gathering the packet into one buffer.
 #pragma once
 
+#include "uroce/api.h"
+
 #include <cstddef>
 #include <cstdint>
 
@@ -16,12 +18,12 @@ namespace uroce::wire {
 // zlib-compatible CRC-32 continuation: crc32(crc32(0, a), b) == crc32(0, a+b).
 // Dispatches to ISA-L's crc32_gzip_refl (VPCLMULQDQ/PCLMULQDQ, chosen at run
 // time by ISA-L) when the build found ISA-L, to zlib otherwise.
-uint32_t crc32(uint32_t crc, const uint8_t* p, size_t n);
+UROCE_API uint32_t crc32(uint32_t crc, const uint8_t* p, size_t n);
 
 enum class CrcImpl : uint8_t { isal, zlib };
-bool crc32_impl_available(CrcImpl impl);
-uint32_t crc32_with(CrcImpl impl, uint32_t crc, const uint8_t* p, size_t n);
-const char* crc32_impl_name();  // the one crc32() uses
+UROCE_API bool crc32_impl_available(CrcImpl impl);
+UROCE_API uint32_t crc32_with(CrcImpl impl, uint32_t crc, const uint8_t* p, size_t n);
+UROCE_API const char* crc32_impl_name();  // the one crc32() uses
 
 // CRC state after the 8 bytes of 0xFF. (rxe starts from 0xDEBB20E3, the
 // same state before zlib's final inversion.)
@@ -43,6 +45,6 @@ inline constexpr size_t kIcrcMaxMaskedLen = kIcrcMaxHeaderLen + kIcrcSmallBody;
 // the same call saves a short CRC call, which is slow for a few bytes; for
 // the same reason `ext_len` may also take in up to kIcrcSmallBody bytes of
 // payload that follow the extension headers in memory (never masked).
-uint32_t icrc_masked_headers(const uint8_t* l3, size_t ip_hdr_len, bool ipv6, size_t ext_len = 0);
+UROCE_API uint32_t icrc_masked_headers(const uint8_t* l3, size_t ip_hdr_len, bool ipv6, size_t ext_len = 0);
 
 }  // namespace uroce::wire

@@ -4,6 +4,8 @@
 // entry and the GID in an out-of-band exchange are the same object.
 #pragma once
 
+#include "uroce/api.h"
+
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -11,7 +13,7 @@
 
 namespace uroce::wire {
 
-struct IpAddr {
+struct UROCE_API IpAddr {
   std::array<uint8_t, 16> bytes{};
 
   bool operator==(const IpAddr&) const = default;

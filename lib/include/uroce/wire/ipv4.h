@@ -1,6 +1,8 @@
 // IPv4 header (RFC 791).
 #pragma once
 
+#include "uroce/api.h"
+
 #include <cstddef>
 #include <cstdint>
 
@@ -52,6 +54,6 @@ using Ipv4Ref = Ipv4T<uint8_t>;
 
 // RFC 1071 ones'-complement sum of a header, folded and inverted. Over a
 // header whose checksum field is correct the result is 0.
-uint16_t ipv4_header_checksum(const uint8_t* hdr, size_t len);
+UROCE_API uint16_t ipv4_header_checksum(const uint8_t* hdr, size_t len);
 
 }  // namespace uroce::wire

@@ -4,6 +4,8 @@
 // table (like rxe_opcode.c), so adding an opcode is one line in opcode.cpp.
 #pragma once
 
+#include "uroce/api.h"
+
 #include <array>
 #include <cstdint>
 
@@ -99,7 +101,7 @@ struct OpcodeInfo {
   constexpr bool is_only() const { return has(opf::first | opf::last); }
 };
 
-extern const std::array<OpcodeInfo, 256> kOpcodeTable;
+extern UROCE_API const std::array<OpcodeInfo, 256> kOpcodeTable;
 
 inline const OpcodeInfo& opcode_info(uint8_t opcode) { return kOpcodeTable[opcode]; }
 

@@ -4,6 +4,8 @@
 // (shared/tools/oracle), so a test can compare verdicts one to one.
 #pragma once
 
+#include "uroce/api.h"
+
 #include <cstdint>
 
 namespace uroce::wire {
@@ -36,8 +38,8 @@ enum class ParseError : uint8_t {
 };
 
 // Short code, e.g. "icrc".
-const char* to_string(ParseError e);
+UROCE_API const char* to_string(ParseError e);
 // One-line explanation for users, e.g. "ICRC mismatch".
-const char* describe(ParseError e);
+UROCE_API const char* describe(ParseError e);
 
 }  // namespace uroce::wire

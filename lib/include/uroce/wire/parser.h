@@ -7,6 +7,8 @@
 // NAK instead of a silent drop, so they are kept apart.
 #pragma once
 
+#include "uroce/api.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -77,20 +79,20 @@ struct PacketView {
   uint8_t ecn() const { return ipv6 ? ipv6_hdr().ecn() : ipv4().ecn(); }
 };
 
-ParseError parse_frame(std::span<const uint8_t> frame, PacketView& out, const ParseOptions& opts = {});
+UROCE_API ParseError parse_frame(std::span<const uint8_t> frame, PacketView& out, const ParseOptions& opts = {});
 
 // Headers are read in place when the first segment holds them all, and
 // otherwise gathered into `scratch`, which must outlive `out`.
 struct HeaderScratch {
   alignas(8) uint8_t bytes[kMaxHeaderLen];
 };
-ParseError parse_mbuf(const rte_mbuf* m, PacketView& out, HeaderScratch& scratch,
+UROCE_API ParseError parse_mbuf(const rte_mbuf* m, PacketView& out, HeaderScratch& scratch,
                       const ParseOptions& opts = {});
 
 // Opcode-level checks on a parsed packet; pmtu 0 skips the MTU checks.
-ParseError check_semantics(const PacketView& v, uint32_t pmtu = 0);
+UROCE_API ParseError check_semantics(const PacketView& v, uint32_t pmtu = 0);
 
 // All fields as values (the ones the opcode does not carry stay zero).
-PacketFields decode_fields(const PacketView& v);
+UROCE_API PacketFields decode_fields(const PacketView& v);
 
 }  // namespace uroce::wire

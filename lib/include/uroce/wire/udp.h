@@ -1,6 +1,8 @@
 // UDP header and the RoCEv2 UDP source-port rule.
 #pragma once
 
+#include "uroce/api.h"
+
 #include <cstddef>
 #include <cstdint>
 
@@ -62,7 +64,7 @@ constexpr uint16_t roce_udp_sport_unconnected(uint32_t qpn) {
 
 // RFC 768/8200 UDP checksum over the pseudo header and the datagram (whose
 // checksum field is included as it stands). 0 means the checksum is right.
-uint16_t udp_checksum_ipv4(const uint8_t* ip_hdr, const uint8_t* udp, size_t udp_len);
-uint16_t udp_checksum_ipv6(const uint8_t* ip_hdr, const uint8_t* udp, size_t udp_len);
+UROCE_API uint16_t udp_checksum_ipv4(const uint8_t* ip_hdr, const uint8_t* udp, size_t udp_len);
+UROCE_API uint16_t udp_checksum_ipv6(const uint8_t* ip_hdr, const uint8_t* udp, size_t udp_len);
 
 }  // namespace uroce::wire
