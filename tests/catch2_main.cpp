@@ -1,2 +1,5 @@
-#define CATCH_CONFIG_MAIN
-#include <catch2/catch.hpp>
+// Catch2 main of the test programs that need nothing started before Catch.
+#define CATCH_CONFIG_RUNNER
+#include "common/catch_session.h"
+
+int main(int argc, char** argv) { return uroce::test::run_catch(argc, argv); }

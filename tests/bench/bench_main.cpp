@@ -3,6 +3,8 @@
 // (dpdk-notes section 4); nothing else in the benchmarks needs EAL.
 #define CATCH_CONFIG_RUNNER
 #include "bench.h"
+// after bench.h, which enables the benchmarking macros
+#include "../common/catch_session.h"
 
 #include <rte_eal.h>
 #include <sched.h>
@@ -41,7 +43,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "wire-bench: rte_eal_init failed\n");
     return 1;
   }
-  const int rc = Catch::Session().run(argc, argv);
+  const int rc = uroce::test::run_catch(argc, argv);
   rte_eal_cleanup();
   return rc;
 }

@@ -19,6 +19,7 @@
 #include <memory>
 #include <vector>
 
+#include "../common/connected_pair.h"
 #include "uroce/sim/sim_fabric.h"
 #include "uroce/verbs/verbs.h"
 
@@ -26,8 +27,6 @@ namespace {
 
 using namespace uroce;
 
-constexpr int kAccess =
-    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 constexpr size_t kRegion = 4 << 20;
 
 struct FreeDeleter {
@@ -43,54 +42,26 @@ struct End {
   uint64_t addr(size_t off) const { return reinterpret_cast<uintptr_t>(mem.get()) + off; }
 };
 
-void make_end(Device& dev, End& e) {
-  // Application memory (reg_mr): wire-bench's EAL has only 64 MB of heap.
+test::QpOptions bench_options(ibv_mtu mtu) {
+  test::QpOptions o;
+  o.mtu = mtu;
+  o.timeout = 14;
+  o.max_send_sge = o.max_recv_sge = 1;
+  return o;
+}
+
+// The fixture's side, but on application memory (reg_mr): wire-bench's EAL
+// has only 64 MB of heap.
+void make_end(Device& dev, End& e, const test::QpOptions& o) {
   e.mem.reset(static_cast<uint8_t*>(std::aligned_alloc(4096, kRegion)));
   std::memset(e.mem.get(), 0x5a, kRegion);
   e.pd = dev.alloc_pd();
   int err = 0;
-  e.cq = dev.create_cq(4096, err);
+  e.cq = dev.create_cq(o.cq_entries, err);
   REQUIRE(err == 0);
-  e.mr = e.pd->reg_mr(e.mem.get(), kRegion, kAccess, err);
+  e.mr = e.pd->reg_mr(e.mem.get(), kRegion, o.mr_access, err);
   REQUIRE(err == 0);
-  QpInitAttr init;
-  init.send_cq = e.cq.get();
-  init.recv_cq = e.cq.get();
-  init.qp_type = IBV_QPT_RC;
-  init.cap.max_send_wr = 256;
-  init.cap.max_recv_wr = 256;
-  init.cap.max_send_sge = 1;
-  init.cap.max_recv_sge = 1;
-  init.cap.max_inline_data = 256;
-  e.qp = e.pd->create_qp(init, err);
-  REQUIRE(err == 0);
-}
-
-void connect(QueuePair& qp, const Device& remote, uint32_t remote_qpn, ibv_mtu mtu) {
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_INIT;
-  a.port_num = 1;
-  a.qp_access_flags = kAccess;
-  REQUIRE(qp.modify(a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0);
-  a = {};
-  a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = mtu;
-  a.dest_qp_num = remote_qpn;
-  a.max_dest_rd_atomic = 16;
-  a.min_rnr_timer = 1;
-  a.ah_attr.is_global = 1;
-  a.ah_attr.port_num = 1;
-  std::memcpy(a.ah_attr.grh.dgid.raw, remote.gids()[0].bytes.data(), 16);
-  REQUIRE(qp.modify(a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                           IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) == 0);
-  a = {};
-  a.qp_state = IBV_QPS_RTS;
-  a.timeout = 14;
-  a.retry_cnt = 7;
-  a.rnr_retry = 7;
-  a.max_rd_atomic = 16;
-  REQUIRE(qp.modify(a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                           IBV_QP_MAX_QP_RD_ATOMIC) == 0);
+  e.qp = test::make_qp(*e.pd, e.cq.get(), o);
 }
 
 // A connected pair and a prebuilt chain of n identical WRs from a to b.
@@ -105,10 +76,11 @@ class Bench {
     sim::LinkFaults perfect;
     perfect.latency_ns = 0;
     fabric_.wire().set_faults(perfect);
-    make_end(da, a_);
-    make_end(db, b_);
-    connect(*a_.qp, db, b_.qp->qp_num(), mtu);
-    connect(*b_.qp, da, a_.qp->qp_num(), mtu);
+    const test::QpOptions o = bench_options(mtu);
+    make_end(da, a_, o);
+    make_end(db, b_, o);
+    test::connect(*a_.qp, o, db, b_.qp->qp_num(), o.sq_psn);
+    test::connect(*b_.qp, o, da, a_.qp->qp_num(), o.sq_psn);
     sges_.resize(n);
     wrs_.resize(n);
     for (uint32_t i = 0; i < n; ++i) {

@@ -85,10 +85,8 @@ struct CcPair {
     db = open(*marker, v6 ? "fd00::2" : "10.0.0.2", cfg);
     da->add_neighbor(db->gids()[0], pb.mac());
     db->add_neighbor(da->gids()[0], pa.mac());
-    a = make_side(*da, 8 << 20, o);
-    b = make_side(*db, 8 << 20, o);
-    connect_qp(*a.qp, *db, b.qp->qp_num(), 100, 200, o);
-    connect_qp(*b.qp, *da, a.qp->qp_num(), 200, 100, o);
+    o.bytes = 8 << 20;
+    connect_pair(a, *da, with_psn(o, 100), b, *db, with_psn(o, 200));
   }
   ~CcPair() {
     for (Side* s : {&a, &b}) {
@@ -136,7 +134,7 @@ struct CcPair {
     return run_until(
                [&] {
                  while (posted < n && posted - done < 32 &&
-                        post_send(from, op, posted, 0, len, to.addr(), to.mr->rkey()) == 0)
+                        post_wr(from, op, posted, 0, len, to.addr(), to.mr->rkey()) == 0)
                    ++posted;
                  ibv_wc wc[16];
                  for (int k; (k = from.cq->poll(16, wc)) > 0;)

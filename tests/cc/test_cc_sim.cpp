@@ -238,19 +238,15 @@ TEST_CASE("many paced QPs each keep their own rate", "[cc-sim]") {
   constexpr size_t kQps = 32;
   constexpr uint32_t kWrs = 20, kLen = 16384;
   QpOptions o;
-  std::vector<Side> tx, rx;
-  for (size_t i = 0; i < kQps; ++i) {
-    tx.push_back(make_side(*p.da, kLen, o));
-    rx.push_back(make_side(*p.db, kLen, o));
-    connect_qp(*tx[i].qp, *p.db, rx[i].qp->qp_num(), 7, 9, o);
-    connect_qp(*rx[i].qp, *p.da, tx[i].qp->qp_num(), 9, 7, o);
-  }
+  o.bytes = kLen;
+  std::vector<Side> tx(kQps), rx(kQps);
+  for (size_t i = 0; i < kQps; ++i) connect_pair(tx[i], *p.da, with_psn(o, 7), rx[i], *p.db, with_psn(o, 9));
   auto run_all = [&](uint32_t per_qp, uint32_t len, std::vector<uint64_t>& done_at) {
     std::vector<uint32_t> done(kQps, 0);
     done_at.assign(kQps, 0);
     for (size_t i = 0; i < kQps; ++i)
       for (uint32_t k = 0; k < per_qp; ++k)
-        REQUIRE(post_send(tx[i], IBV_WR_RDMA_WRITE, k, 0, len, rx[i].addr(), rx[i].mr->rkey()) == 0);
+        REQUIRE(post_wr(tx[i], IBV_WR_RDMA_WRITE, k, 0, len, rx[i].addr(), rx[i].mr->rkey()) == 0);
     return p.run_until(
         [&] {
           size_t finished = 0;

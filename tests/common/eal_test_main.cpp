@@ -3,10 +3,11 @@
 #define CATCH_CONFIG_RUNNER
 #include <rte_eal.h>
 
-#include <catch2/catch.hpp>
 #include <cstdio>
 #include <string>
 #include <vector>
+
+#include "catch_session.h"
 
 namespace {
 
@@ -26,7 +27,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rte_eal_init failed\n");
     return 2;
   }
-  const int rc = Catch::Session().run(argc, argv);
+  const int rc = uroce::test::run_catch(argc, argv);
   rte_eal_cleanup();
   return rc;
 }

@@ -1,8 +1,9 @@
 // Main of the af_packet test program: it needs root (a private network
-// namespace and veth pairs), so it exits 77 (meson: skipped) with a
-// message when not root; then it starts the EAL through eal_init itself.
+// namespace and veth pairs) and the ip tool, so it exits 77 (meson:
+// skipped) with a message without them; then it starts the EAL through
+// eal_init itself.
 #define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
+#include "catch_session.h"
 
 #include <rte_eal.h>
 #include <unistd.h>
@@ -18,8 +19,8 @@ int main(int argc, char** argv) {
     return 77;
   }
   if (uroce::test::find_ip_tool().empty()) {
-    std::fprintf(stderr, "FAIL: the af_packet test needs the ip tool (apt-get install iproute2)\n");
-    return 1;
+    std::fprintf(stderr, "SKIP: the af_packet test needs the ip tool (apt-get install iproute2)\n");
+    return 77;
   }
   std::string error;
   if (!uroce::test::enter_private_netns(error)) {
@@ -30,7 +31,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "FAIL: %s\n", error.c_str());
     return 1;
   }
-  const int rc = Catch::Session().run(argc, argv);
+  const int rc = uroce::test::run_catch(argc, argv);
   rte_eal_cleanup();
   return rc;
 }

@@ -50,10 +50,8 @@ RealTimePair::RealTimePair(PacketPort& pa, PacketPort& pb, uint64_t seed, QpOpti
   db = open_device("uroce_b", pb, clock, "10.0.0.2", seed + 1);
   da->add_neighbor(ip("10.0.0.2"), pb.mac());
   db->add_neighbor(ip("10.0.0.1"), pa.mac());
-  a = make_side(*da, bytes, o);
-  b = make_side(*db, bytes, o);
-  connect_qp(*a.qp, *db, b.qp->qp_num(), 0xFFFFF0, 0x000100, o);
-  connect_qp(*b.qp, *da, a.qp->qp_num(), 0x000100, 0xFFFFF0, o);
+  o.bytes = bytes;
+  connect_pair(a, *da, with_psn(o, 0xFFFFF0), b, *db, with_psn(o, 0x000100));
 }
 
 RealTimePair::~RealTimePair() { quiesce(); }
@@ -102,7 +100,7 @@ void check_send_write_read(RealTimePair& p, uint64_t seed) {
   fill(a.buf(), kSend, seed);
   std::memset(b.buf(), 0, 8192);
   REQUIRE(post_recv(b, 11, 0, 8192) == 0);
-  REQUIRE(post_send(a, IBV_WR_SEND, 1, 0, kSend) == 0);
+  REQUIRE(post_wr(a, IBV_WR_SEND, 1, 0, kSend) == 0);
   auto wa = p.wait(a, 1);
   auto wb = p.wait(b, 1);
   REQUIRE(wa.size() == 1);
@@ -117,7 +115,7 @@ void check_send_write_read(RealTimePair& p, uint64_t seed) {
   constexpr uint32_t kWrite = 64 * 1024;
   fill(a.buf() + (64 << 10), kWrite, seed + 1);
   std::memset(b.buf() + (128 << 10), 0, kWrite + 4096);
-  REQUIRE(post_send(a, IBV_WR_RDMA_WRITE, 2, 64 << 10, kWrite, b.addr(128 << 10), b.mr->rkey()) == 0);
+  REQUIRE(post_wr(a, IBV_WR_RDMA_WRITE, 2, 64 << 10, kWrite, b.addr(128 << 10), b.mr->rkey()) == 0);
   wa = p.wait(a, 1);
   REQUIRE(wa.size() == 1);
   check_wc(wa[0], 2, IBV_WC_RDMA_WRITE);
@@ -128,7 +126,7 @@ void check_send_write_read(RealTimePair& p, uint64_t seed) {
   constexpr uint32_t kRead = 48 * 1024 + 100;
   fill(b.buf() + (256 << 10), kRead, seed + 2);
   std::memset(a.buf() + (512 << 10), 0, kRead + 4096);
-  REQUIRE(post_send(a, IBV_WR_RDMA_READ, 3, 512 << 10, kRead, b.addr(256 << 10), b.mr->rkey()) == 0);
+  REQUIRE(post_wr(a, IBV_WR_RDMA_READ, 3, 512 << 10, kRead, b.addr(256 << 10), b.mr->rkey()) == 0);
   wa = p.wait(a, 1);
   REQUIRE(wa.size() == 1);
   check_wc(wa[0], 3, IBV_WC_RDMA_READ);

@@ -57,23 +57,6 @@ bool has_pattern(const uint8_t* p, size_t n, uint64_t msg) {
   return true;
 }
 
-int post_atomic(Side& s, ibv_wr_opcode op, uint64_t wr_id, size_t off, uint64_t raddr, uint32_t rkey,
-                uint64_t compare_add, uint64_t swap) {
-  ibv_sge sge{s.addr(off), 8, s.mr->lkey()};
-  SendWr wr;
-  wr.wr_id = wr_id;
-  wr.opcode = op;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  wr.wr.atomic.remote_addr = raddr;
-  wr.wr.atomic.rkey = rkey;
-  wr.wr.atomic.compare_add = compare_add;
-  wr.wr.atomic.swap = swap;
-  const SendWr* bad = nullptr;
-  return s.qp->post_send(&wr, &bad);
-}
-
 // After the engine threads stop: nothing in flight, every TX mbuf back.
 void check_quiet(RealTimePair& p) {
   p.da->stop_engine_thread();
@@ -155,8 +138,8 @@ TEST_CASE("threaded: SEND, WRITE, READ and atomics between two threaded devices"
     auto qb = p.b.pd->create_qp(init, err);
     REQUIRE(err == 0);
     const QpOptions o = slow_timer();
-    connect_qp(*qa, *p.db, qb->qp_num(), 50, 60, o);
-    connect_qp(*qb, *p.da, qa->qp_num(), 60, 50, o);
+    connect(*qa, with_psn(o, 50), *p.db, qb->qp_num(), 60);
+    connect(*qb, with_psn(o, 60), *p.da, qa->qp_num(), 50);
     for (uint64_t i = 0; i < 4; ++i) {
       ibv_sge rs{p.b.addr((700 << 10) + i * 4096), 4096, p.b.mr->lkey()};
       RecvWr rw;
@@ -222,7 +205,7 @@ TEST_CASE("threaded: thousands of SENDs and WRITEs through a deep queue, each co
   // the completion).
   constexpr uint64_t kWrs = 6000;
   constexpr uint32_t kSend = 1500, kWrite = 1000, kSlot = 2048;
-  const uint32_t window = o.max_wr;
+  const uint32_t window = o.max_send_wr;
   constexpr size_t kWriteBase = 1 << 20;
   uint64_t posted = 0, done = 0, recv_posted = 0, recvs_done = 0;
   auto post_recv_slot = [&] {
@@ -315,9 +298,9 @@ TEST_CASE("threaded: errors are synchronous; a full queue is ENOMEM exactly at m
   Side& b = p.b;
 
   // b's engine is stopped and nobody polls it: nothing a posts can complete.
-  const uint32_t window = o.max_wr;
+  const uint32_t window = o.max_send_wr;
   for (uint32_t i = 0; i < window; ++i)
-    REQUIRE(post_send(a, IBV_WR_RDMA_WRITE, i, 64 * i, 64, b.addr(64 * i), b.mr->rkey()) == 0);
+    REQUIRE(post_wr(a, IBV_WR_RDMA_WRITE, i, 64 * i, 64, b.addr(64 * i), b.mr->rkey()) == 0);
   ibv_sge sge{a.addr(0), 64, a.mr->lkey()};
   SendWr over;
   over.wr_id = 999;
@@ -458,8 +441,8 @@ TEST_CASE("threaded: control calls from another thread while traffic runs", "[th
       auto cqa = p.da->create_cq(64, err);
       auto cqb = p.db->create_cq(64, err);
       std::vector<uint8_t> ma(64 << 10), mb(64 << 10);
-      auto mra = a.pd->reg_mr(ma.data(), ma.size(), o.access, err);
-      auto mrb = b.pd->reg_mr(mb.data(), mb.size(), o.access, err);
+      auto mra = a.pd->reg_mr(ma.data(), ma.size(), o.mr_access, err);
+      auto mrb = b.pd->reg_mr(mb.data(), mb.size(), o.mr_access, err);
       if (!cqa || !cqb || !mra || !mrb) return fail("create_cq/reg_mr failed in round " + std::to_string(round));
       QpInitAttr init;
       init.cap.max_send_wr = init.cap.max_recv_wr = 16;
@@ -469,7 +452,8 @@ TEST_CASE("threaded: control calls from another thread while traffic runs", "[th
       init.send_cq = init.recv_cq = cqb.get();
       auto qb = b.pd->create_qp(init, err);
       if (!qa || !qb) return fail("create_qp failed");
-      if (try_connect_qp(*qa, *p.db, qb->qp_num(), 10, 20, o) || try_connect_qp(*qb, *p.da, qa->qp_num(), 20, 10, o))
+      if (try_connect(*qa, with_psn(o, 10), *p.db, qb->qp_num(), 20) ||
+          try_connect(*qb, with_psn(o, 20), *p.da, qa->qp_num(), 10))
         return fail("modify to RTS failed in round " + std::to_string(round));
       for (uint64_t m = 0; m < 10; ++m) {
         fill_pattern(ma.data(), 3000, m + 100 * round);
@@ -519,7 +503,7 @@ TEST_CASE("threaded: control calls from another thread while traffic runs", "[th
     while (posted - done < 64 && (!control_done || posted < 2000)) {
       const size_t off = (posted % 64) * 4096;
       fill_pattern(a.buf() + off, 2048, posted);
-      if (post_send(a, IBV_WR_RDMA_WRITE, posted, off, 2048, b.addr(off), b.mr->rkey()) != 0) {
+      if (post_wr(a, IBV_WR_RDMA_WRITE, posted, off, 2048, b.addr(off), b.mr->rkey()) != 0) {
         ok = false;
         break;
       }
@@ -561,7 +545,7 @@ TEST_CASE("threaded: an engine thread stops and starts again in the middle of tr
   uint64_t next = 0;
   auto post_batch = [&](unsigned n) {
     for (unsigned i = 0; i < n; ++i, ++next)
-      REQUIRE(post_send(a, IBV_WR_RDMA_WRITE, next, (next % 128) * 1024, 1024, b.addr((next % 128) * 1024),
+      REQUIRE(post_wr(a, IBV_WR_RDMA_WRITE, next, (next % 128) * 1024, 1024, b.addr((next % 128) * 1024),
                         b.mr->rkey()) == 0);
   };
   std::vector<ibv_wc> all;
@@ -637,13 +621,13 @@ TEST_CASE("threaded: WRs queued when the QP enters ERR complete, flushed, none l
 
   for (uint64_t i = 0; i < 20; ++i) REQUIRE(post_recv(a, 10'000 + i, 0, 64) == 0);
   for (uint64_t i = 0; i < 200; ++i)
-    REQUIRE(post_send(a, IBV_WR_RDMA_WRITE, i, 0, 4096, b.addr(0), b.mr->rkey()) == 0);
+    REQUIRE(post_wr(a, IBV_WR_RDMA_WRITE, i, 0, 4096, b.addr(0), b.mr->rkey()) == 0);
   ibv_qp_attr attr{};
   attr.qp_state = IBV_QPS_ERR;
   REQUIRE(a.qp->modify(attr, IBV_QP_STATE) == 0);
   // Posting to a QP in ERR is accepted and flushes at once, as verbs does.
   for (uint64_t i = 200; i < 205; ++i)
-    REQUIRE(post_send(a, IBV_WR_RDMA_WRITE, i, 0, 4096, b.addr(0), b.mr->rkey()) == 0);
+    REQUIRE(post_wr(a, IBV_WR_RDMA_WRITE, i, 0, 4096, b.addr(0), b.mr->rkey()) == 0);
   const auto wc = drain(*a.cq, 225);
   REQUIRE(wc.size() == 225);
   uint64_t next_send = 0, next_recv = 10'000;
@@ -693,10 +677,8 @@ TEST_CASE("threaded: two QPs of one threaded device, looped back inside its engi
   dev->add_neighbor(gid, pa->mac());
   {
     const QpOptions o = slow_timer();
-    Side s1 = make_side(*dev, 1 << 20, o);
-    Side s2 = make_side(*dev, 1 << 20, o);
-    connect_qp(*s1.qp, *dev, s2.qp->qp_num(), 100, 200, o);
-    connect_qp(*s2.qp, *dev, s1.qp->qp_num(), 200, 100, o);
+    Side s1, s2;
+    connect_pair(s1, *dev, with_psn(o, 100), s2, *dev, with_psn(o, 200));
     start_thread(*dev);
 
     // 2000 WRITEs of 2 KiB from s1 into s2, 64 outstanding, then a READ
@@ -707,7 +689,7 @@ TEST_CASE("threaded: two QPs of one threaded device, looped back inside its engi
       while (posted < 2000 && posted - done < 64) {
         const size_t off = (posted % 64) * 4096;
         fill_pattern(s1.buf() + off, 2048, posted);
-        REQUIRE(post_send(s1, IBV_WR_RDMA_WRITE, posted, off, 2048, s2.addr(off), s2.mr->rkey()) == 0);
+        REQUIRE(post_wr(s1, IBV_WR_RDMA_WRITE, posted, off, 2048, s2.addr(off), s2.mr->rkey()) == 0);
         ++posted;
       }
       ibv_wc wc[32];
@@ -722,10 +704,10 @@ TEST_CASE("threaded: two QPs of one threaded device, looped back inside its engi
     }
     REQUIRE(done == 2000);
     for (uint64_t i = 2000 - 64; i < 2000; ++i) REQUIRE(has_pattern(s2.buf() + (i % 64) * 4096, 2048, i));
-    REQUIRE(post_send(s1, IBV_WR_RDMA_READ, 5000, 512 << 10, 64 * 4096, s2.addr(0), s2.mr->rkey()) == 0);
+    REQUIRE(post_wr(s1, IBV_WR_RDMA_READ, 5000, 512 << 10, 64 * 4096, s2.addr(0), s2.mr->rkey()) == 0);
     REQUIRE(post_recv(s2, 6000, 768 << 10, 4096) == 0);
     fill_pattern(s1.buf() + (900 << 10), 3000, 6000);
-    REQUIRE(post_send(s1, IBV_WR_SEND, 6001, 900 << 10, 3000) == 0);
+    REQUIRE(post_wr(s1, IBV_WR_SEND, 6001, 900 << 10, 3000) == 0);
     const auto w1 = drain(*s1.cq, 2);
     const auto w2 = drain(*s2.cq, 1);
     REQUIRE(w1.size() == 2);

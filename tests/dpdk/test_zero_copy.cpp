@@ -85,7 +85,7 @@ TEST_CASE("Zero-copy TX: data intact, small payloads copied, the counter says wh
   // Below zero_copy_min (1024 by default): copied.
   std::memset(p.b.buf(), 0, 512);
   for (uint32_t i = 0; i < 512; ++i) p.a.buf()[i] = uint8_t(i * 7);
-  REQUIRE(post_send(p.a, IBV_WR_RDMA_WRITE, 9, 0, 512, p.b.addr(0), p.b.mr->rkey()) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, 9, 0, 512, p.b.addr(0), p.b.mr->rkey()) == 0);
   REQUIRE(p.wait(p.a, 1).size() == 1);
   CHECK(std::memcmp(p.a.buf(), p.b.buf(), 512) == 0);
   CHECK(p.da->counters().transport.zero_copy_pkts == zc);

@@ -21,7 +21,7 @@ struct Flow {
 
 QpOptions incast_qp(const IncastConfig& cfg) {
   QpOptions o;
-  o.max_wr = cfg.depth + 4;
+  o.max_send_wr = o.max_recv_wr = cfg.depth + 4;
   o.timeout = 10;  // 4 ms, as the transport tests
   o.retry_cnt = 7;
   return o;
@@ -45,7 +45,7 @@ void service(std::vector<std::unique_ptr<Flow>>& flows, const IncastConfig& cfg,
     while (!f.failed && now >= f.start_ns && now < f.stop_ns && f.outstanding < cfg.depth) {
       const size_t slot = (f.done_bytes / cfg.msg_bytes + f.outstanding) % cfg.depth;
       const size_t off = slot * cfg.msg_bytes;
-      if (post_send(f.tx, IBV_WR_RDMA_WRITE, slot, off, cfg.msg_bytes, f.rx.addr(off), f.rx.mr->rkey()) != 0) {
+      if (post_wr(f.tx, IBV_WR_RDMA_WRITE, slot, off, cfg.msg_bytes, f.rx.addr(off), f.rx.mr->rkey()) != 0) {
         f.failed = true;
         break;
       }
@@ -77,16 +77,13 @@ IncastResult run_incast(const IncastConfig& cfg) {
   bottleneck.red = cfg.red;
   fabric.wire().set_switch_port(fabric.port(0), bottleneck);
 
-  const QpOptions o = incast_qp(cfg);
-  const size_t region = size_t(cfg.msg_bytes) * cfg.depth;
+  QpOptions o = incast_qp(cfg);
+  o.bytes = size_t(cfg.msg_bytes) * cfg.depth;
   std::vector<std::unique_ptr<Flow>> flows;
   for (int i = 0; i < cfg.senders; ++i) {
     Device& dev = fabric.add_device("10.0.0." + std::to_string(2 + i), dc);
     auto f = std::make_unique<Flow>();
-    f->tx = make_side(dev, region, o);
-    f->rx = make_side(receiver, region, o);
-    connect_qp(*f->tx.qp, receiver, f->rx.qp->qp_num(), 0x100, 0x200, o);
-    connect_qp(*f->rx.qp, dev, f->tx.qp->qp_num(), 0x200, 0x100, o);
+    connect_pair(f->tx, dev, with_psn(o, 0x100), f->rx, receiver, with_psn(o, 0x200));
     f->start_ns = uint64_t(i) * cfg.start_gap_ns;
     f->stop_ns = i == 0 ? cfg.run_ns : cfg.stop_others_ns;
     flows.push_back(std::move(f));

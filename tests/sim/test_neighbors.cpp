@@ -3,6 +3,7 @@
 // retry and give up on silence, and a QP can connect once the MAC is known.
 #include <catch2/catch.hpp>
 
+#include "connected_pair.h"
 #include "mbuf_test_util.h"
 #include "uroce/sim/sim_fabric.h"
 #include "wire/neighbor.h"
@@ -20,22 +21,14 @@ wire::IpAddr ip(const char* text) {
   return a;
 }
 
-int to_rtr(QueuePair& qp, const wire::IpAddr& dgid) {
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_INIT;
-  a.port_num = 1;
-  REQUIRE(qp.modify(a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0);
-  a = {};
-  a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = IBV_MTU_1024;
-  a.dest_qp_num = 0x11;
-  a.max_dest_rd_atomic = 1;
-  a.min_rnr_timer = 12;
-  a.ah_attr.is_global = 1;
-  a.ah_attr.port_num = 1;
-  std::memcpy(a.ah_attr.grh.dgid.raw, dgid.bytes.data(), 16);
-  return qp.modify(a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+// INIT, then the result of the modify to RTR towards `remote`.
+int to_rtr(QueuePair& qp, const Device& remote) {
+  test::QpOptions o;
+  o.qp_access = 0;
+  o.max_dest_rd_atomic = 1;
+  o.min_rnr_timer = 12;
+  REQUIRE(qp.modify(test::init_attr(o), test::kRcInitMask) == 0);
+  return qp.modify(test::rtr_attr(o, remote, 0x11, 0), test::kRcRtrMask);
 }
 
 }  // namespace
@@ -73,11 +66,11 @@ TEST_CASE("A QP reaches RTR once its peer's MAC is resolved", "[neighbors]") {
   auto qp = pd->create_qp(init, err);
   INFO("create_qp errno " << err);
   REQUIRE(qp);
-  CHECK(to_rtr(*qp, b.gids()[0]) == EHOSTUNREACH);  // and resolution starts
+  CHECK(to_rtr(*qp, b) == EHOSTUNREACH);  // and resolution starts
   CHECK(a.resolve_neighbor(b.gids()[0]) == NeighborState::resolving);
   REQUIRE(fab.run_until([&] { return a.resolve_neighbor(b.gids()[0]) == NeighborState::reachable; }, 100 * kMs));
   auto qp2 = pd->create_qp(init, err);
-  CHECK(to_rtr(*qp2, b.gids()[0]) == 0);
+  CHECK(to_rtr(*qp2, b) == 0);
 }
 
 TEST_CASE("Resolution of a silent address retries, then fails, and can start over", "[neighbors]") {

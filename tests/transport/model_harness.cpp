@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 
+#include "../common/connected_pair.h"
 #include "model_check.h"
 #include "uroce/sim/fault_rng.h"
 #include "uroce/sim/sim_fabric.h"
@@ -33,42 +34,22 @@ struct DeviceSide {
   uint64_t addr(uint64_t off) const { return reinterpret_cast<uintptr_t>(mem.get()) + off; }
 };
 
-std::string qp_attr_error(const char* step, int err, size_t ep) {
-  return "endpoint " + std::to_string(ep) + ": modify to " + step + " failed with errno " + std::to_string(err);
-}
-
-// INIT -> RTR -> RTS with the attribute masks verbs requires for RC.
+// INIT -> RTR -> RTS with the attribute masks verbs requires for RC; a
+// failure becomes a finding.
 void connect(QueuePair& qp, const Device& remote, uint32_t remote_qpn, uint32_t sq_psn, uint32_t rq_psn,
              const PairConfig& pc, uint8_t min_timeout, size_t ep, std::vector<std::string>& findings) {
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_INIT;
-  a.port_num = 1;
-  a.qp_access_flags = kAccess;
-  if (int e = qp.modify(a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-    return findings.push_back(qp_attr_error("INIT", e, ep));
-  a = {};
-  a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = pc.mtu;
-  a.dest_qp_num = remote_qpn;
-  a.rq_psn = rq_psn;
-  a.max_dest_rd_atomic = pc.rd_atomic;
-  a.min_rnr_timer = pc.min_rnr_timer;
-  a.ah_attr.is_global = 1;
-  a.ah_attr.port_num = 1;
-  std::memcpy(a.ah_attr.grh.dgid.raw, remote.gids()[0].bytes.data(), 16);
-  if (int e = qp.modify(a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                               IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-    return findings.push_back(qp_attr_error("RTR", e, ep));
-  a = {};
-  a.qp_state = IBV_QPS_RTS;
-  a.sq_psn = sq_psn;
-  a.timeout = std::max(pc.timeout, min_timeout);
-  a.retry_cnt = 7;
-  a.rnr_retry = 7;  // infinite: receives are posted late on purpose
-  a.max_rd_atomic = pc.rd_atomic;
-  if (int e = qp.modify(a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                               IBV_QP_MAX_QP_RD_ATOMIC))
-    return findings.push_back(qp_attr_error("RTS", e, ep));
+  QpOptions o;
+  o.qp_access = kAccess;
+  o.mtu = pc.mtu;
+  o.max_rd_atomic = o.max_dest_rd_atomic = pc.rd_atomic;
+  o.min_rnr_timer = pc.min_rnr_timer;
+  o.sq_psn = sq_psn;
+  o.timeout = std::max(pc.timeout, min_timeout);
+  o.retry_cnt = 7;
+  o.rnr_retry = 7;  // infinite: receives are posted late on purpose
+  if (const ConnectError e = try_connect(qp, o, remote, remote_qpn, rq_psn))
+    findings.push_back("endpoint " + std::to_string(ep) + ": modify to " + e.state + " failed with errno " +
+                       std::to_string(e.err));
 }
 
 class Runner {

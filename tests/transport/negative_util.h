@@ -51,7 +51,7 @@ inline void expect_fatal(Pair& p, SendWr bad, ibv_wc_status want, std::span<uint
   bad.send_flags |= IBV_SEND_SIGNALED;
   bad.next = nullptr;
   REQUIRE(post(p.a, bad) == 0);
-  REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, 2, 0, 100, p.b.addr(0), p.b.key()) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, 2, 0, 100, p.b.addr(0), p.b.key()) == 0);
   REQUIRE(post_send(p.a, 3, 0, 100) == 0);
   auto wa = p.wait(p.a, 3, kSecond);
   REQUIRE(wa.size() == 3);

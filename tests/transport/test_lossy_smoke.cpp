@@ -20,16 +20,16 @@ TEST_CASE("RC operations complete with correct data under loss, reorder, dup, co
       for (int i = 0; i < n; ++i) {
         const uint32_t len = 1 + uint32_t(i * 997 % 20000);
         switch (i % 4) {
-          case 0: REQUIRE(post_send(p.a, IBV_WR_SEND, i, size_t(i) * 20000, len) == 0); break;
+          case 0: REQUIRE(post_wr(p.a, IBV_WR_SEND, i, size_t(i) * 20000, len) == 0); break;
           case 1:
-            REQUIRE(post_send(p.a, IBV_WR_RDMA_WRITE, i, size_t(i) * 20000, len, p.b.addr(1 << 21 | i * 20000),
+            REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, i, size_t(i) * 20000, len, p.b.addr(1 << 21 | i * 20000),
                               p.b.mr->rkey()) == 0);
             break;
           case 2:
-            REQUIRE(post_send(p.a, IBV_WR_RDMA_READ, i, (3u << 20) + size_t(i) * 10000 % 900000, len % 9000 + 1,
+            REQUIRE(post_wr(p.a, IBV_WR_RDMA_READ, i, (3u << 20) + size_t(i) * 10000 % 900000, len % 9000 + 1,
                               p.b.addr(size_t(i) * 1000), p.b.mr->rkey()) == 0);
             break;
-          default: REQUIRE(post_send(p.a, IBV_WR_SEND, i, size_t(i) * 20000, len) == 0);
+          default: REQUIRE(post_wr(p.a, IBV_WR_SEND, i, size_t(i) * 20000, len) == 0);
         }
         ++posted;
       }

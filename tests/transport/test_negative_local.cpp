@@ -14,7 +14,7 @@ TEST_CASE("SEND larger than the posted receive: REM_INV_REQ_ERR / LOC_LEN_ERR, n
   const Snapshot snap = fill_and_snapshot(p);
   REQUIRE(post_recv(p.b, 77, 2000, 500) == 0);
   REQUIRE(post_send(p.a, 1, 0, 600) == 0);
-  REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, 2, 0, 64, p.b.addr(0), p.b.key()) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, 2, 0, 64, p.b.addr(0), p.b.key()) == 0);
   auto wa = p.wait(p.a, 2, kSecond);
   REQUIRE(wa.size() == 2);
   CHECK(wa[0].wr_id == 1);

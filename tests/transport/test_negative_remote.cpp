@@ -195,7 +195,7 @@ TEST_CASE("READ or atomic to a responder with max_dest_rd_atomic 0: REM_INV_REQ_
 TEST_CASE("Remote write access revoked in RTS (RTS->RTS): the next WRITE is REM_INV_REQ_ERR", "[negative]") {
   Pair p(95);
   fill(p.a.buf(), 100, 1);
-  REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, 1, 0, 100, p.b.addr(0), p.b.key()) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, 1, 0, 100, p.b.addr(0), p.b.key()) == 0);
   auto wa = p.wait(p.a, 1);
   REQUIRE(wa.size() == 1);
   REQUIRE(wa[0].status == IBV_WC_SUCCESS);

@@ -49,8 +49,8 @@ TEST_CASE("Cut wire: work behind the failed WR is flushed", "[rnr-retry]") {
   Pair p(102, requester(4, 2, 7));
   p.fabric.wire().cut(p.port_a(), p.port_b());
   REQUIRE(post_send(p.a, 1, 0, 100) == 0);
-  REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, 2, 0, 5000, p.b.addr(0), p.b.key(), 0) == 0);
-  REQUIRE(post_rdma(p.a, IBV_WR_RDMA_READ, 3, 0, 5000, p.b.addr(0), p.b.key()) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, 2, 0, 5000, p.b.addr(0), p.b.key(), 0) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_READ, 3, 0, 5000, p.b.addr(0), p.b.key()) == 0);
   auto wa = p.wait(p.a, 3, kSecond);
   REQUIRE(wa.size() == 3);
   CHECK(wa[0].status == IBV_WC_RETRY_EXC_ERR);
@@ -65,7 +65,7 @@ TEST_CASE("Cut wire: work behind the failed WR is flushed", "[rnr-retry]") {
 TEST_CASE("Peer QP destroyed: RETRY_EXC_ERR, the peer device drops the requests", "[rnr-retry]") {
   Pair p(103, requester(5, 3, 7));
   p.b.qp.reset();
-  REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, 1, 0, 100, 0x1000, 0x100) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, 1, 0, 100, 0x1000, 0x100) == 0);
   auto wa = p.wait(p.a, 1, kSecond);
   REQUIRE(wa.size() == 1);
   CHECK(wa[0].status == IBV_WC_RETRY_EXC_ERR);
@@ -77,7 +77,7 @@ TEST_CASE("A loss shorter than the retry budget is recovered, retries counted", 
   Pair p(104, requester(5, 3, 7));
   fill(p.a.buf(), 1000, 1);
   p.fabric.wire().cut(p.port_a(), p.port_b());
-  REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, 1, 0, 1000, p.b.addr(0), p.b.key()) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, 1, 0, 1000, p.b.addr(0), p.b.key()) == 0);
   // Two timeouts pass with the wire down (the retransmissions they trigger
   // are lost too), then it comes back: the third retransmission, the last
   // retry_cnt allows, gets through.
@@ -235,10 +235,7 @@ struct LeanPair {
     const Opts oa = requester(5, 2, 7);
     Opts ob = requester(5, 2, 7);
     ob.sq_psn = Pair::default_b().sq_psn;
-    a = make_node(da, oa);
-    b = make_node(db, ob);
-    connect(*a.qp, oa, db, b.qp->qp_num(), ob.sq_psn);
-    connect(*b.qp, ob, da, a.qp->qp_num(), oa.sq_psn);
+    test::connect_pair(a, da, oa, b, db, ob);
   }
   sim::SimFabric fabric;
   Node a, b;
@@ -257,7 +254,7 @@ TEST_CASE("Lean polls with a kept time: no timeout without loss, a whole timeout
   // and the first ACK arrives in a poll that keeps a time from before the gap.
   const auto write_after_gaps = [&](Node& from, Node& to, size_t off) {
     fabric.clock().advance_by(10 * timeout_ns);
-    REQUIRE(post_rdma(from, IBV_WR_RDMA_WRITE, off, off, 20000, to.addr(off), to.key()) == 0);
+    REQUIRE(post_wr(from, IBV_WR_RDMA_WRITE, off, off, 20000, to.addr(off), to.key()) == 0);
     fabric.clock().advance_by(10 * timeout_ns);
     auto wc = wait_cq(fabric, *from.cq, 1, kSecond);
     REQUIRE(wc.size() == 1);
@@ -278,7 +275,7 @@ TEST_CASE("Lean polls with a kept time: no timeout without loss, a whole timeout
   fabric.wire().cut(fabric.port(0), fabric.port(1));
   fabric.clock().advance_by(10 * timeout_ns);
   const uint64_t t0 = fabric.clock().now_ns();
-  REQUIRE(post_rdma(a, IBV_WR_RDMA_WRITE, 3, 0, 100, b.addr(0), b.key()) == 0);
+  REQUIRE(post_wr(a, IBV_WR_RDMA_WRITE, 3, 0, 100, b.addr(0), b.key()) == 0);
   auto wa = wait_cq(fabric, *a.cq, 1, kSecond);
   const uint64_t elapsed = fabric.clock().now_ns() - t0;
   REQUIRE(wa.size() == 1);
@@ -298,7 +295,7 @@ TEST_CASE("A timer restarted in a poll that kept an old time counts from the res
   Device &da = *a.dev, &db = *b.dev;
   const uint64_t timeout_ns = transport::ack_timeout_ns(5);
   fill(a.buf(), 20000, 7);
-  REQUIRE(post_rdma(a, IBV_WR_RDMA_WRITE, 1, 0, 20000, b.addr(0), b.key()) == 0);  // a window of 4 goes out
+  REQUIRE(post_wr(a, IBV_WR_RDMA_WRITE, 1, 0, 20000, b.addr(0), b.key()) == 0);  // a window of 4 goes out
   for (int i = 0; i < 8; ++i) da.poll();  // at least one full poll, at this time
   fabric.clock().advance_by(10 * timeout_ns);
   db.poll();  // the 4 packets: the deferred ACK is queued

@@ -20,8 +20,8 @@ bool saw_rnr(RcPair& p) { return p.a.qp->counters().rcvd_rnr_err > 0; }
 TEST_CASE("A fenced READ rewound by an RNR NAK is sent again and completes", "[property-regress]") {
   RcPair p;
   for (size_t i = 0; i < 4096; ++i) p.b.buf()[200000 + i] = uint8_t(i * 7 + 1);
-  REQUIRE(post_send(p.a, IBV_WR_SEND, 1, 0, 100) == 0);
-  REQUIRE(post_send(p.a, IBV_WR_RDMA_READ, 2, 100000, 4096, p.b.addr(200000), p.b.mr->rkey(),
+  REQUIRE(post_wr(p.a, IBV_WR_SEND, 1, 0, 100) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_READ, 2, 100000, 4096, p.b.addr(200000), p.b.mr->rkey(),
                     IBV_SEND_SIGNALED | IBV_SEND_FENCE) == 0);
   REQUIRE(p.fabric.run_until([&] { return saw_rnr(p); }, 1'000'000'000ull));
   REQUIRE(post_recv(p.b, 10, 0, 100) == 0);
@@ -52,18 +52,16 @@ TEST_CASE("A send that found the mbuf pool empty goes out once mbufs return", "[
   slow.latency_ns = 100'000;  // the READ response stays in flight (holding B's mbufs) for 100 us
   fabric.wire().set_faults(slow);
   QpOptions o;
-  Side a1 = make_side(da, 1 << 20, o), b1 = make_side(db, 1 << 20, o);
-  Side a2 = make_side(da, 1 << 16, o), b2 = make_side(db, 1 << 16, o);
-  connect_qp(*a1.qp, db, b1.qp->qp_num(), 100, 200, o);
-  connect_qp(*b1.qp, da, a1.qp->qp_num(), 200, 100, o);
-  connect_qp(*a2.qp, db, b2.qp->qp_num(), 300, 400, o);
-  connect_qp(*b2.qp, da, a2.qp->qp_num(), 400, 300, o);
+  Side a1, b1, a2, b2;
+  connect_pair(a1, da, with_psn(o, 100), b1, db, with_psn(o, 200));
+  o.bytes = 1 << 16;
+  connect_pair(a2, da, with_psn(o, 300), b2, db, with_psn(o, 400));
 
   // 600 response packets from B: more than its pool holds.
-  REQUIRE(post_send(a1, IBV_WR_RDMA_READ, 1, 0, 600 * 1024, b1.addr(0), b1.mr->rkey()) == 0);
+  REQUIRE(post_wr(a1, IBV_WR_RDMA_READ, 1, 0, 600 * 1024, b1.addr(0), b1.mr->rkey()) == 0);
   REQUIRE(fabric.run_until([&] { return db.counters().tx_no_mbuf > 0; }, 1'000'000'000ull));
   REQUIRE(post_recv(a2, 20, 0, 1000) == 0);
-  REQUIRE(post_send(b2, IBV_WR_SEND, 2, 0, 1000) == 0);
+  REQUIRE(post_wr(b2, IBV_WR_SEND, 2, 0, 1000) == 0);
 
   std::vector<ibv_wc> got_a, got_b;
   fabric.run_until(
@@ -112,12 +110,12 @@ TEST_CASE("After ACKs inside a fully sent message, a timeout resends only unackn
   fabric.wire().set_link_faults(fabric.port(0), fabric.port(1), gbit);
   QpOptions o;
   o.timeout = 10;  // 4.2 ms: far later than every ACK
-  Side a = make_side(da, 1 << 16, o), b = make_side(db, 1 << 16, o);
-  connect_qp(*a.qp, db, b.qp->qp_num(), 1000, 2000, o);
-  connect_qp(*b.qp, da, a.qp->qp_num(), 2000, 1000, o);
+  o.bytes = 1 << 16;
+  Side a, b;
+  connect_pair(a, da, with_psn(o, 1000), b, db, with_psn(o, 2000));
   for (size_t i = 0; i < 20 * 1024; ++i) a.buf()[i] = uint8_t(i * 11 + 3);
 
-  REQUIRE(post_send(a, IBV_WR_RDMA_WRITE, 1, 0, 20 * 1024, b.addr(0), b.mr->rkey()) == 0);
+  REQUIRE(post_wr(a, IBV_WR_RDMA_WRITE, 1, 0, 20 * 1024, b.addr(0), b.mr->rkey()) == 0);
   // Packets 0..15 are on the wire; whatever the requester sends next is lost.
   REQUIRE(fabric.run_until([&] { return a.qp->counters().sent_pkts >= 16; }, 1'000'000));
   REQUIRE(a.qp->counters().sent_pkts == 16);

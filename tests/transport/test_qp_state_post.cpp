@@ -191,7 +191,7 @@ TEST_CASE("Entering ERR flushes every outstanding send and receive, in order", "
   std::vector<uint64_t> sends, recvs;
   for (int i = 0; i < 10; ++i) {
     const unsigned flags = i % 3 == 0 ? 0u : unsigned(IBV_SEND_SIGNALED);
-    REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, 100 + uint64_t(i), size_t(i) * 8, 8, p.b.addr(), p.b.key(), flags) ==
+    REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, 100 + uint64_t(i), size_t(i) * 8, 8, p.b.addr(), p.b.key(), flags) ==
             0);
     sends.push_back(100 + uint64_t(i));
   }
@@ -214,7 +214,7 @@ TEST_CASE("Entering ERR flushes every outstanding send and receive, in order", "
   CHECK(got_s == sends);  // unsignaled ones too
   CHECK(got_r == recvs);
   // Work posted while in ERR completes at once, flushed.
-  REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, 300, 0, 8, p.b.addr(), p.b.key(), 0) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, 300, 0, 8, p.b.addr(), p.b.key(), 0) == 0);
   REQUIRE(post_recv(p.a, 301, 0, 8) == 0);
   wc = drain(*p.a.cq);
   REQUIRE(wc.size() == 2);
@@ -239,7 +239,7 @@ TEST_CASE("Entering ERR flushes every outstanding send and receive, in order", "
   fill(p.a.buf(), 4096, 9);
   REQUIRE(post_recv(p.b, 400, 0, 4096) == 0);
   REQUIRE(post_send(p.a, 401, 0, 3000) == 0);
-  REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, 402, 0, 3000, p.b.addr(8192), p.b.key()) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, 402, 0, 3000, p.b.addr(8192), p.b.key()) == 0);
   wc = p.wait(p.a, 2, kSecond);
   REQUIRE(wc.size() == 2);
   CHECK(wc[0].wr_id == 401);
@@ -256,7 +256,7 @@ TEST_CASE("Entering ERR flushes every outstanding send and receive, in order", "
 TEST_CASE("RESET drops outstanding work without completions and releases its regions", "[qp-state]") {
   Pair p(46);
   for (int i = 0; i < 4; ++i)
-    REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, uint64_t(i), 0, 8, p.b.addr(), p.b.key()) == 0);
+    REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, uint64_t(i), 0, 8, p.b.addr(), p.b.key()) == 0);
   REQUIRE(post_recv(p.a, 9, 0, 8) == 0);
   CHECK(p.a.mr->in_use() > 0);
   ibv_qp_attr r{};

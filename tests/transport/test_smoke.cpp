@@ -10,7 +10,7 @@ TEST_CASE("RC SEND, WRITE and READ move bytes between two devices", "[smoke]") {
   RcPair p;
   for (size_t i = 0; i < 10000; ++i) p.a.buf()[i] = uint8_t(i * 13 + 7);
   REQUIRE(post_recv(p.b, 1, 0, 8192) == 0);
-  REQUIRE(post_send(p.a, IBV_WR_SEND, 10, 0, 5000) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_SEND, 10, 0, 5000) == 0);
   auto wb = p.wait(p.b, 1);
   REQUIRE(wb.size() == 1);
   CHECK(wb[0].status == IBV_WC_SUCCESS);
@@ -22,13 +22,13 @@ TEST_CASE("RC SEND, WRITE and READ move bytes between two devices", "[smoke]") {
   CHECK(wa[0].wr_id == 10);
   CHECK(wa[0].status == IBV_WC_SUCCESS);
 
-  REQUIRE(post_send(p.a, IBV_WR_RDMA_WRITE, 11, 0, 9000, p.b.addr(100000), p.b.mr->rkey()) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, 11, 0, 9000, p.b.addr(100000), p.b.mr->rkey()) == 0);
   wa = p.wait(p.a, 1);
   REQUIRE(wa.size() == 1);
   CHECK(wa[0].status == IBV_WC_SUCCESS);
   CHECK(std::memcmp(p.a.buf(), p.b.buf() + 100000, 9000) == 0);
 
-  REQUIRE(post_send(p.a, IBV_WR_RDMA_READ, 12, 200000, 9000, p.b.addr(100000), p.b.mr->rkey()) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_READ, 12, 200000, 9000, p.b.addr(100000), p.b.mr->rkey()) == 0);
   wa = p.wait(p.a, 1);
   REQUIRE(wa.size() == 1);
   CHECK(wa[0].status == IBV_WC_SUCCESS);
@@ -45,10 +45,10 @@ TEST_CASE("A QPN that shares a table slot with a live QP does not reach it", "[s
   o.retry_cnt = 1;
   Side x = make_side(*p.a.dev, 1 << 16, o);
   const uint32_t ghost = (p.b.qp->qp_num() + 0x10000) & 0xFFFFFF;
-  REQUIRE(try_connect_qp(*x.qp, *p.b.dev, ghost, 0xFFFFF0, 0x000100, o) == nullptr);
+  connect(*x.qp, with_psn(o, 0xFFFFF0), *p.b.dev, ghost, 0x000100);
   std::memset(p.b.buf(), 0, 4096);
   std::memset(x.buf(), 0xAB, 4096);
-  REQUIRE(post_send(x, IBV_WR_RDMA_WRITE, 1, 0, 4096, p.b.addr(0), p.b.mr->rkey()) == 0);
+  REQUIRE(post_wr(x, IBV_WR_RDMA_WRITE, 1, 0, 4096, p.b.addr(0), p.b.mr->rkey()) == 0);
   auto wx = p.wait(x, 1);
   REQUIRE(wx.size() == 1);
   CHECK(wx[0].status == IBV_WC_RETRY_EXC_ERR);
@@ -93,7 +93,7 @@ TEST_CASE("A connected QP ignores a valid request from another address than its 
   CHECK(p.b.qp->counters().rcvd_pkts == 0);
   // The real peer's WRITE at the same PSN still goes through.
   std::memset(p.a.buf(), 0x11, 64);
-  REQUIRE(post_send(p.a, IBV_WR_RDMA_WRITE, 1, 0, 64, p.b.addr(0), p.b.mr->rkey()) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, 1, 0, 64, p.b.addr(0), p.b.mr->rkey()) == 0);
   auto wa = p.wait(p.a, 1);
   REQUIRE(wa.size() == 1);
   CHECK(wa[0].status == IBV_WC_SUCCESS);

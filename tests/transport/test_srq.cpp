@@ -9,37 +9,28 @@ using namespace uroce::vt;
 
 namespace {
 
+// a's two QPs each connected to one of b's, both of b's on one SRQ; every
+// pair starts at PSNs of its own.
 struct SrqRig {
   explicit SrqRig(uint64_t seed_, uint32_t srq_wr = 64) : seed(seed_), fabric(seed_) {
     Device& da = fabric.add_device("10.0.0.1", small_device());
     Device& db = fabric.add_device("10.0.0.2", small_device());
-    pda = da.alloc_pd();
-    pdb = db.alloc_pd();
-    int err = -1;
-    cqa = da.create_cq(1024, err);
-    REQUIRE(err == 0);
-    cqb = db.create_cq(1024, err);
-    REQUIRE(err == 0);
-    mra = pda->alloc_mr(1 << 20, kAllAccess, err);
-    REQUIRE(err == 0);
-    mrb = pdb->alloc_mr(1 << 20, kAllAccess, err);
-    REQUIRE(err == 0);
-    SrqInitAttr sa;
-    sa.max_wr = srq_wr;
-    sa.max_sge = 2;
-    srq = pdb->create_srq(sa, err);
-    REQUIRE(err == 0);
-    Opts o;
-    for (int i = 0; i < 2; ++i) {
-      qa[i] = make_rc_qp(*pda, cqa.get(), o);
-      qb[i] = make_rc_qp(*pdb, cqb.get(), o, srq.get());
-    }
-    for (int i = 0; i < 2; ++i) {
-      Opts oa = o, ob = o;
+    Opts oa, ob;
+    oa.num_qps = ob.num_qps = 2;
+    oa.cq_entries = ob.cq_entries = 1024;
+    ob.srq_wr = srq_wr;
+    ob.srq_sge = 2;
+    side_a = test::make_side(da, oa);
+    side_b = test::make_side(db, ob);
+    for (size_t i = 0; i < 2; ++i) {
       oa.sq_psn = 0x100 * uint32_t(i + 1);
       ob.sq_psn = 0xFFFF00 + uint32_t(i);
-      connect(*qa[i], oa, db, qb[i]->qp_num(), ob.sq_psn);
-      connect(*qb[i], ob, da, qa[i]->qp_num(), oa.sq_psn);
+      connect(side_a.qp_at(i), oa, db, side_b.qp_at(i).qp_num(), ob.sq_psn);
+      connect(side_b.qp_at(i), ob, da, side_a.qp_at(i).qp_num(), oa.sq_psn);
+    }
+    for (size_t i = 0; i < 2; ++i) {
+      qa[i] = &side_a.qp_at(i);
+      qb[i] = &side_b.qp_at(i);
     }
   }
   int srq_recv(uint64_t wr_id, size_t off, uint32_t len) {
@@ -62,11 +53,12 @@ struct SrqRig {
 
   uint64_t seed;
   sim::SimFabric fabric;
-  std::unique_ptr<ProtectionDomain> pda, pdb;
-  std::unique_ptr<CompletionQueue> cqa, cqb;
-  std::unique_ptr<MemoryRegion> mra, mrb;
-  std::unique_ptr<SharedReceiveQueue> srq;
-  std::unique_ptr<QueuePair> qa[2], qb[2];
+  Node side_a, side_b;
+  // Short names for what the tests use of the two sides.
+  std::unique_ptr<CompletionQueue>&cqa = side_a.cq, &cqb = side_b.cq;
+  std::unique_ptr<MemoryRegion>&mra = side_a.mr, &mrb = side_b.mr;
+  std::unique_ptr<SharedReceiveQueue>& srq = side_b.srq;
+  QueuePair *qa[2], *qb[2];
 };
 
 }  // namespace
@@ -257,7 +249,8 @@ TEST_CASE("An unread SRQ limit event goes away with its SRQ", "[ud-srq]") {
   REQUIRE(r.send(0, 1, 0, 64) == 0);
   REQUIRE(r.fabric.run_until([&] { return r.srq->posted() == 1; }));
   r.fabric.run_for(kSecond / 100);
-  for (auto& q : r.qb) q.reset();  // the SRQ's users first
+  r.side_b.qp.reset();  // the SRQ's users first
+  r.side_b.more_qps.clear();
   r.srq.reset();
   AsyncEvent ev;
   CHECK_FALSE(dev.get_async_event(ev));

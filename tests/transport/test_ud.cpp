@@ -184,7 +184,8 @@ TEST_CASE("UD state machine: Q_Key is required at RESET->INIT, SQ_PSN at RTR->RT
   int err = -1;
   auto cq = d.create_cq(16, err);
   Opts o;
-  auto qp = make_rc_qp(*pd, cq.get(), o, nullptr, IBV_QPT_UD);
+  o.type = IBV_QPT_UD;
+  auto qp = make_qp(*pd, cq.get(), o);
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_INIT;
   a.port_num = 1;

@@ -39,14 +39,14 @@ TEST_CASE("One lost packet: PSN sequence error NAK, go-back-N, data correct", "[
   fill(p.a.buf(), 1 << 16, 2);
   // The first WRITE is lost on the way ...
   p.fabric.wire().cut_one_way(p.port_a(), p.port_b());
-  REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, 0, 0, 500, p.b.addr(0), p.b.key()) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, 0, 0, 500, p.b.addr(0), p.b.key()) == 0);
   p.run_for(20'000);  // well below the 4 ms ACK timeout
   p.fabric.wire().cut_one_way(p.port_a(), p.port_b(), false);
   REQUIRE(p.fabric.wire().counters(p.port_a(), p.port_b()).cut == 1);
   // ... the ones behind it arrive out of sequence.
   const uint64_t t0 = p.now();
   for (int i = 1; i < 6; ++i)
-    REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, uint64_t(i), size_t(i) * 1000, 2500, p.b.addr(size_t(i) * 4096),
+    REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, uint64_t(i), size_t(i) * 1000, 2500, p.b.addr(size_t(i) * 4096),
                       p.b.key()) == 0);
   auto wa = p.wait(p.a, 6);
   REQUIRE(wa.size() == 6);
@@ -70,7 +70,7 @@ TEST_CASE("A lost READ response is re-requested and the data is right", "[acks]"
   f.loss = 0.2;
   p.fabric.wire().set_link_faults(p.port_b(), p.port_a(), f);
   for (int i = 0; i < 10; ++i)
-    REQUIRE(post_rdma(p.a, IBV_WR_RDMA_READ, uint64_t(i), size_t(i) * 10000, 10000, p.b.addr(0), p.b.key()) == 0);
+    REQUIRE(post_wr(p.a, IBV_WR_RDMA_READ, uint64_t(i), size_t(i) * 10000, 10000, p.b.addr(0), p.b.key()) == 0);
   auto wa = p.wait(p.a, 10, 10 * kSecond);
   REQUIRE(wa.size() == 10);
   for (int i = 0; i < 10; ++i) {

@@ -56,8 +56,8 @@ TEST_CASE("IBV_SEND_FENCE: a WR after a READ waits for the READ's data", "[verbs
   fill(p.b.buf(0), 20000, 4);
   // READ b[0..20000) into a[0..), then WRITE a[0..20000) to b[100000..):
   // with the fence, the WRITE carries the data just read.
-  REQUIRE(post_rdma(p.a, IBV_WR_RDMA_READ, 1, 0, 20000, p.b.addr(0), p.b.key()) == 0);
-  REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, 2, 0, 20000, p.b.addr(100000), p.b.key(),
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_READ, 1, 0, 20000, p.b.addr(0), p.b.key()) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, 2, 0, 20000, p.b.addr(100000), p.b.key(),
                     IBV_SEND_SIGNALED | IBV_SEND_FENCE) == 0);
   auto wa = p.wait(p.a, 1);
   REQUIRE(wa.size() == 1);
@@ -86,7 +86,7 @@ TEST_CASE("max_rd_atomic = 1 with many READs and atomics outstanding: all comple
       REQUIRE(post_atomic(p.a, IBV_WR_ATOMIC_FETCH_AND_ADD, uint64_t(i), (1 << 19) + size_t(i) * 8,
                           p.b.addr(1 << 19), p.b.key(), 1) == 0);
     else
-      REQUIRE(post_rdma(p.a, IBV_WR_RDMA_READ, uint64_t(i), size_t(i) * 10000, 3000 + uint32_t(i) * 100,
+      REQUIRE(post_wr(p.a, IBV_WR_RDMA_READ, uint64_t(i), size_t(i) * 10000, 3000 + uint32_t(i) * 100,
                         p.b.addr(size_t(i) * 10000), p.b.key()) == 0);
   }
   auto wa = p.wait(p.a, n);
@@ -117,7 +117,7 @@ TEST_CASE("RTS -> SQD holds new work; SQD -> RTS releases it", "[verbs]") {
   REQUIRE(p.a.qp->query(q, -1, init) == 0);
   CHECK(q.qp_state == IBV_QPS_SQD);
   // Posting is allowed in SQD; the WR is not processed.
-  REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, 1, 0, 4096, p.b.addr(0), p.b.key()) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, 1, 0, 4096, p.b.addr(0), p.b.key()) == 0);
   p.run_for(50'000'000);
   CHECK(drain(*p.a.cq).empty());
   CHECK(p.b.buf(0)[0] == 0);
@@ -139,8 +139,8 @@ TEST_CASE("RTS -> SQD holds new work; SQD -> RTS releases it", "[verbs]") {
 TEST_CASE("SQD drains the message in progress and starts no other", "[verbs]") {
   Pair p(76);
   fill(p.a.buf(), 300000, 8);
-  REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, 1, 0, 200000, p.b.addr(0), p.b.key()) == 0);  // 196 packets
-  REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, 2, 200000, 1000, p.b.addr(500000), p.b.key()) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, 1, 0, 200000, p.b.addr(0), p.b.key()) == 0);  // 196 packets
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, 2, 200000, 1000, p.b.addr(500000), p.b.key()) == 0);
   REQUIRE(p.fabric.run_until([&] { return p.a.qp->counters().sent_pkts >= 5; }, kSecond));
   REQUIRE(p.a.qp->counters().sent_pkts < 196);  // the first WRITE is in progress
   ibv_qp_attr d{};

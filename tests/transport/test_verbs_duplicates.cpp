@@ -88,9 +88,9 @@ TEST_CASE("Duplicated SENDs consume one receive each; READs and WRITEs stay corr
       for (int i = 0; i < n; ++i) {
         const uint32_t len = 1 + uint32_t(i * 379 % 8000);
         REQUIRE(post_send(p.a, uint64_t(i) * 3, size_t(i) * 8192, len) == 0);
-        REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, uint64_t(i) * 3 + 1, size_t(i) * 8192, len,
+        REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, uint64_t(i) * 3 + 1, size_t(i) * 8192, len,
                           p.b.addr((1 << 20) + size_t(i) * 8192), p.b.key()) == 0);
-        REQUIRE(post_rdma(p.a, IBV_WR_RDMA_READ, uint64_t(i) * 3 + 2, (2 << 20) + size_t(i) * 8192, len,
+        REQUIRE(post_wr(p.a, IBV_WR_RDMA_READ, uint64_t(i) * 3 + 2, (2 << 20) + size_t(i) * 8192, len,
                           p.b.addr((2 << 20) + size_t(i) * 8192), p.b.key()) == 0);
       }
       auto wa = p.wait(p.a, 3 * n, 20 * kSecond);

@@ -9,7 +9,7 @@ TEST_CASE("RDMA WRITE places data without consuming a receive", "[verbs]") {
   Pair p(61);
   fill(p.a.buf(), 10000, 1);
   REQUIRE(post_recv(p.b, 5, 0, 100) == 0);
-  REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, 1, 0, 9999, p.b.addr(12345), p.b.key()) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, 1, 0, 9999, p.b.addr(12345), p.b.key()) == 0);
   auto wa = p.wait(p.a, 1);
   REQUIRE(wa.size() == 1);
   CHECK(wa[0].status == IBV_WC_SUCCESS);
@@ -52,7 +52,7 @@ TEST_CASE("RDMA READ spanning many packets, not a multiple of the MTU", "[verbs]
   const uint32_t len = 100037;  // 98 packets at 1024
   fill(p.b.buf(300000), len, 3);
   const uint64_t resp_before = p.b.qp->counters().sent_pkts;
-  REQUIRE(post_rdma(p.a, IBV_WR_RDMA_READ, 1, 7, len, p.b.addr(300000), p.b.key()) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_READ, 1, 7, len, p.b.addr(300000), p.b.key()) == 0);
   auto wa = p.wait(p.a, 1);
   REQUIRE(wa.size() == 1);
   CHECK(wa[0].status == IBV_WC_SUCCESS);
@@ -172,7 +172,7 @@ void exercise_mtu(ibv_mtu mtu, uint32_t mtu_bytes, uint16_t eth_mtu, uint64_t se
     CHECK(p.a.qp->counters().sent_pkts - before == pkts);
 
     before = p.a.qp->counters().sent_pkts;
-    REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, 3, 0, len, p.b.addr(1 << 20), p.b.key()) == 0);
+    REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, 3, 0, len, p.b.addr(1 << 20), p.b.key()) == 0);
     auto wa = p.wait(p.a, 1);
     REQUIRE(wa.size() == 1);
     CHECK(wa[0].status == IBV_WC_SUCCESS);
@@ -180,7 +180,7 @@ void exercise_mtu(ibv_mtu mtu, uint32_t mtu_bytes, uint16_t eth_mtu, uint64_t se
     CHECK(p.a.qp->counters().sent_pkts - before == pkts);
 
     before = p.b.qp->counters().sent_pkts;
-    REQUIRE(post_rdma(p.a, IBV_WR_RDMA_READ, 4, 3 << 20, len, p.b.addr(1 << 21), p.b.key()) == 0);
+    REQUIRE(post_wr(p.a, IBV_WR_RDMA_READ, 4, 3 << 20, len, p.b.addr(1 << 21), p.b.key()) == 0);
     wa = p.wait(p.a, 1);
     REQUIRE(wa.size() == 1);
     CHECK(wa[0].status == IBV_WC_SUCCESS);

@@ -209,7 +209,7 @@ TEST_CASE("sq_sig_all signals every WR", "[verbs]") {
   oa.sq_sig_all = 1;
   Pair p(57, oa);
   for (int i = 0; i < 5; ++i)
-    REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, uint64_t(i), 0, 10, p.b.addr(), p.b.key(), 0) == 0);
+    REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, uint64_t(i), 0, 10, p.b.addr(), p.b.key(), 0) == 0);
   auto wa = p.wait(p.a, 5);
   REQUIRE(wa.size() == 5);
   for (int i = 0; i < 5; ++i) CHECK(wa[size_t(i)].wr_id == uint64_t(i));
@@ -277,8 +277,8 @@ TEST_CASE("RC over IPv6 GIDs: SEND, WRITE and READ", "[verbs]") {
   fill(p.b.buf(500000), 10000, 10);
   REQUIRE(post_recv(p.b, 1, 0, 10000) == 0);
   REQUIRE(post_send(p.a, 2, 0, 10000) == 0);
-  REQUIRE(post_rdma(p.a, IBV_WR_RDMA_WRITE, 3, 0, 10000, p.b.addr(100000), p.b.key()) == 0);
-  REQUIRE(post_rdma(p.a, IBV_WR_RDMA_READ, 4, 200000, 10000, p.b.addr(500000), p.b.key()) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, 3, 0, 10000, p.b.addr(100000), p.b.key()) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_READ, 4, 200000, 10000, p.b.addr(500000), p.b.key()) == 0);
   auto wa = p.wait(p.a, 3);
   REQUIRE(wa.size() == 3);
   for (const ibv_wc& w : wa) CHECK(w.status == IBV_WC_SUCCESS);
@@ -295,17 +295,10 @@ TEST_CASE("RC between two QPs of the same device (loopback)", "[verbs]") {
   Device& d = fabric.add_device("10.0.0.1", small_device());
   fabric.add_device("10.0.0.2", small_device());  // a second station on the wire, unused
   Opts oa = Pair::default_a(), ob = Pair::default_b();
-  Node a = make_node(d, oa);
-  Node b;
-  b.dev = &d;
-  b.pd = d.alloc_pd();
-  int err = -1;
-  b.cq = d.create_cq(64, err);
-  b.mr = b.pd->alloc_mr(1 << 16, kAllAccess, err);
-  REQUIRE(err == 0);
-  b.qp = make_rc_qp(*b.pd, b.cq.get(), ob);
-  connect(*a.qp, oa, d, b.qp->qp_num(), ob.sq_psn);
-  connect(*b.qp, ob, d, a.qp->qp_num(), oa.sq_psn);
+  ob.cq_entries = 64;
+  ob.bytes = 1 << 16;
+  Node a, b;
+  test::connect_pair(a, d, oa, b, d, ob);
   fill(a.buf(), 3000, 11);
   REQUIRE(post_recv(b, 1, 0, 4096) == 0);
   REQUIRE(post_send(a, 2, 0, 3000) == 0);
