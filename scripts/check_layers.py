@@ -47,8 +47,6 @@ EXCEPTIONS = {
         "zero_copy_from() reads whether a MemoryRegion is DPDK memory; same as above",
     ("lib/transport/post.cpp", "uroce/verbs/address_handle.h"):
         "a UD send reads its AddressHandle at post time; an internal AH record would replace it",
-    ("drivers/sim/include/uroce/sim/sim_fabric.h", "uroce/verbs/device.h"):
-        "SimFabric builds Devices on simulated ports: a test fixture above verbs, to move to tests/common",
 }
 
 OBJECT_HEADERS = {"address_handle.h", "completion_queue.h", "device.h", "memory_region.h",

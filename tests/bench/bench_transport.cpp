@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "../common/connected_pair.h"
-#include "uroce/sim/sim_fabric.h"
+#include "sim_fabric.h"
 #include "uroce/verbs/verbs.h"
 
 namespace {

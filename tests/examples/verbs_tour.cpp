@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "uroce/sim/sim_fabric.h"
+#include "sim_fabric.h"
 #include "uroce/verbs/verbs.h"
 
 namespace {

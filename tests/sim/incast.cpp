@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "../transport/rc_pair.h"
-#include "uroce/sim/sim_fabric.h"
+#include "sim_fabric.h"
 
 namespace uroce::test {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "connected_pair.h"
 #include "mbuf_test_util.h"
-#include "uroce/sim/sim_fabric.h"
+#include "sim_fabric.h"
 #include "wire/neighbor.h"
 #include "uroce/verbs/verbs.h"
 

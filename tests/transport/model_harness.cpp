@@ -9,7 +9,7 @@
 #include "../common/connected_pair.h"
 #include "model_check.h"
 #include "uroce/sim/fault_rng.h"
-#include "uroce/sim/sim_fabric.h"
+#include "sim_fabric.h"
 #include "uroce/verbs/verbs.h"
 
 namespace uroce::test::model {

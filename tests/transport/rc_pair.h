@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "../common/connected_pair.h"
-#include "uroce/sim/sim_fabric.h"
+#include "sim_fabric.h"
 #include "uroce/verbs/verbs.h"
 
 namespace uroce::test {

@@ -1,4 +1,4 @@
-#include "uroce/sim/sim_fabric.h"
+#include "sim_fabric.h"
 
 #include <algorithm>
 #include <stdexcept>
