@@ -58,6 +58,9 @@ void fill_ud_dest(Qp& qp, const SendWr& wr, UdDest& d) {
   d.dscp = ah.attr().grh.traffic_class >> 2;
   d.qpn = wr.wr.ud.remote_qpn;
   d.qkey = wr.wr.ud.remote_qkey;
+  // Decided once per WR here, so the engine's TX path need not look at the
+  // frame's MAC.
+  d.to_self = d.mac == qp.eng->mac();
 }
 
 // check_send has bounded num_sge by max_send_sge and an inline length by

@@ -150,6 +150,10 @@ struct Qp {
   bool later = false;       // on the engine's list for the next TX round
   bool timed = false;       // on the engine's timer list
   bool rebase = false;      // on the engine's list of deadlines set from an old time
+  // The peer's MAC is this device's own (a QP connected to a QP of the same
+  // device): frames loop back inside the engine instead of going to the
+  // port. Set with the address vector (qp_modify.cpp), read per frame.
+  bool to_self = false;
 
   bool is_rc() const { return init.qp_type == IBV_QPT_RC; }
   RecvQueue& recv_queue();

@@ -49,6 +49,7 @@ int build_template(Qp& qp, const ibv_ah_attr& ah) {
   wire::PacketFields& f = qp.hdr;
   f.eth.src = qp.eng->mac();
   f.eth.dst = dmac;
+  qp.to_self = dmac == qp.eng->mac();
   f.ip.ipv6 = !dgid.is_v4_mapped();
   f.ip.src = sgid;
   f.ip.dst = dgid;

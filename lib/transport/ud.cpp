@@ -38,6 +38,7 @@ bool send_datagram(Qp& qp, SendWqe& w) {
   f.ext.imm = imm ? w.imm : 0;
   OutPacket out;
   if (!start_packet(qp, f, out)) return false;
+  out.to_self = d.to_self;
   if (w.flags & IBV_SEND_INLINE) {
     std::memcpy(out.payload, qp.sq.inline_bytes(w), w.length);
   } else if (!memory::gather(qp.eng->mrs(), qp.pd, qp.sq.sgl(w), 0, out.payload, w.length)) {

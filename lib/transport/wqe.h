@@ -43,6 +43,7 @@ struct UdDest {
   uint8_t dscp = 0;   // its traffic_class >> 2
   uint32_t qpn = 0;
   uint32_t qkey = 0;
+  bool to_self = false;  // the address handle's MAC is this device's: loops back
 };
 
 // One cache line: everything the requester and the completer read or write
