@@ -1,7 +1,9 @@
 // Posting work requests: which states accept them, what is refused at post
 // time (EINVAL/ENOMEM with *bad at the first WR not posted, the earlier ones
 // posted and executed), and the flush on entering ERR.
+#include <algorithm>
 #include <cerrno>
+#include <vector>
 
 #include "verbs_test_util.h"
 
@@ -338,4 +340,68 @@ TEST_CASE("RESET releases the regions of outstanding sends, and an inline send h
   r.qp_state = IBV_QPS_RESET;
   REQUIRE(p.a.qp->modify(r, IBV_QP_STATE) == 0);
   CHECK(p.a.mr->in_use() == 0);
+}
+
+TEST_CASE("Capabilities above 32 SGEs and 512 inline bytes: storage follows the QP's caps", "[qp-state]") {
+  sim::SimFabric fabric(49);
+  DeviceConfig c = small_device();
+  c.limits.max_sge = 64;
+  c.limits.max_inline_data = 2048;
+  Device& da = fabric.add_device("10.0.0.1", c);
+  Device& db = fabric.add_device("10.0.0.2", c);
+  Opts o = Pair::default_a();
+  o.max_send_wr = o.max_recv_wr = 8;
+  o.max_send_sge = o.max_recv_sge = 48;
+  o.max_inline = 1500;
+  Node a = make_node(da, o);
+  Node b = make_node(db, o);
+  connect(*a.qp, o, db, b.qp->qp_num(), o.sq_psn);
+  connect(*b.qp, o, da, a.qp->qp_num(), o.sq_psn);
+  fill(a.buf(), 4096, 51);
+  // 48 SGEs of 20 bytes each way, in different orders.
+  std::vector<ibv_sge> src(48), dst(48);
+  for (size_t i = 0; i < 48; ++i) {
+    src[i] = sge(a, i * 64, 20);
+    dst[i] = sge(b, (47 - i) * 32, 20);
+  }
+  RecvWr r;
+  r.wr_id = 1;
+  r.sg_list = dst.data();
+  r.num_sge = 48;
+  const RecvWr* rbad = nullptr;
+  REQUIRE(b.qp->post_recv(&r, &rbad) == 0);
+  SendWr s = make_wr(IBV_WR_SEND, 2, src.data());
+  s.num_sge = 48;
+  REQUIRE(post(a, s) == 0);
+  // 1500 inline bytes; the source is overwritten right after the post.
+  std::vector<uint8_t> text(1500);
+  for (size_t i = 0; i < text.size(); ++i) text[i] = uint8_t(i * 7 + 1);
+  const std::vector<uint8_t> sent = text;
+  ibv_sge t{reinterpret_cast<uintptr_t>(text.data()), 1500, 0};
+  SendWr w = make_wr(IBV_WR_RDMA_WRITE, 3, &t, IBV_SEND_SIGNALED | IBV_SEND_INLINE);
+  w.wr.rdma.remote_addr = b.addr(8192);
+  w.wr.rdma.rkey = b.key();
+  REQUIRE(post(a, w) == 0);
+  std::fill(text.begin(), text.end(), 0);
+  auto wb = wait_cq(fabric, *b.cq, 1);
+  REQUIRE(wb.size() == 1);
+  CHECK(wb[0].status == IBV_WC_SUCCESS);
+  CHECK(wb[0].byte_len == 48 * 20);
+  for (size_t i = 0; i < 48; ++i) CHECK(std::memcmp(b.buf((47 - i) * 32), a.buf(i * 64), 20) == 0);
+  auto wa = wait_cq(fabric, *a.cq, 2);
+  REQUIRE(wa.size() == 2);
+  CHECK(wa[0].status == IBV_WC_SUCCESS);
+  CHECK(wa[1].status == IBV_WC_SUCCESS);
+  CHECK(std::memcmp(b.buf(8192), sent.data(), 1500) == 0);
+  // And the caps still bound what may be posted.
+  std::vector<ibv_sge> more(49, src[0]);
+  s.sg_list = more.data();
+  s.num_sge = 49;
+  const SendWr* bad = nullptr;
+  CHECK(a.qp->post_send(&s, &bad) == EINVAL);
+  r.sg_list = more.data();
+  r.num_sge = 49;
+  CHECK(b.qp->post_recv(&r, &rbad) == EINVAL);
+  t.length = 1501;
+  CHECK(a.qp->post_send(&w, &bad) == EINVAL);
 }
