@@ -72,12 +72,6 @@ struct RecvQueue {
   }
   void drop_holder(uint32_t block) { free_.push_back(block); }
 
-  // Heap bytes this queue holds.
-  size_t bytes() const {
-    return size_t(wq.slots()) * sizeof(RecvWqe) + slab_.capacity() * sizeof(ibv_sge) +
-           free_.capacity() * sizeof(uint32_t);
-  }
-
  private:
   std::vector<ibv_sge> slab_;
   std::vector<uint32_t> free_;  // holder blocks given back

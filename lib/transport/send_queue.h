@@ -33,11 +33,6 @@ class SendQueue : public WorkQueue<SendWqe> {
   }
   UdDest& ud(const SendWqe& w) { return ud_[slot(w)]; }
 
-  // Heap bytes this queue holds.
-  size_t bytes() const {
-    return size_t(slots()) * sizeof(SendWqe) + slab_.size() * sizeof(ibv_sge) + ud_.size() * sizeof(UdDest);
-  }
-
  private:
   size_t offset(const SendWqe& w) const { return size_t(slot(w)) * stride_; }
 
