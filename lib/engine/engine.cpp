@@ -49,7 +49,8 @@ Engine::Engine(const DeviceConfig& config)
   mac_ = config.port->mac();
   lean_ = !config.clock->free_to_read();
   // A QP may connect to another QP of this device (as on rxe): our own
-  // GIDs are at our own MAC, and their frames loop back in transmit().
+  // GIDs are at our own MAC, and their frames loop back in transmit() (the
+  // sender knows: Qp::to_self, set with its address vector).
   for (const wire::IpAddr& gid : device_config_.gids) neighbors_.set(gid, mac_);
 }
 
@@ -228,7 +229,9 @@ void Engine::send_frame(const uint8_t* frame, size_t len) {
   if (m == nullptr) return;  // resolution retries; a requester asks again
   std::memcpy(rte_pktmbuf_append(m, uint16_t(len)), frame, len);
   ++counters_.tx_neighbor;
-  transmit(m);
+  wire::MacAddr dst;
+  std::memcpy(dst.bytes.data(), frame, 6);
+  transmit(m, dst == mac_);
 }
 
 void Engine::send_neighbor_request(const wire::IpAddr& ip) {
@@ -281,8 +284,8 @@ rte_mbuf* Engine::alloc_mbuf() {
   return m;
 }
 
-void Engine::transmit(rte_mbuf* m) {
-  if (std::memcmp(rte_pktmbuf_mtod(m, const uint8_t*), mac_.bytes.data(), 6) == 0) {
+void Engine::transmit(rte_mbuf* m, bool to_self) {
+  if (to_self) {
     // Never reaches the port, so nobody else would fill in the checksum
     // the receive side checks.
     if (m->ol_flags & RTE_MBUF_F_TX_IP_CKSUM) {
@@ -481,7 +484,7 @@ engine::Engine& self(EngineServices* s) { return *static_cast<engine::Engine*>(s
 }  // namespace
 
 rte_mbuf* EngineServices::alloc_mbuf() { return self(this).alloc_mbuf(); }
-void EngineServices::transmit(rte_mbuf* m) { self(this).transmit(m); }
+void EngineServices::transmit(rte_mbuf* m, bool to_self) { self(this).transmit(m, to_self); }
 void EngineServices::schedule(Qp* qp) { self(this).schedule(qp); }
 void EngineServices::schedule_next(Qp* qp) { self(this).schedule_next(qp); }
 void EngineServices::send_now(Qp* qp) { self(this).send_now(qp); }

@@ -53,7 +53,7 @@ class Engine : public transport::EngineServices {
   void watch_timer(transport::Qp* qp);
   void pace(transport::Qp* qp, uint64_t at);
   rte_mbuf* alloc_mbuf();
-  void transmit(rte_mbuf* m);
+  void transmit(rte_mbuf* m, bool to_self);
   void post_async_event(const AsyncEvent& ev) { async_events_.push_back(ev); }
   bool resolve(const wire::IpAddr& ip, wire::MacAddr& mac) const { return neighbors_.lookup(ip, mac); }
 

@@ -37,7 +37,7 @@ bool send_cnp(Qp& qp) {
   if (!start_packet(qp, f, out)) return false;
   uint8_t* data = rte_pktmbuf_mtod(out.m, uint8_t*);
   wire::store_le32(data + out.lay.frame_len - 4, wire::compute_icrc(data, out.lay, {}));
-  qp.eng->transmit(out.m);
+  qp.eng->transmit(out.m, out.to_self);
   return true;
 }
 

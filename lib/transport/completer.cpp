@@ -143,7 +143,7 @@ void on_read_response(Qp& qp, const PacketView& pkt) {
   const uint64_t want = std::min<uint64_t>(pmtu, w.length - w.read_received);
   if (pkt.bth().opcode() != expected_read_opcode(index, count) || pkt.payload_len != want)
     return fail(qp, IBV_WC_BAD_RESP_ERR);
-  if (!memory::scatter(qp.eng->mrs(), qp.pd, w.sgl, w.read_received, pkt.payload, pkt.payload_len))
+  if (!memory::scatter(qp.eng->mrs(), qp.pd, qp.sq.sgl(w), w.read_received, pkt.payload, pkt.payload_len))
     return fail(qp, IBV_WC_LOC_PROT_ERR);
   w.read_received += pkt.payload_len;
   qp.comp.una = psn_add(psn, 1);
@@ -158,7 +158,7 @@ void on_atomic_ack(Qp& qp, const PacketView& pkt) {
   const bool atomic = w.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
   if (!atomic || w.state != WqeState::sent || w.first_psn != psn) return;  // stale
   const uint64_t orig = pkt.atomic_ack().orig();  // stored in host order, as verbs does
-  if (!memory::scatter(qp.eng->mrs(), qp.pd, w.sgl, 0, reinterpret_cast<const uint8_t*>(&orig), 8))
+  if (!memory::scatter(qp.eng->mrs(), qp.pd, qp.sq.sgl(w), 0, reinterpret_cast<const uint8_t*>(&orig), 8))
     return fail(qp, IBV_WC_LOC_PROT_ERR);
   qp.comp.una = psn_add(psn, 1);
   complete_send(qp, w, IBV_WC_SUCCESS);

@@ -17,14 +17,14 @@ ibv_wc_opcode wc_opcode(ibv_wr_opcode op) {
 
 namespace {
 
-void flush_recv(Qp& qp, RecvWqe& wqe) {
+void flush_recv(Qp& qp, const RecvQueue& rq, const RecvWqe& wqe) {
   ibv_wc wc{};
   wc.wr_id = wqe.wr_id;
   wc.status = IBV_WC_WR_FLUSH_ERR;
   wc.opcode = IBV_WC_RECV;
   wc.qp_num = qp.qpn;
   complete_recv(qp, wc);
-  release_sges(qp, wqe.sgl);
+  release_sges(qp, rq.sgl(wqe));
 }
 
 }  // namespace
@@ -45,7 +45,7 @@ void complete_send(Qp& qp, SendWqe& wqe, ibv_wc_status status) {
     if (wqe.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wqe.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) wc.byte_len = 8;
     qp.scq->push(wc);
   }
-  if (!(wqe.flags & IBV_SEND_INLINE)) release_sges(qp, wqe.sgl);
+  release_sges(qp, qp.sq.sgl(wqe));  // none kept for an inline send
   if (wqe.rd_counted) {
     wqe.rd_counted = false;
     --qp.req.rd_atomic;
@@ -71,13 +71,13 @@ void move_to_error(Qp& qp) {
   qp.req.wqe = qp.sq.tail();
   qp.req.offset = 0;
   if (qp.resp.have_recv) {
-    flush_recv(qp, qp.resp.recv);
+    flush_recv(qp, qp.recv_queue(), qp.resp.recv);
     qp.resp.have_recv = false;
   }
   // An SRQ's WQEs belong to the SRQ, not to this QP: they stay.
   if (qp.srq == nullptr)
     while (!qp.rq.wq.empty()) {
-      flush_recv(qp, qp.rq.wq.front());
+      flush_recv(qp, qp.rq, qp.rq.wq.front());
       qp.rq.wq.pop();
     }
   while (!qp.resp.out.empty()) qp.resp.out.pop();

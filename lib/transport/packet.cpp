@@ -46,6 +46,7 @@ bool start_with(Qp& qp, OutPacket& out, Build&& build) {
   }
   out.m = m;
   out.payload = data + out.lay.payload_off;
+  out.to_self = qp.to_self;
   return true;
 }
 
@@ -77,7 +78,7 @@ void finish_packet(Qp& qp, OutPacket& out, bool paced) {
   wire::store_le32(data + out.lay.frame_len - 4, wire::compute_icrc(data, out.lay, piece));
   ++qp.counters.sent_pkts;
   if (paced) cc_sent(qp, out.lay.frame_len);
-  qp.eng->transmit(out.m);
+  qp.eng->transmit(out.m, out.to_self);
   out.m = nullptr;
 }
 
@@ -106,7 +107,7 @@ bool send_zero_copy(Qp& qp, const wire::PacketSpec& spec, const wire::ExtFields&
   ++qp.counters.sent_pkts;
   ++qp.counters.zero_copy_pkts;
   cc_sent(qp, out.lay.frame_len);
-  qp.eng->transmit(m);
+  qp.eng->transmit(m, out.to_self);
   return true;
 }
 

@@ -34,13 +34,14 @@ uint64_t total_length(const ibv_sge* sg, int n) {
 }
 
 
-void copy_sges(SgeList& sgl, const ibv_sge* sg, int n) {
-  sgl.num = n;
-  sgl.total = 0;
+// The WR's SGEs into the slab; returns the bytes they describe.
+uint64_t copy_sges(ibv_sge* into, const ibv_sge* sg, int n) {
+  uint64_t total = 0;
   for (int i = 0; i < n; ++i) {
-    sgl.sge[i] = sg[i];
-    sgl.total += sg[i].length;
+    into[i] = sg[i];
+    total += sg[i].length;
   }
+  return total;
 }
 
 void acquire_sges(EngineServices& eng, const SgeList& sgl) {
@@ -48,6 +49,22 @@ void acquire_sges(EngineServices& eng, const SgeList& sgl) {
     if (MemoryRegion* mr = eng.mrs().find(sgl.sge[i].lkey)) MrAccess::acquire(*mr);
 }
 
+void fill_ud_dest(Qp& qp, const SendWr& wr, UdDest& d) {
+  const AddressHandle& ah = *wr.wr.ud.ah;
+  d.gid = ah.dgid();
+  d.sgid = ah.sgid();
+  d.mac = ah.dmac();
+  d.ttl = ah.attr().grh.hop_limit ? ah.attr().grh.hop_limit : 64;
+  d.dscp = ah.attr().grh.traffic_class >> 2;
+  d.qpn = wr.wr.ud.remote_qpn;
+  d.qkey = wr.wr.ud.remote_qkey;
+  // Decided once per WR here, so the engine's TX path need not look at the
+  // frame's MAC.
+  d.to_self = d.mac == qp.eng->mac();
+}
+
+// check_send has bounded num_sge by max_send_sge and an inline length by
+// max_inline_data: both fit the slot's part of the slab.
 void fill_wqe(Qp& qp, const SendWr& wr, SendWqe& w) {
   w.state = WqeState::posted;
   w.read_received = 0;
@@ -55,12 +72,10 @@ void fill_wqe(Qp& qp, const SendWr& wr, SendWqe& w) {
   w.error = IBV_WC_SUCCESS;
   w.wr_id = wr.wr_id;
   w.opcode = wr.opcode;
-  w.flags = wr.send_flags;
-  w.imm = __builtin_bswap32(wr.imm_data);  // verbs passes it in network order
-  w.invalidate_rkey = wr.invalidate_rkey;
+  w.flags = uint8_t(wr.send_flags);
+  // verbs passes the immediate in network order
+  w.imm = wr.opcode == IBV_WR_SEND_WITH_INV ? wr.invalidate_rkey : __builtin_bswap32(wr.imm_data);
   w.signaled = qp.init.sq_sig_all || (wr.send_flags & IBV_SEND_SIGNALED);
-  copy_sges(w.sgl, wr.sg_list, wr.num_sge);
-  w.length = w.sgl.total;
   if (is_atomic(wr.opcode)) {
     w.remote_addr = wr.wr.atomic.remote_addr;
     w.rkey = wr.wr.atomic.rkey;
@@ -70,26 +85,22 @@ void fill_wqe(Qp& qp, const SendWr& wr, SendWqe& w) {
     w.remote_addr = wr.wr.rdma.remote_addr;
     w.rkey = wr.wr.rdma.rkey;
   }
-  if (!qp.is_rc()) {
-    const AddressHandle& ah = *wr.wr.ud.ah;
-    w.ud.gid = ah.dgid();
-    w.ud.sgid = ah.sgid();
-    w.ud.mac = ah.dmac();
-    w.ud.ttl = ah.attr().grh.hop_limit ? ah.attr().grh.hop_limit : 64;
-    w.ud.dscp = ah.attr().grh.traffic_class >> 2;
-    w.ud.qpn = wr.wr.ud.remote_qpn;
-    w.ud.qkey = wr.wr.ud.remote_qkey;
-  }
+  if (!qp.is_rc()) fill_ud_dest(qp, wr, qp.sq.ud(w));
   if (wr.send_flags & IBV_SEND_INLINE) {
-    // Inline data is read from the caller's buffers now; no key needed.
-    uint64_t off = 0;
+    // Inline data is read from the caller's buffers now; no key needed, and
+    // no SGE kept.
+    uint8_t* to = qp.sq.inline_bytes(w);
+    uint32_t off = 0;
     for (int i = 0; i < wr.num_sge; ++i) {
-      std::memcpy(w.inline_data.data() + off, reinterpret_cast<const void*>(uintptr_t(wr.sg_list[i].addr)),
-                  wr.sg_list[i].length);
+      std::memcpy(to + off, reinterpret_cast<const void*>(uintptr_t(wr.sg_list[i].addr)), wr.sg_list[i].length);
       off += wr.sg_list[i].length;
     }
+    w.num_sge = 0;
+    w.length = off;
   } else {
-    acquire_sges(*qp.eng, w.sgl);
+    w.num_sge = uint16_t(wr.num_sge);
+    w.length = uint32_t(copy_sges(qp.sq.sges(w), wr.sg_list, wr.num_sge));
+    acquire_sges(*qp.eng, qp.sq.sgl(w));
   }
 }
 
@@ -141,10 +152,12 @@ int post_send(Qp& qp, const SendWr* wr, const SendWr** bad) {
 int post_recv_to(RecvQueue& rq, EngineServices& eng, const RecvWr& wr) {
   if (wr.num_sge < 0 || uint32_t(wr.num_sge) > rq.max_sge || (wr.num_sge && !wr.sg_list)) return EINVAL;
   if (rq.wq.full()) return ENOMEM;
+  // The slot keeps its block (RecvQueue::take): only the header is new.
   RecvWqe& w = rq.wq.push();
   w.wr_id = wr.wr_id;
-  copy_sges(w.sgl, wr.sg_list, wr.num_sge);
-  acquire_sges(eng, w.sgl);
+  w.num_sge = uint32_t(wr.num_sge);
+  w.total = copy_sges(rq.sges(w), wr.sg_list, wr.num_sge);
+  acquire_sges(eng, rq.sgl(w));
   return 0;
 }
 
@@ -161,6 +174,14 @@ int post_recv(Qp& qp, const RecvWr* wr, const RecvWr** bad) {
 }
 
 RecvQueue& Qp::recv_queue() { return srq ? *srq : rq; }
+
+void attach_recv(Qp& qp) {
+  if (qp.is_rc()) qp.resp.recv.block = qp.recv_queue().add_holder();
+}
+
+void detach_recv(Qp& qp) {
+  if (qp.is_rc()) qp.recv_queue().drop_holder(qp.resp.recv.block);
+}
 
 void recv_taken(Qp& qp) {
   if (qp.srq == nullptr) return;

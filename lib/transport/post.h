@@ -15,5 +15,10 @@ int check_send(const Qp& qp, const SendWr& wr);
 int post_recv(Qp& qp, const RecvWr* wr, const RecvWr** bad);
 // Into a receive queue (the QP's or an SRQ's); EINVAL/ENOMEM.
 int post_recv_to(RecvQueue& rq, EngineServices& eng, const RecvWr& wr);
+// An RC QP starts (creation) or stops (destruction, after its reset) taking
+// receives from its receive queue, its own or an SRQ's: the free block it
+// swaps in when it takes one (RecvQueue::take).
+void attach_recv(Qp& qp);
+void detach_recv(Qp& qp);
 
 }  // namespace uroce::transport

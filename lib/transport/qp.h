@@ -6,12 +6,14 @@
 
 #include <infiniband/verbs.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "../cc/qp_cc.h"
 #include "cq.h"
 #include "recv_queue.h"
+#include "send_queue.h"
 #include "uroce/port/clock.h"
 #include "uroce/verbs/counters.h"
 #include "uroce/verbs/types.h"
@@ -94,22 +96,32 @@ struct RespOut {
   uint32_t poll = 0;        // ACK: the engine poll that queued it (see queue_ack)
 };
 
+// Ordered so that what each request packet reads comes first, unpadded.
 struct ResponderState {
   uint32_t epsn = 0;         // expected PSN
   uint32_t msn = 0;          // messages completed
-  bool nak_sent = false;     // sequence NAK sent; wait for epsn quietly
   uint32_t msg_class = 0;    // opf::send or opf::write while a message is open
-  bool have_recv = false;    // SEND/WRITE-imm: receive WQE taken
+  uint32_t write_rkey = 0;
+  // The receive WQE taken (have_recv), else the free holder block this QP
+  // swaps into the receive queue when it takes one (RecvQueue::take).
   RecvWqe recv;
   uint64_t recv_off = 0;
   uint64_t write_va = 0;     // WRITE: next target address
-  uint32_t write_rkey = 0;
   uint64_t write_left = 0;
   uint64_t msg_bytes = 0;    // bytes of the open message so far
-  std::vector<RdAtomicResource> res;
+  bool nak_sent = false;     // sequence NAK sent; wait for epsn quietly
+  bool have_recv = false;    // SEND/WRITE-imm: receive WQE taken
   uint32_t res_next = 0;
+  std::vector<RdAtomicResource> res;
   WorkQueue<RespOut> out;
 };
+
+// The per-packet state stays small: a field added to these fails here, to
+// be placed with its cost in mind.
+static_assert(sizeof(RequesterState) <= 48);
+static_assert(sizeof(CompleterState) <= 16);
+static_assert(sizeof(RespOut) <= 28);
+static_assert(sizeof(ResponderState) <= 144 && offsetof(ResponderState, res_next) < 80);
 
 struct Qp {
   EngineServices* eng = nullptr;
@@ -126,7 +138,7 @@ struct Qp {
   wire::PacketFields hdr;
   wire::HeaderTemplate tmpl;
 
-  WorkQueue<SendWqe> sq;
+  SendQueue sq;
   RecvQueue rq;
   RequesterState req;
   CompleterState comp;
@@ -138,9 +150,15 @@ struct Qp {
   bool later = false;       // on the engine's list for the next TX round
   bool timed = false;       // on the engine's timer list
   bool rebase = false;      // on the engine's list of deadlines set from an old time
+  // The peer's MAC is this device's own (a QP connected to a QP of the same
+  // device): frames loop back inside the engine instead of going to the
+  // port. Set with the address vector (qp_modify.cpp), read per frame.
+  bool to_self = false;
 
   bool is_rc() const { return init.qp_type == IBV_QPT_RC; }
   RecvQueue& recv_queue();
 };
+// Every QP holds this much besides its queues (26 cache lines).
+static_assert(sizeof(Qp) <= 1664);
 
 }  // namespace uroce::transport

@@ -47,6 +47,7 @@ int build_template(Qp& qp, const ibv_ah_attr& ah) {
   wire::PacketFields& f = qp.hdr;
   f.eth.src = qp.eng->mac();
   f.eth.dst = dmac;
+  qp.to_self = dmac == qp.eng->mac();
   f.ip.ipv6 = !dgid.is_v4_mapped();
   f.ip.src = sgid;
   f.ip.dst = dgid;
@@ -90,20 +91,23 @@ void refresh_template(Qp& qp) {
 
 void enter_reset(Qp& qp) {
   while (!qp.sq.empty()) {
-    release_sges(qp, qp.sq.front().sgl);
+    release_sges(qp, qp.sq.sgl(qp.sq.front()));
     qp.sq.pop();
   }
   if (qp.srq == nullptr)
     while (!qp.rq.wq.empty()) {
-      release_sges(qp, qp.rq.wq.front().sgl);
+      release_sges(qp, qp.rq.sgl(qp.rq.wq.front()));
       qp.rq.wq.pop();
     }
+  if (qp.resp.have_recv) release_sges(qp, qp.recv_queue().sgl(qp.resp.recv));
   qp.req = RequesterState{};
   qp.req.wqe = qp.sq.tail();
   qp.comp = CompleterState{};
   const uint32_t out_cap = qp.resp.out.capacity();
+  const uint32_t holder = qp.resp.recv.block;  // its block in the receive queue, free again
   qp.resp = ResponderState{};
   qp.resp.out.reset(out_cap);
+  qp.resp.recv.block = holder;
   cc_reset(qp);
 }
 

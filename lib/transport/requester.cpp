@@ -90,12 +90,12 @@ bool send_data_packet(Qp& qp, SendWqe& w) {
   ext.reth_rkey = w.rkey;
   ext.reth_dma_len = uint32_t(w.length);
   ext.imm = info.has_ext(Ext::imm_dt) ? w.imm : 0;
-  ext.ieth_rkey = info.has_ext(Ext::ieth) ? w.invalidate_rkey : 0;
+  ext.ieth_rkey = info.has_ext(Ext::ieth) ? w.imm : 0;
   if (first) w.first_psn = qp.req.psn;
   const uint32_t zc = qp.eng->zero_copy_min();
   uint8_t* src = nullptr;
   MemoryRegion* mr = zc && len >= zc && !(w.flags & IBV_SEND_INLINE)
-                         ? memory::locate(qp.eng->mrs(), qp.pd, w.sgl, qp.req.offset, len, src)
+                         ? memory::locate(qp.eng->mrs(), qp.pd, qp.sq.sgl(w), qp.req.offset, len, src)
                          : nullptr;
   if (mr != nullptr && qp.eng->zero_copy_from(*mr)) {
     if (!send_zero_copy(qp, spec, ext, *mr, src)) return false;
@@ -104,8 +104,8 @@ bool send_data_packet(Qp& qp, SendWqe& w) {
   OutPacket out;
   if (!start_rc_packet(qp, spec, ext, out)) return false;
   if (w.flags & IBV_SEND_INLINE) {
-    std::memcpy(out.payload, w.inline_data.data() + qp.req.offset, len);
-  } else if (!memory::gather(qp.eng->mrs(), qp.pd, w.sgl, qp.req.offset, out.payload, len)) {
+    std::memcpy(out.payload, qp.sq.inline_bytes(w) + qp.req.offset, len);
+  } else if (!memory::gather(qp.eng->mrs(), qp.pd, qp.sq.sgl(w), qp.req.offset, out.payload, len)) {
     rte_pktmbuf_free(out.m);
     fail_wqe(qp, w, IBV_WC_LOC_PROT_ERR);
     return true;

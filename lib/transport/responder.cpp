@@ -29,7 +29,7 @@ void fatal_recv(Qp& qp, NakCode code, uint32_t psn, ibv_wc_status status) {
     wc.opcode = IBV_WC_RECV;
     wc.qp_num = qp.qpn;
     complete_recv(qp, wc);
-    release_sges(qp, qp.resp.recv.sgl);
+    release_sges(qp, qp.recv_queue().sgl(qp.resp.recv));
     qp.resp.have_recv = false;
   }
   fatal(qp, code, psn);
@@ -39,8 +39,7 @@ bool take_recv(Qp& qp) {
   if (qp.resp.have_recv) return true;
   RecvQueue& rq = qp.recv_queue();
   if (rq.wq.empty()) return false;
-  qp.resp.recv = rq.wq.front();
-  rq.wq.pop();
+  rq.take(qp.resp.recv);
   recv_taken(qp);
   qp.resp.have_recv = true;
   qp.resp.recv_off = 0;
@@ -91,7 +90,7 @@ void complete_incoming(Qp& qp, const PacketView& pkt, ibv_wc_opcode opcode, uint
     wc.invalidated_rkey = pkt.ieth().value();
   }
   complete_recv(qp, wc);
-  release_sges(qp, qp.resp.recv.sgl);
+  release_sges(qp, qp.recv_queue().sgl(qp.resp.recv));
   qp.resp.have_recv = false;
   ++qp.counters.rdma_recvs;
 }
@@ -102,9 +101,10 @@ void on_send(Qp& qp, const PacketView& pkt) {
     if (!take_recv(qp)) return rnr(qp, psn);
     qp.resp.msg_class = opf::send;
   }
-  if (qp.resp.recv_off + pkt.payload_len > qp.resp.recv.sgl.total)
+  if (qp.resp.recv_off + pkt.payload_len > qp.resp.recv.total)
     return fatal_recv(qp, NakCode::invalid_request, psn, IBV_WC_LOC_LEN_ERR);
-  if (!memory::scatter(qp.eng->mrs(), qp.pd, qp.resp.recv.sgl, qp.resp.recv_off, pkt.payload, pkt.payload_len))
+  const SgeList sgl = qp.recv_queue().sgl(qp.resp.recv);
+  if (!memory::scatter(qp.eng->mrs(), qp.pd, sgl, qp.resp.recv_off, pkt.payload, pkt.payload_len))
     return fatal_recv(qp, NakCode::remote_operational_error, psn, IBV_WC_LOC_PROT_ERR);
   qp.resp.recv_off += pkt.payload_len;
   qp.resp.epsn = psn_add(psn, 1);

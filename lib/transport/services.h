@@ -49,9 +49,12 @@ class EngineServices {
   memory::MrTable& mrs() { return mrs_; }
 
   // Transmission: an mbuf for a packet (nullptr, counted, when the pool is
-  // empty), and the queue it goes out on.
+  // empty), and the queue it goes out on. `to_self`: the frame is for this
+  // device itself (its destination MAC is ours, which the sender decided
+  // once per QP or address handle, not per frame): it is handled as
+  // received on the next poll, never sent.
   rte_mbuf* alloc_mbuf();
-  void transmit(rte_mbuf* m);
+  void transmit(rte_mbuf* m, bool to_self);
   bool tx_has_room() const { return backlog_.size() < kTxBacklog; }
   // Whether the port fills in IPv4 header checksums.
   wire::Ipv4Checksum ipv4_checksum() const { return ipv4_checksum_; }

@@ -55,6 +55,7 @@ struct OutPacket {
   rte_mbuf* m = nullptr;
   uint8_t* payload = nullptr;
   wire::FrameLayout lay;
+  bool to_self = false;  // loops back in the engine (the QP's, or a UD WR's, Qp::to_self)
 };
 // Headers for fields f (f.payload_len bytes to follow) in a fresh mbuf.
 bool start_packet(Qp& qp, const wire::PacketFields& f, OutPacket& out);

@@ -18,27 +18,29 @@ constexpr uint32_t kQkeyUseQp = 0x80000000u;
 
 bool send_datagram(Qp& qp, SendWqe& w) {
   const bool imm = w.opcode == IBV_WR_SEND_WITH_IMM;
+  const UdDest& d = qp.sq.ud(w);
   PacketFields f = packet_fields(qp, imm ? op::UD_SEND_ONLY_WITH_IMMEDIATE : op::UD_SEND_ONLY, qp.req.psn,
                                  uint32_t(w.length));
   // Each datagram is addressed by its own address handle, source included
   // (create_ah made sure both GIDs are of one IP version).
-  f.eth.dst = w.ud.mac;
-  f.ip.src = w.ud.sgid;
-  f.ip.dst = w.ud.gid;
-  f.ip.ipv6 = !w.ud.gid.is_v4_mapped();
+  f.eth.dst = d.mac;
+  f.ip.src = d.sgid;
+  f.ip.dst = d.gid;
+  f.ip.ipv6 = !d.gid.is_v4_mapped();
   f.ip.df = !f.ip.ipv6;
-  f.ip.ttl = w.ud.ttl;
-  f.ip.dscp = w.ud.dscp;
-  f.bth.dest_qp = w.ud.qpn;
+  f.ip.ttl = d.ttl;
+  f.ip.dscp = d.dscp;
+  f.bth.dest_qp = d.qpn;
   f.bth.se = w.flags & IBV_SEND_SOLICITED;
-  f.ext.deth_qkey = (w.ud.qkey & kQkeyUseQp) ? qp.attr.qkey : w.ud.qkey;
+  f.ext.deth_qkey = (d.qkey & kQkeyUseQp) ? qp.attr.qkey : d.qkey;
   f.ext.deth_src_qp = qp.qpn;
   f.ext.imm = imm ? w.imm : 0;
   OutPacket out;
   if (!start_packet(qp, f, out)) return false;
+  out.to_self = d.to_self;
   if (w.flags & IBV_SEND_INLINE) {
-    std::memcpy(out.payload, w.inline_data.data(), w.length);
-  } else if (!memory::gather(qp.eng->mrs(), qp.pd, w.sgl, 0, out.payload, uint32_t(w.length))) {
+    std::memcpy(out.payload, qp.sq.inline_bytes(w), w.length);
+  } else if (!memory::gather(qp.eng->mrs(), qp.pd, qp.sq.sgl(w), 0, out.payload, w.length)) {
     rte_pktmbuf_free(out.m);
     ++qp.req.wqe;
     complete_send(qp, w, IBV_WC_LOC_PROT_ERR);
@@ -75,9 +77,9 @@ void ud_rx(Qp& qp, const PacketView& pkt) {
   ++qp.counters.rcvd_pkts;
   RecvQueue& rq = qp.recv_queue();
   if (rq.wq.empty()) return;  // UD has no RNR: the datagram is dropped
-  RecvWqe wqe = rq.wq.front();
-  rq.wq.pop();
-  recv_taken(qp);
+  // Used in place and popped at the end: nothing is posted meanwhile.
+  const RecvWqe& wqe = rq.wq.front();
+  const SgeList sgl = rq.sgl(wqe);
   ibv_wc wc{};
   wc.wr_id = wqe.wr_id;
   wc.opcode = IBV_WC_RECV;
@@ -92,13 +94,15 @@ void ud_rx(Qp& qp, const PacketView& pkt) {
   uint8_t grh[kGrhLen];
   write_grh(pkt, grh);
   const auto& mrs = qp.eng->mrs();
-  if (kGrhLen + pkt.payload_len > wqe.sgl.total)
+  if (kGrhLen + pkt.payload_len > wqe.total)
     wc.status = IBV_WC_LOC_LEN_ERR;
-  else if (!memory::scatter(mrs, qp.pd, wqe.sgl, 0, grh, kGrhLen) ||
-           !memory::scatter(mrs, qp.pd, wqe.sgl, kGrhLen, pkt.payload, pkt.payload_len))
+  else if (!memory::scatter(mrs, qp.pd, sgl, 0, grh, kGrhLen) ||
+           !memory::scatter(mrs, qp.pd, sgl, kGrhLen, pkt.payload, pkt.payload_len))
     wc.status = IBV_WC_LOC_PROT_ERR;
   complete_recv(qp, wc);
-  release_sges(qp, wqe.sgl);
+  release_sges(qp, sgl);
+  rq.wq.pop();
+  recv_taken(qp);
   if (wc.status == IBV_WC_SUCCESS) ++qp.counters.rdma_recvs;
 }
 

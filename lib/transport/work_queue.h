@@ -38,6 +38,12 @@ class WorkQueue {
   const T& front() const { return at(tail_); }
   void pop() { ++tail_; }
 
+  // The ring's storage: slots() entries (capacity rounded up to a power of
+  // two); an entry's slot is where it sits in it, what out-of-line storage
+  // kept per slot is indexed by.
+  uint32_t slots() const { return uint32_t(slots_.size()); }
+  uint32_t slot(const T& entry) const { return uint32_t(&entry - slots_.data()); }
+
  private:
   std::vector<T> slots_ = std::vector<T>(1);
   uint32_t capacity_ = 0;

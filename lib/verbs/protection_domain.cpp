@@ -12,6 +12,7 @@
 #include "../memory/mr_access.h"
 #include "../transport/cc.h"
 #include "../memory/tx_extbuf.h"
+#include "../transport/post.h"
 #include "../transport/qp.h"
 #include "engine_thread.h"
 #include "uroce/verbs/address_handle.h"
@@ -129,15 +130,19 @@ std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, i
   qp->init = attr;
   if (qp->init.cap.max_send_sge == 0) qp->init.cap.max_send_sge = 1;
   qp->qpn = qpn;
-  qp->sq.reset(attr.cap.max_send_wr);
-  qp->rq.wq.reset(attr.srq ? 0 : attr.cap.max_recv_wr);
-  qp->rq.max_sge = attr.cap.max_recv_sge ? attr.cap.max_recv_sge : 1;
+  // Each queue's SGE and inline storage is sized from these caps
+  // (send_queue.h, recv_queue.h); check_send and post_recv hold posts to them.
+  qp->sq.reset(attr.cap.max_send_wr, qp->init.cap.max_send_sge, attr.cap.max_inline_data,
+               attr.qp_type == IBV_QPT_UD);
+  qp->rq.reset(attr.srq ? 0 : attr.cap.max_recv_wr, attr.cap.max_recv_sge,
+               attr.srq == nullptr && attr.qp_type == IBV_QPT_RC ? 1 : 0);
   qp->resp.out.reset(8);
   qp->hdr.bth.pkey = wire::kDefaultPkey;
   transport::cc_setup(*qp, attr.cc ? *attr.cc : eng.device_config().cc);
   qp->scq->attach();
   qp->rcq->attach();
   if (qp->srq) ++qp->srq->users;
+  transport::attach_recv(*qp);
   eng.add_qp(qp.get());
   ++children_;
   std::unique_ptr<QueuePair> q(new QueuePair(this, std::move(qp)));

@@ -26,7 +26,6 @@ struct alignas(16) Cmd {
 };
 static_assert(sizeof(Cmd) % 16 == 0 && sizeof(ibv_sge) == 16);
 
-constexpr uint32_t kMaxCmd = sizeof(Cmd) + transport::kMaxSge * sizeof(ibv_sge) + transport::kMaxInline;
 constexpr unsigned kBurst = 16;
 
 ibv_sge* sges(uint8_t* cmd) { return reinterpret_cast<ibv_sge*>(cmd + sizeof(Cmd)); }
@@ -105,6 +104,7 @@ bool make_submit(QpSubmit& s, const transport::Qp& qp, std::string& error) {
   const uint32_t bytes = uint32_t(sizeof(Cmd)) + s.sge_slots * uint32_t(sizeof(ibv_sge)) + qp.init.cap.max_inline_data;
   s.esize = (bytes + 15) & ~15u;
   s.scratch.assign(size_t(s.esize) * kBurst, 0);
+  s.staging.assign(s.esize / 16, QpSubmit::Staged{});
   static std::atomic<unsigned> serial{0};
   const std::string name = "uroce_sq" + std::to_string(serial++);
   // Every WR the QP may hold fits: the caller checks room before enqueuing.
@@ -131,7 +131,7 @@ void sync_submit(QpSubmit& s, const transport::Qp& qp) {
 }
 
 int submit_send(QpSubmit& s, const transport::Qp& qp, const SendWr* wr, const SendWr** bad, bool& queued) {
-  alignas(16) uint8_t buf[kMaxCmd];
+  uint8_t* buf = reinterpret_cast<uint8_t*>(s.staging.data());
   for (; wr != nullptr; wr = wr->next) {
     int err = 0;
     if (blocks_send(s.state))
@@ -155,7 +155,7 @@ int submit_send(QpSubmit& s, const transport::Qp& qp, const SendWr* wr, const Se
 }
 
 int submit_recv(QpSubmit& s, const transport::Qp& qp, const RecvWr* wr, const RecvWr** bad, bool& queued) {
-  alignas(16) uint8_t buf[kMaxCmd];
+  uint8_t* buf = reinterpret_cast<uint8_t*>(s.staging.data());
   for (; wr != nullptr; wr = wr->next) {
     int err = 0;
     if (s.state == IBV_QPS_RESET || qp.srq != nullptr)

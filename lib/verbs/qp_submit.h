@@ -45,6 +45,11 @@ struct QpSubmit {
   uint32_t max_recv_sge = 0;
 
   // Caller's side (one application thread per QP at a time).
+  // One command being built: esize bytes, sized from the QP's caps.
+  struct alignas(16) Staged {
+    uint8_t bytes[16];
+  };
+  std::vector<Staged> staging;
   uint64_t posted_sends = 0;
   uint64_t posted_recvs = 0;
   ibv_qp_state state = IBV_QPS_RESET;  // as the last control call left it

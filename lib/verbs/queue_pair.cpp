@@ -25,6 +25,7 @@ QueuePair::~QueuePair() {
   // Like ibv_destroy_qp: outstanding work is dropped without completions,
   // but the regions it referenced are released.
   transport::modify_qp(qp, [] { ibv_qp_attr a{}; a.qp_state = IBV_QPS_RESET; return a; }(), IBV_QP_STATE);
+  transport::detach_recv(qp);
   detail::to_engine(pd_->device()).remove_qp(&qp);
   qp.scq->detach();
   qp.rcq->detach();

@@ -17,8 +17,8 @@ namespace uroce {
 
 SharedReceiveQueue::SharedReceiveQueue(ProtectionDomain* pd, const SrqInitAttr& attr)
     : pd_(pd), max_sge_(attr.max_sge), queue_(std::make_unique<transport::RecvQueue>()) {
-  queue_->wq.reset(attr.max_wr);
-  queue_->max_sge = attr.max_sge;
+  // Holder blocks are added as QPs attach (transport::attach_recv).
+  queue_->reset(attr.max_wr, attr.max_sge, 0);
   queue_->owner = this;
 }
 
@@ -33,7 +33,7 @@ SharedReceiveQueue::~SharedReceiveQueue() {
   // Receives still posted hold references to their regions: give them back.
   memory::MrTable& mrs = detail::to_engine(pd_->device()).mrs();
   while (!queue_->wq.empty()) {
-    const transport::SgeList& sgl = queue_->wq.front().sgl;
+    const transport::SgeList sgl = queue_->sgl(queue_->wq.front());
     for (int i = 0; i < sgl.num; ++i)
       if (MemoryRegion* mr = mrs.find(sgl.sge[i].lkey)) MrAccess::release(*mr);
     queue_->wq.pop();

@@ -9,7 +9,13 @@
 // "summary" line printed for each case divides the median of 5 timed rounds
 // by the messages and frames of a batch (frames counted in both directions,
 // data and ACKs, from the device counters).
+//
+// The "memory" lines give the heap bytes one connected RC QP holds at
+// given capabilities: the growth of malloc's in-use bytes over creating and
+// connecting 64 of them, divided by 64.
 #include "bench.h"
+
+#include <malloc.h>
 
 #include <algorithm>
 #include <chrono>
@@ -193,7 +199,48 @@ void run_case(const char* name, ibv_wr_opcode op, uint32_t len, uint32_t n, ibv_
               static_cast<unsigned long long>(frames), ns / n, ns / double(frames), 1e3 * n / ns);
 }
 
+size_t heap_in_use() {
+  const struct mallinfo2 m = mallinfo2();
+  return m.uordblks + m.hblkhd;  // small chunks, and those mmapped on their own
+}
+
+void memory_case(const char* name, uint32_t wr, uint32_t sge, uint32_t inline_bytes) {
+  constexpr int kQps = 64;
+  sim::SimFabric fabric(1, 9000);
+  DeviceConfig cfg;
+  cfg.mbufs = 2047;
+  Device& da = fabric.add_device("10.0.0.1", cfg);
+  Device& db = fabric.add_device("10.0.0.2", cfg);
+  auto pd = da.alloc_pd();
+  int err = 0;
+  auto cq = da.create_cq(4096, err);
+  REQUIRE(err == 0);
+  std::vector<std::unique_ptr<QueuePair>> qps;
+  qps.reserve(kQps);
+  const size_t before = heap_in_use();
+  for (int i = 0; i < kQps; ++i) {
+    QpInitAttr init;
+    init.send_cq = init.recv_cq = cq.get();
+    init.qp_type = IBV_QPT_RC;
+    init.cap.max_send_wr = init.cap.max_recv_wr = wr;
+    init.cap.max_send_sge = init.cap.max_recv_sge = sge;
+    init.cap.max_inline_data = inline_bytes;
+    qps.push_back(pd->create_qp(init, err));
+    REQUIRE(err == 0);
+    connect(*qps.back(), db, 0x11 + uint32_t(i), IBV_MTU_4096);
+  }
+  const size_t per_qp = (heap_in_use() - before) / kQps;
+  CHECK(per_qp > 0);
+  std::printf("\nmemory: %-52s %8zu bytes/QP\n", name, per_qp);
+}
+
 }  // namespace
+
+TEST_CASE("transport: memory per QP", "[bench][transport]") {
+  memory_case("RC, uroce-perf defaults (128 WR, 1 SGE, no inline)", 128, 1, 0);
+  memory_case("RC, test defaults (256 WR, 4 SGE, 256 B inline)", 256, 4, 256);
+  memory_case("RC, device maxima per WR (128 WR, 32 SGE, 512 B inline)", 128, 32, 512);
+}
 
 TEST_CASE("transport: 64 B messages", "[bench][transport]") {
   run_case("WRITE 64 B x64", IBV_WR_RDMA_WRITE, 64, 64, IBV_MTU_4096, false);

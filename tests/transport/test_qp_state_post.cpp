@@ -1,7 +1,9 @@
 // Posting work requests: which states accept them, what is refused at post
 // time (EINVAL/ENOMEM with *bad at the first WR not posted, the earlier ones
 // posted and executed), and the flush on entering ERR.
+#include <algorithm>
 #include <cerrno>
+#include <vector>
 
 #include "verbs_test_util.h"
 
@@ -264,4 +266,142 @@ TEST_CASE("RESET drops outstanding work without completions and releases its reg
   REQUIRE(p.a.qp->modify(r, IBV_QP_STATE) == 0);
   CHECK(drain(*p.a.cq).empty());
   CHECK(p.a.mr->in_use() == 0);
+}
+
+TEST_CASE("Each send slot keeps its own SGEs, inline bytes and atomic operands through ring wraps", "[qp-state]") {
+  // The SGE/inline storage is sized from these caps: 3 SGEs or 100 inline
+  // bytes per slot, 4 slots, all of them live at once in every round.
+  Opts oa = Pair::default_a();
+  oa.max_send_wr = 4;
+  oa.max_send_sge = 3;
+  oa.max_inline = 100;
+  Pair p(47, oa);
+  for (uint32_t round = 0; round < 12; ++round) {
+    INFO("round " << round);
+    const size_t base = size_t(round) * 4096;
+    fill(p.a.buf(base), 1024, round + 1);
+    ibv_sge three[3] = {sge(p.a, base, 10), sge(p.a, base + 100, 20), sge(p.a, base + 200, 30)};
+    ibv_sge in[2] = {sge(p.a, base + 300, 60), sge(p.a, base + 400, 40)};
+    ibv_sge word = sge(p.a, base + 512, 8);
+    store64(p.b.buf(base + 2048), 5);
+    SendWr w[4];
+    w[0] = make_wr(IBV_WR_RDMA_WRITE, 10 * round, three);
+    w[0].num_sge = 3;
+    w[0].wr.rdma.remote_addr = p.b.addr(base);
+    w[0].wr.rdma.rkey = p.b.key();
+    w[1] = make_wr(IBV_WR_RDMA_WRITE, 10 * round + 1, in, IBV_SEND_SIGNALED | IBV_SEND_INLINE);
+    w[1].num_sge = 2;
+    w[1].wr.rdma.remote_addr = p.b.addr(base + 1024);
+    w[1].wr.rdma.rkey = p.b.key();
+    w[2] = make_wr(IBV_WR_ATOMIC_CMP_AND_SWP, 10 * round + 2, &word);
+    w[2].wr.atomic.remote_addr = p.b.addr(base + 2048);
+    w[2].wr.atomic.rkey = p.b.key();
+    w[2].wr.atomic.compare_add = 5;
+    w[2].wr.atomic.swap = 1000 + round;
+    w[3] = make_wr(IBV_WR_RDMA_READ, 10 * round + 3, three);
+    w[3].num_sge = 3;
+    w[3].wr.rdma.remote_addr = p.b.addr(base + 1024);  // reads the inline bytes back, spread over 60 bytes
+    w[3].wr.rdma.rkey = p.b.key();
+    for (int i = 0; i < 3; ++i) w[i].next = &w[i + 1];
+    std::vector<uint8_t> inline_src(p.a.buf(base + 300), p.a.buf(base + 300) + 60);
+    inline_src.insert(inline_src.end(), p.a.buf(base + 400), p.a.buf(base + 440));
+    std::vector<uint8_t> write_src;
+    for (const ibv_sge& s : three)
+      write_src.insert(write_src.end(), p.a.buf(s.addr - p.a.addr()), p.a.buf(s.addr - p.a.addr()) + s.length);
+    const SendWr* bad = nullptr;
+    REQUIRE(p.a.qp->post_send(&w[0], &bad) == 0);
+    std::memset(p.a.buf(base + 300), 0xEE, 140);  // inline bytes were taken at post
+    auto wc = p.wait(p.a, 4);
+    REQUIRE(wc.size() == 4);
+    for (size_t i = 0; i < 4; ++i) {
+      CHECK(wc[i].wr_id == 10 * round + i);
+      CHECK(wc[i].status == IBV_WC_SUCCESS);
+    }
+    CHECK(std::memcmp(p.b.buf(base), write_src.data(), 60) == 0);
+    CHECK(std::memcmp(p.b.buf(base + 1024), inline_src.data(), 100) == 0);
+    CHECK(load64(p.b.buf(base + 2048)) == 1000 + round);
+    CHECK(load64(p.a.buf(base + 512)) == 5);
+    // The READ scattered the first 60 inline bytes over the three SGEs.
+    CHECK(std::memcmp(p.a.buf(base), inline_src.data(), 10) == 0);
+    CHECK(std::memcmp(p.a.buf(base + 100), inline_src.data() + 10, 20) == 0);
+    CHECK(std::memcmp(p.a.buf(base + 200), inline_src.data() + 30, 30) == 0);
+  }
+  CHECK(p.a.mr->in_use() == 0);
+}
+
+TEST_CASE("RESET releases the regions of outstanding sends, and an inline send holds none", "[qp-state]") {
+  Pair p(48);
+  ibv_sge s = sge(p.a, 0, 16);
+  REQUIRE(post(p.a, make_wr(IBV_WR_SEND, 1, &s, IBV_SEND_SIGNALED | IBV_SEND_INLINE)) == 0);
+  REQUIRE(post(p.a, make_wr(IBV_WR_SEND, 2, &s)) == 0);
+  REQUIRE(post(p.a, make_wr(IBV_WR_SEND, 3, &s, IBV_SEND_SIGNALED | IBV_SEND_INLINE)) == 0);
+  CHECK(p.a.mr->in_use() == 1);
+  ibv_qp_attr r{};
+  r.qp_state = IBV_QPS_RESET;
+  REQUIRE(p.a.qp->modify(r, IBV_QP_STATE) == 0);
+  CHECK(p.a.mr->in_use() == 0);
+}
+
+TEST_CASE("Capabilities above 32 SGEs and 512 inline bytes: storage follows the QP's caps", "[qp-state]") {
+  sim::SimFabric fabric(49);
+  DeviceConfig c = small_device();
+  c.limits.max_sge = 64;
+  c.limits.max_inline_data = 2048;
+  Device& da = fabric.add_device("10.0.0.1", c);
+  Device& db = fabric.add_device("10.0.0.2", c);
+  Opts o = Pair::default_a();
+  o.max_send_wr = o.max_recv_wr = 8;
+  o.max_send_sge = o.max_recv_sge = 48;
+  o.max_inline = 1500;
+  Node a = make_node(da, o);
+  Node b = make_node(db, o);
+  connect(*a.qp, o, db, b.qp->qp_num(), o.sq_psn);
+  connect(*b.qp, o, da, a.qp->qp_num(), o.sq_psn);
+  fill(a.buf(), 4096, 51);
+  // 48 SGEs of 20 bytes each way, in different orders.
+  std::vector<ibv_sge> src(48), dst(48);
+  for (size_t i = 0; i < 48; ++i) {
+    src[i] = sge(a, i * 64, 20);
+    dst[i] = sge(b, (47 - i) * 32, 20);
+  }
+  RecvWr r;
+  r.wr_id = 1;
+  r.sg_list = dst.data();
+  r.num_sge = 48;
+  const RecvWr* rbad = nullptr;
+  REQUIRE(b.qp->post_recv(&r, &rbad) == 0);
+  SendWr s = make_wr(IBV_WR_SEND, 2, src.data());
+  s.num_sge = 48;
+  REQUIRE(post(a, s) == 0);
+  // 1500 inline bytes; the source is overwritten right after the post.
+  std::vector<uint8_t> text(1500);
+  for (size_t i = 0; i < text.size(); ++i) text[i] = uint8_t(i * 7 + 1);
+  const std::vector<uint8_t> sent = text;
+  ibv_sge t{reinterpret_cast<uintptr_t>(text.data()), 1500, 0};
+  SendWr w = make_wr(IBV_WR_RDMA_WRITE, 3, &t, IBV_SEND_SIGNALED | IBV_SEND_INLINE);
+  w.wr.rdma.remote_addr = b.addr(8192);
+  w.wr.rdma.rkey = b.key();
+  REQUIRE(post(a, w) == 0);
+  std::fill(text.begin(), text.end(), 0);
+  auto wb = wait_cq(fabric, *b.cq, 1);
+  REQUIRE(wb.size() == 1);
+  CHECK(wb[0].status == IBV_WC_SUCCESS);
+  CHECK(wb[0].byte_len == 48 * 20);
+  for (size_t i = 0; i < 48; ++i) CHECK(std::memcmp(b.buf((47 - i) * 32), a.buf(i * 64), 20) == 0);
+  auto wa = wait_cq(fabric, *a.cq, 2);
+  REQUIRE(wa.size() == 2);
+  CHECK(wa[0].status == IBV_WC_SUCCESS);
+  CHECK(wa[1].status == IBV_WC_SUCCESS);
+  CHECK(std::memcmp(b.buf(8192), sent.data(), 1500) == 0);
+  // And the caps still bound what may be posted.
+  std::vector<ibv_sge> more(49, src[0]);
+  s.sg_list = more.data();
+  s.num_sge = 49;
+  const SendWr* bad = nullptr;
+  CHECK(a.qp->post_send(&s, &bad) == EINVAL);
+  r.sg_list = more.data();
+  r.num_sge = 49;
+  CHECK(b.qp->post_recv(&r, &rbad) == EINVAL);
+  t.length = 1501;
+  CHECK(a.qp->post_send(&w, &bad) == EINVAL);
 }

@@ -1,6 +1,7 @@
 // Shared receive queues: RC QPs attached to one SRQ consume its receives in
 // posting order; a QP with an SRQ refuses its own post_recv.
 #include <cerrno>
+#include <set>
 
 #include "verbs_test_util.h"
 
@@ -12,8 +13,9 @@ namespace {
 // a's two QPs each connected to one of b's, both of b's on one SRQ; every
 // pair starts at PSNs of its own.
 struct SrqRig {
-  explicit SrqRig(uint64_t seed_, uint32_t srq_wr = 64) : seed(seed_), fabric(seed_) {
-    Device& da = fabric.add_device("10.0.0.1", small_device());
+  explicit SrqRig(uint64_t seed_, uint32_t srq_wr = 64, DeviceConfig config_a = small_device())
+      : seed(seed_), fabric(seed_) {
+    Device& da = fabric.add_device("10.0.0.1", config_a);
     Device& db = fabric.add_device("10.0.0.2", small_device());
     Opts oa, ob;
     oa.num_qps = ob.num_qps = 2;
@@ -105,6 +107,63 @@ TEST_CASE("Sends from both QPs at once use each SRQ receive exactly once", "[ud-
   }
   CHECK(per_qp[0] == 10);
   CHECK(per_qp[1] == 10);
+}
+
+TEST_CASE("Two QPs in the middle of messages keep their SRQ receives while it is refilled", "[ud-srq]") {
+  // Two receive slots: once both QPs have taken theirs, new posts reuse the
+  // slots while both messages are still arriving. The senders' small window
+  // interleaves the two messages on the wire.
+  DeviceConfig ca = small_device();
+  ca.max_unacked_psns = 8;
+  ca.ack_req_every = 4;
+  SrqRig r(145, 2, ca);
+  constexpr uint32_t kLen = 40000;  // 40 packets at MTU 1024
+  fill(r.a(0), kLen, 21);
+  fill(r.a(65536), kLen, 22);
+  auto srq_recv2 = [&](uint64_t wr_id, size_t off) {
+    ibv_sge s[2] = {{reinterpret_cast<uintptr_t>(r.b(off)), kLen / 2, r.mrb->lkey()},
+                    {reinterpret_cast<uintptr_t>(r.b(off + 32768)), kLen / 2, r.mrb->lkey()}};
+    RecvWr wr;
+    wr.wr_id = wr_id;
+    wr.sg_list = s;
+    wr.num_sge = 2;
+    const RecvWr* bad = nullptr;
+    return r.srq->post_recv(&wr, &bad);
+  };
+  REQUIRE(srq_recv2(100, 0) == 0);
+  REQUIRE(srq_recv2(101, 65536) == 0);
+  REQUIRE(r.send(0, 1, 0, kLen) == 0);
+  REQUIRE(r.send(1, 2, 65536, kLen) == 0);
+  r.fabric.run_until([&] { return r.qb[0]->counters().rcvd_pkts >= 4 && r.qb[1]->counters().rcvd_pkts >= 4; },
+                     kSecond);
+  REQUIRE(r.srq->posted() == 0);
+  REQUIRE(drain(*r.cqb).empty());
+  REQUIRE(r.qb[0]->counters().rcvd_pkts < 40);
+  REQUIRE(r.qb[1]->counters().rcvd_pkts < 40);
+  REQUIRE(srq_recv2(200, 131072) == 0);
+  REQUIRE(srq_recv2(201, 196608) == 0);
+  auto wb = wait_cq(r.fabric, *r.cqb, 2);
+  REQUIRE(wb.size() == 2);
+  for (const ibv_wc& w : wb) {
+    INFO("wr_id " << w.wr_id);
+    CHECK(w.status == IBV_WC_SUCCESS);
+    CHECK(w.byte_len == kLen);
+    const size_t from = w.qp_num == r.qb[0]->qp_num() ? 0 : 65536;
+    const size_t to = w.wr_id == 100 ? 0 : 65536;
+    CHECK(std::memcmp(r.b(to), r.a(from), kLen / 2) == 0);
+    CHECK(std::memcmp(r.b(to + 32768), r.a(from + kLen / 2), kLen / 2) == 0);
+  }
+  // The receives posted meanwhile are intact: the next messages land there.
+  std::set<uint64_t> ids = {wb[0].wr_id, wb[1].wr_id};
+  CHECK(ids == std::set<uint64_t>{100, 101});
+  fill(r.a(0), 1000, 23);
+  REQUIRE(r.send(0, 3, 0, 1000) == 0);
+  wb = wait_cq(r.fabric, *r.cqb, 1);
+  REQUIRE(wb.size() == 1);
+  CHECK(wb[0].wr_id == 200);
+  CHECK(wb[0].status == IBV_WC_SUCCESS);
+  CHECK(std::memcmp(r.b(131072), r.a(0), 1000) == 0);
+  CHECK(r.srq->posted() == 1);
 }
 
 TEST_CASE("post_recv on a QP with an SRQ is EINVAL; the SRQ has its own limits", "[ud-srq]") {

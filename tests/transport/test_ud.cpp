@@ -269,3 +269,58 @@ TEST_CASE("UD: an address handle mixing an IPv4 source with an IPv6 destination 
   CHECK(p.a.pd->create_ah(at, err) == nullptr);
   CHECK(err == EINVAL);
 }
+
+TEST_CASE("UD: each datagram loops back or goes to the wire by its own address handle", "[ud-srq]") {
+  UdPair p(129);
+  // A third UD QP, on a's device: a reaches it through an address handle
+  // for a's own GID, and b through the wire, WR after WR.
+  UdNode c;
+  c.dev = p.a.dev;
+  c.pd = p.a.dev->alloc_pd();
+  int err = -1;
+  c.cq = p.a.dev->create_cq(64, err);
+  REQUIRE(err == 0);
+  c.mr = c.pd->alloc_mr(1 << 16, kAllAccess, err);
+  REQUIRE(err == 0);
+  Opts o;
+  c.qp = make_rc_qp(*c.pd, c.cq.get(), o, nullptr, IBV_QPT_UD);
+  ud_up(*c.qp, 0x1111, 0x20);
+  auto to_self = make_ah(*p.a.pd, *p.a.dev);
+  fill(p.a.buf(), 4000, 31);
+  const uint64_t wire_before = p.fabric.wire().totals().sent;
+  for (int i = 0; i < 8; ++i) {
+    REQUIRE(p.recv(p.b, 100 + uint64_t(i), size_t(i) * 1024, 1024) == 0);
+    ibv_sge s = c.sge(size_t(i) * 1024, 1024);
+    RecvWr r;
+    r.wr_id = 200 + uint64_t(i);
+    r.sg_list = &s;
+    r.num_sge = 1;
+    const RecvWr* rbad = nullptr;
+    REQUIRE(c.qp->post_recv(&r, &rbad) == 0);
+  }
+  for (int i = 0; i < 8; ++i) {
+    ibv_sge s = p.a.sge(size_t(i) * 400, 200);  // within max_inline_data (256)
+    const unsigned flags = IBV_SEND_SIGNALED | (i % 4 < 2 ? unsigned(IBV_SEND_INLINE) : 0u);
+    SendWr wr = make_wr(IBV_WR_SEND, uint64_t(i), &s, flags);
+    const bool self = i % 2 == 0;
+    wr.wr.ud.ah = self ? to_self.get() : p.a.ah.get();
+    wr.wr.ud.remote_qpn = self ? c.qp->qp_num() : p.b.qp->qp_num();
+    wr.wr.ud.remote_qkey = 0x1111;
+    const SendWr* bad = nullptr;
+    REQUIRE(p.a.qp->post_send(&wr, &bad) == 0);
+  }
+  auto wa = p.wait(p.a, 8);
+  REQUIRE(wa.size() == 8);
+  auto wb = p.wait(p.b, 4);
+  auto wc = wait_cq(p.fabric, *c.cq, 4, kSecond);
+  REQUIRE(wb.size() == 4);
+  REQUIRE(wc.size() == 4);
+  for (size_t k = 0; k < 4; ++k) {
+    CHECK(wb[k].status == IBV_WC_SUCCESS);
+    CHECK(wc[k].status == IBV_WC_SUCCESS);
+    CHECK(std::memcmp(p.b.buf(k * 1024 + 40), p.a.buf((2 * k + 1) * 400), 200) == 0);
+    CHECK(std::memcmp(c.buf(k * 1024 + 40), p.a.buf(2 * k * 400), 200) == 0);
+  }
+  // Only b's datagrams crossed the wire.
+  CHECK(p.fabric.wire().totals().sent - wire_before == 4);
+}

@@ -310,4 +310,5 @@ TEST_CASE("RC between two QPs of the same device (loopback)", "[verbs]") {
   auto wa = wait_cq(fabric, *a.cq, 1, kSecond);
   REQUIRE(wa.size() == 1);
   CHECK(wa[0].status == IBV_WC_SUCCESS);
+  CHECK(fabric.wire().totals().sent == 0);  // the SEND and its ACK stayed inside the device
 }
