@@ -8,7 +8,7 @@ namespace {
 
 // Calls fn(host_ptr, n, done) over the SGE pieces covering [off, off+len).
 template <class Fn>
-bool walk(const MrTable& mrs, const ProtectionDomain* pd, const transport::SgeList& sgl, uint64_t off,
+bool walk(const MrTable& mrs, const ProtectionDomain* pd, const SgeList& sgl, uint64_t off,
           uint32_t len, int access, Fn&& fn) {
   uint32_t done = 0;
   for (int i = 0; i < sgl.num && done < len; ++i) {
@@ -30,13 +30,13 @@ bool walk(const MrTable& mrs, const ProtectionDomain* pd, const transport::SgeLi
 
 }  // namespace
 
-bool gather(const MrTable& mrs, const ProtectionDomain* pd, const transport::SgeList& sgl, uint64_t off,
+bool gather(const MrTable& mrs, const ProtectionDomain* pd, const SgeList& sgl, uint64_t off,
             uint8_t* dst, uint32_t len) {
   return walk(mrs, pd, sgl, off, len, 0,
               [&](const uint8_t* p, uint32_t n, uint32_t done) { std::memcpy(dst + done, p, n); });
 }
 
-MemoryRegion* locate(const MrTable& mrs, const ProtectionDomain* pd, const transport::SgeList& sgl, uint64_t off,
+MemoryRegion* locate(const MrTable& mrs, const ProtectionDomain* pd, const SgeList& sgl, uint64_t off,
                      uint32_t len, uint8_t*& p) {
   for (int i = 0; i < sgl.num; ++i) {
     const ibv_sge& s = sgl.sge[i];
@@ -52,7 +52,7 @@ MemoryRegion* locate(const MrTable& mrs, const ProtectionDomain* pd, const trans
   return nullptr;
 }
 
-bool scatter(const MrTable& mrs, const ProtectionDomain* pd, const transport::SgeList& sgl, uint64_t off,
+bool scatter(const MrTable& mrs, const ProtectionDomain* pd, const SgeList& sgl, uint64_t off,
              const uint8_t* src, uint32_t len) {
   return walk(mrs, pd, sgl, off, len, IBV_ACCESS_LOCAL_WRITE,
               [&](uint8_t* p, uint32_t n, uint32_t done) { std::memcpy(p, src + done, n); });

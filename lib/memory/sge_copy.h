@@ -5,20 +5,20 @@
 
 #include <cstdint>
 
-#include "../transport/wqe.h"
+#include "sge.h"
 #include "access.h"
 
 namespace uroce::memory {
 
 // Message bytes [off, off+len) into dst. False if an SGE fails its check.
-bool gather(const MrTable& mrs, const ProtectionDomain* pd, const transport::SgeList& sgl, uint64_t off,
+bool gather(const MrTable& mrs, const ProtectionDomain* pd, const SgeList& sgl, uint64_t off,
             uint8_t* dst, uint32_t len);
 // The region and host pointer of message bytes [off, off+len) when they lie
 // in one SGE (checked as gather checks them); nullptr otherwise.
-MemoryRegion* locate(const MrTable& mrs, const ProtectionDomain* pd, const transport::SgeList& sgl, uint64_t off,
+MemoryRegion* locate(const MrTable& mrs, const ProtectionDomain* pd, const SgeList& sgl, uint64_t off,
                      uint32_t len, uint8_t*& p);
 // src into message bytes [off, off+len); needs IBV_ACCESS_LOCAL_WRITE.
-bool scatter(const MrTable& mrs, const ProtectionDomain* pd, const transport::SgeList& sgl, uint64_t off,
+bool scatter(const MrTable& mrs, const ProtectionDomain* pd, const SgeList& sgl, uint64_t off,
              const uint8_t* src, uint32_t len);
 
 }  // namespace uroce::memory

@@ -13,6 +13,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "memory/sge.h"
+
 #include "uroce/wire/ip_addr.h"
 #include "uroce/wire/eth.h"
 
@@ -20,10 +22,7 @@ namespace uroce::transport {
 
 // A scatter/gather list as the transport reads it: a view of SGEs stored in
 // a queue's slab.
-struct SgeList {
-  const ibv_sge* sge = nullptr;
-  int num = 0;
-};
+using memory::SgeList;
 
 enum class WqeState : uint8_t {
   posted,      // requester has not started it

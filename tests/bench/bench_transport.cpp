@@ -227,7 +227,7 @@ void memory_case(const char* name, uint32_t wr, uint32_t sge, uint32_t inline_by
     init.cap.max_inline_data = inline_bytes;
     qps.push_back(pd->create_qp(init, err));
     REQUIRE(err == 0);
-    connect(*qps.back(), db, 0x11 + uint32_t(i), IBV_MTU_4096);
+    test::connect(*qps.back(), bench_options(IBV_MTU_4096), db, 0x11 + uint32_t(i), 0);
   }
   const size_t per_qp = (heap_in_use() - before) / kQps;
   CHECK(per_qp > 0);

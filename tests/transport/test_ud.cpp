@@ -282,9 +282,9 @@ TEST_CASE("UD: each datagram loops back or goes to the wire by its own address h
   REQUIRE(err == 0);
   c.mr = c.pd->alloc_mr(1 << 16, kAllAccess, err);
   REQUIRE(err == 0);
-  Opts o;
-  c.qp = make_rc_qp(*c.pd, c.cq.get(), o, nullptr, IBV_QPT_UD);
-  ud_up(*c.qp, 0x1111, 0x20);
+  const Opts o = UdPair::options(0x1111);
+  c.qp = test::make_qp(*c.pd, c.cq.get(), o, nullptr);
+  test::connect(*c.qp, o, *p.a.dev, 0, 0);
   auto to_self = make_ah(*p.a.pd, *p.a.dev);
   fill(p.a.buf(), 4000, 31);
   const uint64_t wire_before = p.fabric.wire().totals().sent;
