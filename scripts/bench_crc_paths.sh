@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # ICRC and parse/build cost per build and per small-span CRC path, in one
 # run: wire-bench of each BUILD_DIR, once per UROCE_CRC_IMPL value, rounds
 # interleaved so that load from other processes hits all alike. Prints, for

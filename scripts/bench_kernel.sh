@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # What a user without RDMA would run instead, on loopback, client on CPU 0
 # and server on CPU 1 (the commands of shared/dpdk-notes.md section 5):
 # sockperf UDP/TCP ping-pong, iperf3, libfabric's tcp provider, UCX over

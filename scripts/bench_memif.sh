@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Two uroce-perf processes over memif, one per core (server on CPU 1,
 # client on CPU 0): each RDMA test next to the raw limit of the same link,
 # measured by the same binary in the same run. Figures go to stdout; see

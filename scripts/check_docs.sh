@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Checks that the user documentation (README.md and every *.md under docs/)
 # reads as reference, not as a work log: exit 1 and one "file:line: rule: text"
 # line per finding, exit 0 when clean, exit 2 on a usage error.

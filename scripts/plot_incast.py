@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Plots the incast time series of tests/sim/test_incast.cpp for docs/dcqcn.md.
 
 usage: plot_incast.py TSV_DIR OUT_DIR

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs what uroce needs from Debian 12 (only what is missing), then
 # configures and builds it in ./build.
 set -euo pipefail

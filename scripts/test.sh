@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds uroce and runs every test suite (unit, vectors, CLI, the independent
 # oracle, the parser fuzzer), then prints one line "N passed, N failed".
 set -uo pipefail

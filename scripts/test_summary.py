@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Prints 'N passed, N failed' alone on a line from meson's testlog.json,
 then 'N skipped' on the next.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Catch2 main of the test programs that need nothing started before Catch.
 #define CATCH_CONFIG_RUNNER
 #include "common/catch_session.h"

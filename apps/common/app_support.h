@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the tools that face a peer over a real port share beyond the
 // library's Endpoint: the --eal string as arguments, and the way out.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // uroce-example-write: one RDMA WRITE between two uroce endpoints over real
 // DPDK ports, checked byte by byte on the receiving side.
 //

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # uroce-example-write in its two-process mode: server and client on the two
 # ends of a veth pair (net_af_packet on each), the server in a network
 # namespace of this script's own, the client in a second one (two af_packet

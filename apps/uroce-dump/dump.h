@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // uroce-dump: the types shared by the capture loop and the output formats.
 #pragma once
 

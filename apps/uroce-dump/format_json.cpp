@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One JSON object per line: each packet, then the summary. Field names
 // follow the independent oracle's JSON (and the test vectors), so the two
 // can be compared key by key. 64-bit values are "0x..." strings, because

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One human-readable line per packet, then a summary block.
 #include <cinttypes>
 #include <cstdarg>

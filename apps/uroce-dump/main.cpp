@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // uroce-dump: decode and verify every RoCEv2 packet of a pcap file.
 //
 // Exit status: 0 when every RoCEv2 packet is valid (also when there are

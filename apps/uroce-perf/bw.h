@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The two sides of a bandwidth test, as state machines that never block:
 // step() does what can be done now and returns. The caller runs the engine
 // between steps — both engines in one loop (--loopback) or one engine per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The per-QP congestion-control lines printed after a run.
 #include <cstdio>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "cycle_clock.h"
 
 #include <rte_cycles.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A std::chrono clock on the TSC, for the latency and duration stamps of
 // the tests: perftest stamps with get_cycles() too, and clock_gettime
 // costs more than a whole 8-byte round trip's share of work on some VMs.

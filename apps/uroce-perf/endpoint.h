@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One side of a benchmark: PD, CQ, a registered buffer and the QPs, set up
 // and connected the verbs way. PeerInfo is what perftest exchanges over TCP.
 #pragma once

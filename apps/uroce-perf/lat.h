@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The two sides of a latency test, one message in flight, as state
 // machines that never block (see bw.h). SEND and WRITE ping-pong between
 // the sides and report half the round trip (perftest's convention); READ

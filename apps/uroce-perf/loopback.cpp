@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "loopback.h"
 
 namespace uroce::perf {

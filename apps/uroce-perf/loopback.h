@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // --loopback: both endpoints in this process, each with its own engine,
 // joined by a pair of real DPDK ethdev ports (the ring PMD) so nothing
 // needs a NIC or hugepages.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // uroce-perf: perftest's benchmarks (ib_write_bw, ib_read_lat, ...) over
 // uroce, with perftest's flags, banner and result table.
 #include <rte_mbuf.h>

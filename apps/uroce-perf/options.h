@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // uroce-perf's options: perftest's flags with perftest's meaning and
 // defaults, plus uroce's own (--dev, --ip, --mac, --eal, --pcap, --verify,
 // --loopback, --timeout, --cc*, --raw-acks).

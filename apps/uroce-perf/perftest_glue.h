@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The glue between uroce-perf's endpoints and perftest's exchange: QP
 // records, MTU enums, bw reports, and the watchdog of a waiting server.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // raw_bw / raw_lat: plain Ethernet frames over the same ports, without the
 // RDMA stack, like perftest's raw_ethernet tools. They give the link's own
 // limit, to put next to the RDMA figures measured by the same binary.

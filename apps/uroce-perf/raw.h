@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Plain Ethernet over the benchmark's ports: the link's own limit.
 #pragma once
 

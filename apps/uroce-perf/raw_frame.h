@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The frames of raw_bw / raw_lat: Ethernet header (IEEE local experimental
 // type 0x88B5), an 8-byte sequence number, then a pattern seeded by it.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // raw_bw / raw_lat between two processes: the client sends numbered
 // frames straight to the port, the server counts them (bw) or sends each
 // back (lat). Non-blocking steps, like bw.h and lat.h; the engines stay

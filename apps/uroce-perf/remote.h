@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Client/server mode: one side per process, over a real port (--dev),
 // connected by perftest's out-of-band TCP exchange (docs/exchange.md), so
 // that either side can also be perftest itself.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // perftest's banner and result tables, and the same results as JSON.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The measured loops. Both endpoints may live in this process (loopback):
 // `poll` runs the engines, whatever drives them.
 #pragma once

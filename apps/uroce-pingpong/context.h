@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // rc_pingpong's pingpong_context: PD, a registered buffer, one CQ and one
 // RC QP in INIT, and the verbs calls the ping-pong makes on them
 // (pp_post_recv, pp_post_send, pp_connect_ctx).

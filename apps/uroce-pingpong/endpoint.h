@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the one-QP ping-pong loop (run.h) needs of its QP, whether it is
 // rc_pingpong's RC QP or ud_pingpong's UD QP: post receives, post the
 // next SEND, poll the CQ, and where the bytes of a message are.

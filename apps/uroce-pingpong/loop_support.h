@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the ping-pong loops (run.h, srq_run.h) share: a progress line for
 // long runs, and the last engine turns after a run.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // uroce-pingpong: rdma-core's ibv_rc_pingpong (--ud: ibv_ud_pingpong,
 // --srq: ibv_srq_pingpong) over uroce, with its flags, its TCP exchange
 // (so either end can be the real tool) and its output.

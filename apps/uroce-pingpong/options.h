@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // uroce-pingpong's options: ibv_rc_pingpong's flags with its meaning and
 // defaults (ibv_ud_pingpong's with --ud, ibv_srq_pingpong's with --srq),
 // plus uroce's own (--dev, --ip, --mac, --eal, --pcap, --timeout).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // --chk's data: each message carries a pattern of its iteration number,
 // so a lost, stale or misplaced message shows as a mismatch (the same
 // bytes every time would let a buffer that never changed pass).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "qp_setup.h"
 
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the RC, UD and SRQ contexts set up alike, as rdma-core's examples do
 // in each pp_init_ctx: the registered buffer, a QP with one send WR, and
 // RESET -> INIT. Each returns nullptr (or an errno) and leaves a message.

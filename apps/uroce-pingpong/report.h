@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // rc_pingpong's output lines, format for format.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The ping-pong itself, as rc_pingpong's (and ud_pingpong's) main loop:
 // the client sends first; each side posts its next SEND once both its
 // previous SEND and a RECV have completed, and refills the receive queue

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One ping-pong session on an open device: create the context, post the
 // receives, print the local address(es), swap them with the peer over TCP
 // in the example's format, connect, run, and print the result.

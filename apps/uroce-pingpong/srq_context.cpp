@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "srq_context.h"
 #include "qp_setup.h"
 #include "work_requests.h"

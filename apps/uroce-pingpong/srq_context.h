@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // srq_pingpong's pingpong_context: -q RC QPs that share one CQ and one
 // shared receive queue of -r receives, each connected to the peer's QP of
 // the same index.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "srq_run.h"
 
 #include <sys/time.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // srq_pingpong's main loop: the client starts with one SEND on every QP;
 // completions are matched to their QP by wc.qp_num, and each QP posts its
 // next SEND once its previous SEND and a RECV on it have completed. -n

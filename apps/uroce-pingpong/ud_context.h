@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // ud_pingpong's pingpong_context: one UD QP (qkey 0x11111111) whose
 // receives have room for the 40-byte GRH in front of the payload, and the
 // address handle of the peer, built from the GID it sent.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "wc_status.h"
 
 namespace uroce::pingpong {

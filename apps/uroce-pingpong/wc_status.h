@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // ibv_wc_status_str's text, without linking libibverbs (we only use its
 // header for the enum values).
 #pragma once

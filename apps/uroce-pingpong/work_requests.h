@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The one-SGE work requests every ping-pong context posts (the examples'
 // pp_post_recv / pp_post_send), so the RC, UD and SRQ contexts differ only
 // in where the buffers are and what a UD send adds.

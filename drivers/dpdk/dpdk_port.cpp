@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // DpdkPort::open: find or probe the device, configure it (port_setup.cpp),
 // and give it back on destruction.
 #include "uroce/port/dpdk_port.h"

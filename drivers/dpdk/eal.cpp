@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // eal_init(): start the EAL once per process with the arguments of
 // build_eal_args(), and turn a failure into a message that says what to do.
 #include <rte_cycles.h>

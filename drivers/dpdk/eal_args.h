@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The EAL command line eal_init() builds from an EalConfig.
 #pragma once
 

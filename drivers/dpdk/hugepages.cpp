@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Whether the EAL can use hugepages here: a mounted hugetlbfs we may write
 // to, whose page size has free pages (see docs/ports.md).
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "mtu_plan.h"
 
 #include <net/if.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // How large the frames of a port may be, and how large its RX mbufs must
 // be for them, from what the PMD reports and what is known about the PMDs
 // whose report is wrong (see docs/ports.md, "MTU").

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The ethdev ports a DpdkPort owns in this process, so one port is never
 // driven by two DpdkPorts.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Configuration of an ethdev port for uroce: one RX and one TX queue, an
 // RX pool sized for the MTU, the MTU and MAC, then start.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // open_ring_pair: two ring-PMD ports joined back to back by two rte_rings.
 #include <rte_errno.h>
 #include <rte_eth_ring.h>

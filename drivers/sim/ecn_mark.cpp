@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "ecn_mark.h"
 
 #include <rte_mbuf.h>

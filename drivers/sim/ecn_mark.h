@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The IP ECN field of a frame, as a switch reads and rewrites it.
 #pragma once
 

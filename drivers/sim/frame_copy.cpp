@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "frame_copy.h"
 
 #include <rte_lcore.h>

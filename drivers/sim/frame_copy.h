@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // mbuf operations of the wire that are not about timing: private copies
 // and the one-bit corruption.
 #pragma once

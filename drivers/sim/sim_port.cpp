@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "uroce/sim/sim_port.h"
 
 #include <rte_mbuf.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The switch of the simulated wire (uroce/sim/sim_switch.h): the cables
 // to the switch, the egress queues, RED/ECN and tail drop.
 #include <rte_mbuf.h>

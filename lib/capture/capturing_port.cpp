@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "uroce/capture/capturing_port.h"
 
 #include <rte_mbuf.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "uroce/capture/pcap_file.h"
 
 #include <pcap/pcap.h>

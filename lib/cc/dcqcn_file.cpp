@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Congestion-control settings from a file: the same names as --cc and
 // --cc-param, one "name = value" per line (config/dcqcn-*.conf).
 #include <fstream>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // DCQCN presets and the "--cc" / "--cc-param" parser.
 #include <charconv>
 

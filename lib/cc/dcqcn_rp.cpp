@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The DCQCN reaction point: reference.md's equations, with mlx5's
 // refinements (monitor period, target clamping, first-CNP rate) as options.
 #include "cc/dcqcn_rp.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The DCQCN rate machine of one QP (RP) and the CNP limiter (NP), driven
 // by a time source the caller passes in (ns): the engine's per-poll clock,
 // virtual time in simulation, or a test's own. No allocation, no clock read.

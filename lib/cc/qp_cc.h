@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A QP's congestion-control state: its algorithm, the DCQCN RP and NP,
 // its pacing clock and counters. Owned by transport::Qp; the engine and the
 // transport reach it through transport/cc.h.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Endpoint: EAL, port, capture and device in one object, and the RC
 // connection steps on top of them.
 #include "uroce/port/endpoint.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The poll-mode engine behind a Device: RX burst -> parse -> dispatch to
 // the QP's responder or completer -> transport timers -> TX of whatever the
 // QPs have ready, in bursts. Single-threaded: everything runs inside poll().

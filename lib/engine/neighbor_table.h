@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // IP -> MAC for the peers a device talks to, learned from ARP/ND replies
 // (and from requests aimed at us, as Linux does) or set statically.
 // Resolution is driven by the engine's poll: a request now, repeats every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal: the Boost.Asio objects behind TcpChannel/TcpListener and the
 // loop that waits for one asynchronous operation while calling `idle`.
 #pragma once

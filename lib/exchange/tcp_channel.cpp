@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "uroce/exchange/tcp_channel.h"
 
 #include "asio_loop.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "asio_loop.h"
 #include "uroce/exchange/tcp_channel.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The checks every memory access passes before a byte is touched: the key
 // names a live region, of the same protection domain, with the needed
 // access right, and the whole range lies inside it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The transport's handle on a region's private state: key assignment and
 // the count of posted work that references it (which makes dereg_mr fail
 // with EBUSY rather than pull memory from under a WQE).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Key -> memory region lookup for the data path.
 //
 // A key is (random 16 bits << 16) | slot. Lookup is one array index and

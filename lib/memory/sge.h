@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A scatter/gather list: a view of a work request's SGEs, which live in
 // their queue's slab (transport/send_queue.h, recv_queue.h). What the memory
 // layer gathers from and scatters into.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Copies between a message (a scatter/gather list of local buffers) and a
 // packet payload, at any byte offset of the message. Every SGE touched is
 // checked through its lkey first.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "tx_extbuf.h"
 
 #include <rte_malloc.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Zero-copy TX: payload segments that point into registered memory
 // instead of holding a copy. Each region gets one rte_mbuf_ext_shared_info
 // whose reference count is the region's own reference plus one per mbuf

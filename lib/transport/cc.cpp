@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Congestion control hooks of the transport: DCQCN's NP (CNPs for CE
 // marks), its RP (CNPs in, rate out) and the pacing of request packets.
 #include "cc.h"

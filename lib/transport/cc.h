@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Congestion control in the transport: the pacing gate before each request
 // packet, the byte accounting after each packet, CE marks and CNPs on
 // receive (docs/dcqcn.md). With cc none each hook costs one branch.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Completer: matches ACKs, NAKs, READ responses and atomic ACKs against the
 // send queue (IBA 9.7.5), completes WQEs in order, and decides when the
 // requester must go back: on a sequence NAK, on a response that shows a

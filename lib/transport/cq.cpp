@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "transport/cq.h"
 
 #include <rte_ring.h>

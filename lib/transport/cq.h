@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A completion queue as the transport fills it: a ring of ibv_wc written by
 // the engine, plus, in threaded mode, the single-producer/single-consumer
 // rte_ring through which the engine thread hands completions to the

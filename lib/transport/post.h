@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // ibv_post_send / ibv_post_recv: validate each work request as verbs does,
 // then copy it into the queue (the caller may reuse its WR at once).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // 24-bit packet sequence numbers, compared modulo 2^24 within a window of
 // 2^23 (IBA 9.7.1): a PSN "before" another is at most 2^23 - 1 behind it.
 #pragma once

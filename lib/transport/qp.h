@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal state of a queue pair, split the way rxe splits it: the
 // requester sends requests, the completer turns ACKs and responses into
 // completions, the responder executes incoming requests. Each unit owns its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // ibv_modify_qp for RC and UD: which attributes a transition requires and
 // allows (the kernel's qp_state_table), value checks, and what each state
 // entry does to the requester, completer and responder.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The verbs QP state transition table: for each (from, to) pair, the
 // attribute mask bits that must and may be given, for RC and for UD.
 // Follows the kernel's qp_state_table (drivers/infiniband/core/verbs.c).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A receive queue: the QP's own, or the one inside a shared receive queue.
 //
 // Its SGEs live in a slab of blocks of max_sge SGEs, one block per ring slot

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Requester: turns send WQEs into request packets (IBA 9.7 "requester
 // behaviour"), segmenting by path MTU, setting AckReq, and rewinding for
 // go-back-N retransmission.

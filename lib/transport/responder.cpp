@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Responder: executes incoming requests in PSN order (IBA 9.7.4 "responder
 // behaviour"). Every check runs before memory is touched: QP state, PSN,
 // opcode sequence, the QP's access rights, the opcode-level packet checks,

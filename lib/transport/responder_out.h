@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the responder sends: ACKs and NAKs, READ responses and atomic ACKs,
 // queued in PSN order so that an ACK never overtakes a READ response the
 // requester is still waiting for.

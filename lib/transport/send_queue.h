@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The send queue: a ring of send WQE headers, and one slab holding each
 // slot's SGEs or inline bytes (an inline send's SGEs are not kept: its bytes
 // are copied at post), sized from the QP's capabilities when it is created.

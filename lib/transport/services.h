@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the transport needs from the engine that runs it, declared on the
 // transport's side (as rxe_loc.h declares what rxe's units call): time,
 // transmission and packet buffers, scheduling and timers, the key table,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Entry points of the transport units, called by the engine and the verbs
 // objects. All run on the engine's thread.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Unreliable datagram: one packet per message, no ACKs. Sends complete as
 // soon as they are on the wire; receives carry the 40-byte GRH slot.
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Fixed-capacity FIFO ring used by the send, receive and shared receive
 // queues: posting never allocates, and indices only grow (wrap by mask), so
 // "how many are in flight" is a subtraction.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Send and receive work queue entries: a posted work request copied into
 // the queue (verbs lets the caller reuse its WR and SGE memory at once), plus
 // the progress the transport makes on it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the library's own code reaches behind the public verbs objects: the
 // engine behind a Device, the transport state behind a QueuePair, CQ and
 // SRQ. The public headers name these types only as opaque pointers; only

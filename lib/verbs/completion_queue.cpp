@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "uroce/verbs/completion_queue.h"
 
 #include <cstdio>

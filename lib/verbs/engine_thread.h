@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Threaded mode: the engine runs on a thread of its own and application
 // threads reach it the way software reaches a NIC.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "qp_submit.h"
 
 #include <rte_errno.h>

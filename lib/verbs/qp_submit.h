@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Threaded mode's submission queue of one QP: a single-producer/single-
 // consumer rte_ring of fixed-size commands, each a copy of one posted WR,
 // its SGEs and (IBV_SEND_INLINE) its inline bytes, since verbs lets the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "access.h"
 #include "uroce/verbs/shared_receive_queue.h"
 

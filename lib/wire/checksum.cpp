@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // RFC 1071 Internet checksums for the IPv4 header and UDP.
 #include <cstring>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "crc_fold.h"
 
 #include <immintrin.h>

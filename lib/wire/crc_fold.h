@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // CRC-32 (zlib's polynomial) of a short span in one pass of parallel
 // carry-less multiplies: the whole span is loaded into 16-byte lanes,
 // every lane is folded to the end in the same step, then one reduction.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "wire/header_template.h"
 
 #include <cstring>

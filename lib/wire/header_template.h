@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The headers every frame of one connection shares (Ethernet, VLAN, IP,
 // UDP and BTH with addresses, ports, P_Key, ECN and destination QP), built
 // once from its PacketFields. A frame then copies them and writes only what

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "uroce/wire/icrc.h"
 
 #include <zlib.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // ARP (RFC 826) and IPv6 Neighbor Discovery (RFC 4861) frames: the kernel
 // does not own a DPDK port, so uroce answers for its own addresses and
 // resolves its peers' MACs itself. Untagged Ethernet only.

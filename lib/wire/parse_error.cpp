@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "uroce/wire/parse_error.h"
 
 #include <cstddef>

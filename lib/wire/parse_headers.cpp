@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "parse_headers.h"
 
 #include "uroce/wire/icrc.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal: the header walk shared by parse_frame() and parse_mbuf().
 #pragma once
 

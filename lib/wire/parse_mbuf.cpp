@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // parse_frame() for DPDK mbuf chains: headers in place when the first
 // segment holds them, the payload and ICRC hashed segment by segment.
 #include <rte_mbuf.h>

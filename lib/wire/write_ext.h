@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Extension headers of an opcode from their field values: shared by the
 // frame builder and the per-connection header template.
 #pragma once

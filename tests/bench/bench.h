@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Every benchmark file includes Catch2 through here, so the benchmarking
 // macros are enabled consistently with bench_main.cpp.
 #pragma once

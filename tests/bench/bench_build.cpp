@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // build_frame() (headers, payload copy, ICRC) and build_headers() alone.
 // The timed output must parse back to the input fields.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // CRC-32 (the ICRC polynomial) throughput per implementation at 64 B, 1 KB
 // and 4 KB. Each one must first agree with zlib's crc32(0, buf, n), the
 // reference the ICRC is defined by (icrc.h), on the very buffer it hashes.

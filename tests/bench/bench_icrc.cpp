@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The fixed part of every ICRC: the masked IP/UDP/BTH copy and its CRC.
 // For a header-only packet (ACK) this is most of the ICRC cost.
 #include "bench.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Catch2 runner for wire-bench. EAL is started once, before Catch runs,
 // because rte_net_crc's AVX-512 path needs the EAL max SIMD width of 512
 // (dpdk-notes section 4); nothing else in the benchmarks needs EAL.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // parse_frame() with and without the ICRC check. Every frame must parse
 // and decode back to the fields it was built from before it is timed.
 #include "bench.h"

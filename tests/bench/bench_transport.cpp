@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Per-message CPU cost of the RC transport on the simulated wire: two
 // devices in one thread, a zero-latency perfect link, no I/O. A batch posts
 // N work requests as one chain and runs the fabric until all N completions

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "sample_frames.h"
 
 #include "uroce/wire/opcode.h"

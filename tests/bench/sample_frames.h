@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The frames the benchmarks parse and build: an RC ACK (headers only), a
 // 64 B SEND ONLY and a 4 KB RDMA WRITE MIDDLE, IPv4, as rxe sends them.
 #pragma once

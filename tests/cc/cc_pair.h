@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Two devices on the simulated wire with a connected RC pair, where the
 // receiver's port can CE-mark the ECN-capable frames it receives (as a
 // congested switch would) and records the CNPs the receiver sends.

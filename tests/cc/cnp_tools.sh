@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # CNPs made by the engine (test_cc_sim.cpp writes them to a pcap) must be
 # valid for uroce-dump and for the independent oracle; exit 77 (skip) when
 # the oracle is absent, after uroce-dump's check (a failure there still fails).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The DCQCN loop end to end on the simulated wire: CE marks at the
 // receiver -> CNPs (format, spacing) -> the sender's RP slows and paces its
 // packets -> line rate again once the marks stop. And cc none: marks

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Presets and the --cc / --cc-param parser.
 #include <catch2/catch.hpp>
 

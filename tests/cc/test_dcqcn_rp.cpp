@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The DCQCN reaction point against reference.md's equations, for both
 // presets: the rate after a CNP, α's decay over K, each increase stage, the
 // bounds, and mlx5's refinements (monitor period, clamping, first-CNP rate).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Tests of the uroce-dump command line tool.
 
 usage: cli_test.py DUMP DATA_DIR CASE [ARG]

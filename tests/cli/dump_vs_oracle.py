@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Agreement of uroce-dump with the independent packet oracle.
 
 usage: dump_vs_oracle.py DUMP DATA_DIR ORACLE_PY

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Helpers shared by the uroce-dump tests: run the tool, read its output,
 read the reference files. Standard library only."""
 

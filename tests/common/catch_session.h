@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The one way the test programs run Catch: --warn NoTests is always on, so
 // a test filter that matches no test case (a tag renamed on one side only)
 // fails the run with exit status 2 instead of passing with nothing run.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The one connected-pair fixture of the tests: two ends, each a PD, a CQ, a
 // registered buffer, an optional SRQ and one or more QPs on a Device, with
 // QP i of one end connected to QP i of the other through the public verbs

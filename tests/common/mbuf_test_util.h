@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // mbuf helpers for DPDK tests (EAL started by eal_test_main.cpp): a pool
 // that frees itself, frames made from bytes, and bytes read back.
 #pragma once

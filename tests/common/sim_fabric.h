@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Several uroce devices on one simulated wire, driven in virtual time: the
 // harness the transport tests, the examples and congestion experiments
 // share. run_until() polls every device and jumps the clock to the next

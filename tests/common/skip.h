@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Skipping a test that cannot run here. Catch2 v2 has no skip, and a test
 // case that returns early passes; meson counts exit status 77 as SKIP. So a
 // test case whose prerequisite is missing (a device node, root, a kernel

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The docs check must fail on a file with one offence per line (and name each
 # of those lines) and pass a file of look-alikes that are legitimate.
 #   check_docs_selftest.sh CHECK_DOCS_SH SAMPLE_DIR

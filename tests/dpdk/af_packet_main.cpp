@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Main of the af_packet test program: it needs root (a private network
 // namespace and veth pairs) and the ip tool, so it exits 77 (meson:
 // skipped) with a message without them; then it starts the EAL through

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "child_process.h"
 
 #include <sys/wait.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Runs a function in a forked child and collects what it reported, what it
 // wrote on stderr and how it ended. The EAL can start only once per
 // process, so every eal_init scenario gets a fresh process.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Test frames for raw port tests: an Ethernet header between two MACs, an
 // experimental EtherType, and a payload derived from (seed, index), so a
 // receiver can check order and every byte.

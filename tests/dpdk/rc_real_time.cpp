@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "rc_real_time.h"
 
 #include <rte_mempool.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Two uroce Devices on two real ports (a ring pair, or af_packet on a
 // veth pair), a connected RC QP pair, and polling in real time (TscClock)
 // against a wall-clock deadline. The verbs helpers come from the simulated

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Real kernel links: two af_packet ports on the two ends of a veth pair
 // (in this process's private network namespace), raw frames both ways and
 // then the whole stack (RC SEND, WRITE, READ) over them, at MTU 1500 and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // DpdkPort::open failures: each one returns nullptr with a message that
 // names the device and says why, and leaves no port behind.
 #include <catch2/catch.hpp>

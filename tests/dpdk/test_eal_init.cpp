@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // eal_init from scratch, each scenario in a fresh process (the EAL starts
 // once per process): the default flags, the hugepage/no-hugepage choice
 // and its notice, user flags winning, a second call, an EAL someone else

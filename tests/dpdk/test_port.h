@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A DpdkPort for a test: small pools and rings (the tests run several ports
 // in one --no-huge process), and a Catch failure naming the device and the
 // reason when it cannot be opened.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The whole stack on real ethdev ports: two Devices on a ring pair, in
 // real time (TscClock), run RC SEND, WRITE and READ.
 #include <catch2/catch.hpp>

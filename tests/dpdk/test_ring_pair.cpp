@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The ring-pair link (open_ring_pair) and a vdev opened by name
 // (net_ring0): frames cross both ways in order with every byte intact, no
 // mbuf is lost, and closing gives every resource back.

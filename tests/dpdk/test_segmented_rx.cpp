@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Frames that arrive as chains of mbuf segments (memif chains any frame
 // above its buffer size; NICs with scatter RX do the same): the engine must
 // gather the payload and handle the packet exactly as a flat one. One

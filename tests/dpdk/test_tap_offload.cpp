@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // IPv4 header checksum offload on a port that has it: two net_tap ports
 // joined by a kernel bridge (in this process's private namespace). The
 // engine must leave the checksum zero and flag the frame; the tap PMD

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Threaded mode: each Device runs its engine on a thread of its own; the
 // test thread only posts and polls, through the lock-free rings. Two Devices
 // on a ring pair, in real time. Three busy threads share two cores here, so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Zero-copy TX: on ports that take chained mbufs, payloads of at least
 // zero_copy_min bytes leave as segments pointing into the registered
 // region. The data must arrive intact (the receiver checks every ICRC),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A private network namespace for this process (unshare(CLONE_NEWNET)),
 // and veth pairs created in it with `ip`. Nothing touches the host's
 // interfaces, and everything disappears with the process even if it

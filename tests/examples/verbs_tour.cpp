@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // verbs_tour: a first program against the uroce verbs API.
 //
 // Two uroce devices are joined by a simulated Ethernet wire, so this runs

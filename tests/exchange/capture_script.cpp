@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "capture_script.h"
 
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The perftest TCP payloads of the rxe captures
 // (tests/data/exchange/perftest/perftest_tcp.txt), in capture order.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // perftest's 108-byte QP record against the bytes real perftest sent.
 #include <catch2/catch.hpp>
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // PerftestSession: replays of the captured conversations (every byte we
 // send must equal what perftest sent), a full session between two threads,
 // and the version and framing checks.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // TcpChannel / TcpListener over real localhost TCP, on kernel-chosen ports.
 #include <atomic>
 #include <catch2/catch.hpp>

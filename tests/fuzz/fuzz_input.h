@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // How a fuzz input is laid out: two control bytes, then the frame.
 //
 //   byte 0   first cut: offset from the frame start (clamped to its length)

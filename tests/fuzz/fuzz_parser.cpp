@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer target for the frame parser.
 //
 // Beyond "no crash, no over-read, no UB" it checks properties the API

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Writes every frame of the given pcap files as one libFuzzer seed each,
 // prefixed with the two control bytes of fuzz_input.h. The control bytes
 // vary with the frame number so the seeds start from different splits.

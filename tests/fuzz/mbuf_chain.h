@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A hand-built rte_mbuf chain over a copy of a frame, without EAL or a
 // mempool: each segment gets its own exactly-sized heap buffer, so a read
 // past a segment's end is a heap overflow that ASan reports.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds the parser fuzzer (clang, ASan + UBSan + libFuzzer), turns every
 # frame of tests/data/**/*.pcap into a seed, and fuzzes for SECONDS (60).
 # Exit status is the fuzzer's: non-zero on any crash, leak, UB or failed

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # What `meson install` delivers, used the way an application outside the
 # tree uses it: install into a staging directory, then
 #   1. every installed file the docs promise is there (library, uroce.pc,

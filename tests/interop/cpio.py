@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A newc cpio archive (what the kernel unpacks as its initramfs), in memory.
 
 Host files are stored under their canonical path (the host is usr-merged, so

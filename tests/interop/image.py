@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The rxe VM image: Debian's kernel (never installed) and an initramfs.
 
     image.py CACHE_DIR        build (or reuse) the image; exit 77 if it cannot be had

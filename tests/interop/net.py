@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The interop network: one namespace holding a bridge, the VM's tap and a veth.
 
     [netns uroce-nt-<pid>-<group>-br]

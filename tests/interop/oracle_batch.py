@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The oracle over a whole group's captures at once.
 
 The oracle (../shared/tools/oracle) judges each RoCE packet on its own (no

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """One interop test: boot one rxe VM, run a group of scenarios against it.
 
 usage: run_group.py GROUP[:ROLE] UROCE_PERF UROCE_PINGPONG UROCE_DUMP ORACLE_PY CACHE WORKDIR [NAME...]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """One scenario on a running VM: the rxe tool in the VM, uroce on the host,
 tcpdump on the bridge, and the verdict.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The interop scenarios: what runs in the VM, what runs on the host, and
 what each must show. Grouped so that one VM boot serves a whole group
 (one meson test per group, see meson.build).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """One rxe VM under qemu (TCG), and the control channel to its uix-agent.
 
 The VM's NIC is a tap on the test's bridge (qemu runs inside the test's

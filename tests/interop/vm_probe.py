@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Where a VM that stopped answering is: its vCPU's instruction pointer,
 sampled through qemu's monitor and named with the kernel's System.map.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """What the bridge capture says beyond uroce-dump's per-packet verdicts.
 
 * who sent RoCE: both ends must have (by source IP);

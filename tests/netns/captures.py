@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Judging a uroce-perf --pcap capture: uroce-dump, then the independent oracle.
 
 Every RoCEv2 packet must be valid (uroce-dump exit 0 at the path MTU, the

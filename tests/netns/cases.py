@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The netns test cases: which uroce-perf test, over which link, with which faults.
 
 Every case runs uroce-perf with --verify and --pcap on the client. Sizes

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Sends or receives numbered Ethernet/IPv4/UDP frames on an interface through
 AF_PACKET, like the uroce ports do, to measure what a link does to them.
 

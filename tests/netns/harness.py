@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Life cycle of one netns test: everything it creates is undone on every way out.
 
 A Harness is a context manager. Whatever the test creates (network namespaces,

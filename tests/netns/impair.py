@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Faults on the link between the two uroce endpoints: tc netem, or the relay.
 
 netem (when the kernel has sch_netem, prio and cls_u32, as Debian's does) sits

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Runs a uroce-perf server and client over a real link and reads their results.
 
 The server starts first; the client starts once the server listens on its

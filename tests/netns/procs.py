@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Processes of a test: started in a namespace, logged to a file, killed by pid.
 
 Children stay in the test's process group, so meson's SIGTERM to the group

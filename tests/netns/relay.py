@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """A seeded userspace stand-in for tc netem: forwards Ethernet frames between
 two interfaces and impairs the RoCEv2 ones (IPv4 UDP to port 4791).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """One netns test case: two uroce-perf processes over a real link.
 
 usage: run_case.py CASE UROCE_PERF UROCE_DUMP ORACLE_PY WORKDIR

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The harness checks itself, without uroce: links, MTU, impairments,
 deadlines and cleanup on every way out.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Two network namespaces, a server's and a client's, joined by a veth pair.
 
     direct:  [server ns] vs ===== vc [client ns]            kernel IPs on vs/vc

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # uroce-perf end to end in --loopback mode (two engines over real ethdev
 # ring ports, no NIC, no hugepages).
 # usage: perf_test.sh CASE UROCE_PERF UROCE_DUMP ORACLE_PY WORKDIR

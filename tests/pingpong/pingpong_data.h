@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The captured pingpong exchange streams in tests/data/exchange/pingpong.
 #pragma once
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # uroce-pingpong end to end: a server and a client process over a real
 # kernel link, a veth pair whose two ends sit in two private network
 # namespaces (net_af_packet on each end), with the TCP exchange on a second

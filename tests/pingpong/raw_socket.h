@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Plain blocking TCP sockets with deadlines, for playing the other side of
 // an exchange byte for byte in tests (independent of TcpChannel).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The two pingpong conversations over real TCP (127.0.0.1): the other side
 // is a plain socket replaying what rdma-core's rc_pingpong sent in the rxe
 // capture, and the bytes our side sends must be exactly rdma-core's.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The 52-byte ibv_*_pingpong record: every record rdma-core sent in the
 // rxe captures decodes to what the capture's decode says and re-encodes to
 // the same bytes; malformed records fail with a message naming the byte.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // ibv_srq_pingpong's exchange over real TCP (127.0.0.1): 256 records each
 // way, then "done". The other side is a plain socket replaying what
 // rdma-core's srq_pingpong sent in the rxe capture (-q 2), and what our

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // N:1 incast in virtual time: N uroce senders, each with one RC QP
 // streaming RDMA WRITEs, into one receiver through the simulated switch
 // (sim_switch.h), whose egress toward the receiver is the bottleneck.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Frames and a driver loop for the simulated-wire tests.
 #pragma once
 

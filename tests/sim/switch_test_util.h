@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // IP frames with an ECN field for the switch tests.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A corrupted RoCEv2 frame must not pass the receiver's checks.
 #include <catch2/catch.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Timing and addressing of the simulated wire with no faults.
 #include <catch2/catch.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Same seed and same input: the same frames at the same times, bit for bit.
 #include <catch2/catch.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The fault model: every probability checked against the configured value
 // with a tolerance of five standard deviations (the seed is fixed, so a
 // run is reproducible, but the expectation comes from the model).

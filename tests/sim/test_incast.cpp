@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // N:1 incast through the simulated switch, DCQCN (the paper's preset) vs
 // no congestion control, in virtual time (incast.h). The numbers each run
 // measured are printed; with UROCE_INCAST_TSV_DIR set, the time series go

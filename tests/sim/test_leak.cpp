@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Every mbuf goes back to its pool: the senders' and the wire's own.
 #include <catch2/catch.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // ARP/ND between engines on the simulated wire: devices with no static
 // neighbour entries find each other, answer for their own addresses only,
 // retry and give up on silence, and a QP can connect once the MAC is known.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The switch of the simulated wire: serialisation at the port rates, tail
 // drop, RED/ECN marking and its counters.
 #include <catch2/catch.hpp>

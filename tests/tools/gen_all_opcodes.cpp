@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Writes a pcap with a frame built by the library for every supported
 // opcode, over IPv4 and IPv6, with and without a VLAN tag, so that an
 // independent checker (the oracle, tshark) can judge what we put on the wire.

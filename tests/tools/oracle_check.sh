@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds a frame for every opcode with the library and has the independent
 # oracle (Scapy + tshark + its own decoder) judge them.
 # usage: oracle_check.sh GEN_ALL_OPCODES ORACLE_PY OUT_DIR

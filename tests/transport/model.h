@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Reference model for the randomized property test: what a correct RC
 // transport must produce for a scenario, worked out without any transport.
 //

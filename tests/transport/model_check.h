@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Comparison of what the transport did with what the model predicts, as
 // human-readable findings (empty = agreement).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Runs a model scenario on real devices: a SimFabric with one device per
 // scenario device, one registered region each, the QP pairs connected the
 // verbs way, receives and sends posted in random chunks interleaved with

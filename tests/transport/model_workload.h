@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Random scenarios for the property test: QP pairs between devices with
 // random path MTU, timers, initial PSNs and RD/atomic depth (some pairs
 // repeat a device pair, a few loop back within one device), and per QP a

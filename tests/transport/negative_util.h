@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Shared by the negative-path tests: post a request that must fail, with
 // valid work queued behind it, and check the requester's completions, its
 // state, and that not one byte changed on either side.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Test fixture: two devices on a simulated wire with a connected RC QP
 // pair (tests/common/connected_pair.h), registered buffers on both sides,
 // and helpers to post and wait.

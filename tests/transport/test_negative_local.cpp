@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Errors found at the requester's own end (bad local SGE), a SEND too large
 // for the receive, a receive with a bad L_Key, and dereg_mr while posted
 // work still uses the region.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Remote access violations (IBA 9.7.5.2.x, rxe check_rkey / check_op_valid):
 // the responder NAKs, the requester completes with the matching status and
 // flushes the rest, and not one byte is written on either side.

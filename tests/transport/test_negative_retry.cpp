@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Transport retry exhaustion (peer gone) and RNR: counted retries, timing
 // in virtual time, and the final status.
 #include "negative_util.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Randomized model-based property test of the RC transport: several QP
 // pairs between three devices run random mixes of every opcode, 0 bytes to
 // several MB, random path MTU, and the result must equal the model's: each

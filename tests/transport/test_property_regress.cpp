@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Minimal directed reproductions of what the randomized property test found,
 // so that each finding stays covered by a short deterministic test of its own.
 #include "rc_pair.h"

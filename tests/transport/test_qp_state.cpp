@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The RC QP state machine through QueuePair::modify/query: exact masks
 // succeed, a missing required attribute or a bad value is EINVAL and leaves
 // the QP (state and attributes) as it was.

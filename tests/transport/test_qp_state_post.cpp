@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Posting work requests: which states accept them, what is refused at post
 // time (EINVAL/ENOMEM with *bad at the first WR not posted, the earlier ones
 // posted and executed), and the flush on entering ERR.

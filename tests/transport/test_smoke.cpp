@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "../common/mbuf_test_util.h"
 #include "rc_pair.h"
 #include "uroce/wire/builder.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Shared receive queues: RC QPs attached to one SRQ consume its receives in
 // posting order; a QP with an SRQ refuses its own post_recv.
 #include <cerrno>

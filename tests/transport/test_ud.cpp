@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // UD send/receive through address handles: the GRH slot, Q_Key checks,
 // the path MTU limit, and what a UD QP refuses at post time.
 #include <cerrno>

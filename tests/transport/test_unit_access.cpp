@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // memory::resolve, the check in front of every memory access: key, PD,
 // access right, bounds (with overflow), zero length.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The CQ ring's free-running 32-bit counters across their wrap: a ring
 // indexed by counter % capacity would jump there (2^32 is no multiple of
 // 3) and hand out a slot that still holds an unpolled completion.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Memory keys: unguessable (random upper 16 bits), unique, dead once the
 // region is gone, and 0 never valid.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // 24-bit PSN arithmetic (IBA 9.7.1: modulo 2^24, a window of 2^23).
 #include <catch2/catch.hpp>
 

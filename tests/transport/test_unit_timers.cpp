@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Timer values: local ACK timeout (IBA 9.7.6.1.3: 4.096 us * 2^timeout,
 // 0 = infinite) and the RNR NAK timer table (IBA table 45 / rxe rnrnak_usec).
 #include <catch2/catch.hpp>

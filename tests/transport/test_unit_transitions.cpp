@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // transition_allowed against the verbs QP state table (the kernel's
 // qp_state_table in drivers/infiniband/core/verbs.c, RC and UD columns):
 // every legal transition with exactly its required bits, each optional bit,

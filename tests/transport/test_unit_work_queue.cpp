@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // WorkQueue: the fixed-capacity FIFO behind the SQ, RQ and SRQ.
 #include <catch2/catch.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // ACK coalescing and the PSN sequence error NAK (go-back-N).
 #include "verbs_test_util.h"
 

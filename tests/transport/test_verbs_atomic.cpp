@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Atomics, the fence, the READ/ATOMIC credit (max_rd_atomic) and the SQD
 // state on RC.
 #include "verbs_test_util.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Duplicated and reordered frames: requests executed once (atomics answered
 // from the replay cache, SENDs not consuming a second receive), READs
 // re-executed, data intact.

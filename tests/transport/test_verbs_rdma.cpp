@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // RDMA WRITE, WRITE_WITH_IMM and READ end to end on RC, zero-length
 // operations, and segmentation at every path MTU.
 #include "verbs_test_util.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // SEND and its variants end to end on RC: data, completions on both sides,
 // immediate data, invalidation, inline, scatter/gather, signaling, chains.
 #include "verbs_test_util.h"

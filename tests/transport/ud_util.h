@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // UD QPs and address handles for the UD tests.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Helpers for the verbs/transport tests: two (or more) devices on a
 // simulated wire with QPs made and connected by the shared fixture
 // (tests/common/connected_pair.h), work-request builders and completion

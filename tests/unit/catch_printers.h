@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Lets Catch print ParseError / BuildError by name in failure messages.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A hand-built rte_mbuf chain over a copy of a frame, without an EAL or a
 // mempool: parse_mbuf() only follows buf_addr/data_off/data_len/next.
 // Each segment's buffer ends exactly at its data, so a sanitizer or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A handful of valid frames that together cover IPv4/IPv6, VLAN, pad
 // counts 0..3, empty and large payloads and the longest extension headers.
 #pragma once

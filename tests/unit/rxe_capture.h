@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The Linux rxe captures in tests/data/rxe, with each RoCE packet's BTH
 // fields read straight from the bytes (not through the library), so that
 // the README's facts can be checked independently of the parser.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The oracle's synthetic vectors (tests/data/synthetic/*.json).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Every way build_frame() / build_headers() refuse to build.
 #include <vector>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Address text, the IPv4 header checksum and the RoCE UDP source port.
 #include <random>
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // CRC-32 primitives behind the ICRC, checked against zlib itself.
 #include <sys/mman.h>
 #include <unistd.h>

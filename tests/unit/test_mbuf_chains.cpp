@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // parse_mbuf() on segmented frames gives the verdict and fields that
 // parse_frame() gives on the same bytes, wherever the segments are cut.
 #include <vector>

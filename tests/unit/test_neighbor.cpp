@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // ARP and Neighbor Discovery frames against frames the Linux kernel sent
 // (tests/data/neighbor, see PROVENANCE.md): uroce must read what Linux
 // writes and write, byte for byte, what Linux would.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The opcode table against IBA table 38 (and RoCEv2 Annex A17 for CNP):
 // which opcodes exist, which extension headers each carries, in what order,
 // and so how long its transport headers are.

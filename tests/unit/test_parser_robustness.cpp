@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The parser on damaged frames: every truncation fails, the ICRC covers
 // exactly the invariant fields, and random damage never yields a view that
 // points outside the frame.

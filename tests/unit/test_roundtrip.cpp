@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // build_frame -> parse_frame -> decode_fields gives back every field, for
 // every opcode, both IP versions, with and without VLAN, at every path MTU.
 #include <random>

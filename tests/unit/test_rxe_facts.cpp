@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What tests/data/rxe/README.md says about the captures, checked on the raw
 // bytes (rxe_capture.cpp reads them without the library). These pin down
 // what a peer really sends, which the stack's own tests build on.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Small helpers shared by the unit tests: hex text, test data paths,
 // reading a whole pcap, and building a frame that must build.
 #pragma once

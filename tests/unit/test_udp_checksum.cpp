@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // BuildOptions::compute_udp_checksum and the parser's optional check.
 #include <vector>
 

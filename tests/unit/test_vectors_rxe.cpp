@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The library on real Linux rxe traffic: every RoCE packet parses, its
 // ICRC verifies (but for the one deliberately corrupted frame), it passes
 // the semantic checks, and rebuilding it from its fields gives the same bytes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The oracle's synthetic vectors: every positive frame decodes to exactly
 // the fields the oracle (Scapy + tshark) recorded, and every defective
 // frame is rejected with the oracle's error code.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // An out-of-tree application of the installed liburoce: two endpoints on a
 // real DPDK port pair (the ring PMD), joined by IPv6 GIDs so the peer is
 // found by neighbour discovery; one RC QP each, connected by

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The real bottleneck: two senders, a router, one receiver with two ports.
 
     [s1] a1 ==== b1 \\                                   / d1 == e1  server 1

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Two uroce-perf WRITE streams through one ECN-marking bottleneck.
 
 usage: run_bottleneck.py [--vm CACHE] none|dcqcn UROCE_PERF WORKDIR

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The real bottleneck with a real `red ... ecn`: the router is a qemu VM.
 
     [s1] a1 == b1 \\                                        / d1 == e1  server 1

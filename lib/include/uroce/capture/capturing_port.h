@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A PacketPort that writes every frame it sends and receives to a pcap
 // file, then passes it on: `--pcap FILE` of the tools, for uroce-dump,
 // tshark and the oracle. It costs a copy per frame, so it is only put in

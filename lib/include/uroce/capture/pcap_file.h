@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Reading and writing classic pcap files through libpcap: uroce-dump reads
 // captures with it, tests write the frames the library builds, and the
 // engine's capture option will write every frame it sends and receives.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // DCQCN congestion control (Zhu et al., SIGCOMM 2015) as ConnectX NICs run
 // it: its parameters, the presets, how a device and a QP select it, and the
 // per-QP statistics. docs/dcqcn.md explains the algorithm and the tuning.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Time source of an engine: the TSC on a real port, virtual time on the
 // simulated wire (so millisecond retransmission timers run instantly and
 // every run is reproducible). Read once per poll, not per packet.

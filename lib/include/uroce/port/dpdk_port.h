@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A DPDK ethdev port as a PacketPort: one RX and one TX queue, the port's
 // own RX mempool sized for the MTU. The library needs no offload; it uses
 // multi-segment TX and IPv4 header checksum offload where the port has

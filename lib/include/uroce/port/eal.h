@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Start-up of the DPDK EAL for applications that use real ports: once per
 // process, with hugepages when the machine has them and without otherwise,
 // and never with more of the machine than it needs (no PCI scan unless

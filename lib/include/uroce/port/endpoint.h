@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One end of a RoCE link on a real DPDK port: what an application needs
 // before its first QP talks to a peer. Endpoint starts the EAL, opens the
 // port (PCI address or vdev string), optionally captures it to a pcap

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The packet I/O interface every backend implements: a DPDK ethdev queue
 // pair, or the simulated wire. Calls are per burst, never per packet, so
 // the one virtual call is spread over up to a burst of frames.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Real time for an engine on a real port: the TSC, as DPDK calibrated it
 // (rte_get_tsc_cycles / rte_get_tsc_hz). All TscClocks of a process agree.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Address handle: where a UD send goes (ibv_create_ah). The destination
 // MAC is resolved when the handle is created, from the device's neighbour
 // table, so the send path never looks it up.

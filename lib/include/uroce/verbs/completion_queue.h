@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Completion queue: a ring of ibv_wc entries filled by the transport and
 // drained by poll(), as ibv_poll_cq.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Transport counters, named like the Linux rxe driver's hw_counters so that
 // operators can read them side by side.
 #pragma once

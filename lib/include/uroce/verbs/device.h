@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // An RDMA device (ibv_context): one packet port, its GID table, and the
 // objects created on it. The engine runs when the application calls poll()
 // (embedded mode): receive a burst, run the transport, send what is ready.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The settings of a Device (Device::open): its port and clock, GID table,
 // pools, transport tuning, limits and congestion control.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A registered memory region: a byte range, its access rights and its key.
 // lkey == rkey (as in rxe); the key's upper 16 bits are random, so a remote
 // peer cannot guess a valid key from another one.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Protection domain: the scope in which memory regions, QPs, SRQs and
 // address handles may be used together. A remote access through a QP
 // succeeds only with a key of a region in the QP's own PD.

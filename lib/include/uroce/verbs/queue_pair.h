@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Queue pair (RC or UD): the verbs state machine driven by modify() with
 // ibv_qp_attr_mask bits, and the send and receive queues.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Shared receive queue: receive WQEs that any QP attached to it consumes,
 // in posting order (ibv_create_srq / ibv_post_srq_recv).
 #pragma once

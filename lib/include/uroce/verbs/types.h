@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Work requests and creation attributes of the verbs API.
 //
 // Enum values and most structs are rdma-core's own (<infiniband/verbs.h>):

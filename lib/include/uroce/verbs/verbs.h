@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The uroce verbs API in one include.
 #pragma once
 

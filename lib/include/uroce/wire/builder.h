@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Frame builder: writes every header for an opcode from PacketFields,
 // finalises lengths, pad count and the IPv4 checksum, and computes the ICRC.
 //

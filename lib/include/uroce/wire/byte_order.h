@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Big-endian loads and stores for wire headers.
 //
 // Header fields are read and written through these helpers rather than

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Ethernet II header with an optional 802.1Q tag.
 #pragma once
 

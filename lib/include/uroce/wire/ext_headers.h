@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The RoCEv2 extension headers that may follow the BTH (IBA 9.3 and 9.4).
 // Which of them a packet carries, and in what order, is fixed by its opcode
 // (see opcode.h); these views only know each header's own layout.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Common base of the header views: a typed pointer to a header's first byte.
 //
 // Each header is a template over the byte type: HeaderRef<const uint8_t>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // RoCEv2 Invariant CRC.
 //
 // CRC-32 with the Ethernet polynomial (zlib's crc32, not CRC32C) over

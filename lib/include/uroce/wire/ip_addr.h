@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // An IP address held as the 16-byte IPv6 form, IPv4 as ::ffff:a.b.c.d.
 //
 // That is exactly the layout of a RoCEv2 GID, so an address, a GID table

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // IPv4 header (RFC 791).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The opcode table: for each of the 256 BTH opcodes, which extension
 // headers follow the BTH, where, whether a payload may follow, and the
 // opcode's place in a message. Parsing and building are driven by this one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Every field of a RoCEv2 frame as plain values: what the builder takes and
 // what decode_fields() returns for a parsed frame, so that build -> parse ->
 // decode gives back the same struct.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Why a frame was not accepted as a valid RoCEv2 packet.
 //
 // The short names match the error codes of the independent packet oracle

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Frame parser: validates a received frame and returns a zero-copy view.
 //
 // parse_frame() and parse_mbuf() check structure (every length, the IPv4

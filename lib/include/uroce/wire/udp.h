@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // UDP header and the RoCEv2 UDP source-port rule.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The one random source of a simulated wire. splitmix64: tiny, fast, and
 // its output is fixed by the seed alone on every platform, unlike the
 // std distributions, whose algorithms are implementation-defined.

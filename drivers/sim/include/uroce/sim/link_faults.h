@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What a simulated link does to the frames that cross it.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What happened to the frames on one directed link, or on the whole wire.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One station on the simulated wire. tx_burst hands frames to the wire;
 // rx_burst returns the frames whose delivery time has come, earliest
 // first, and frames due at the same time in the order they were sent.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The congestion point of the simulated wire: an output-queued switch
 // between the ports, with a link rate per port, one byte-limited FIFO per
 // egress port, RED/ECN marking on enqueue (as DCQCN's CP) and tail drop.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A deterministic simulated Ethernet segment in virtual time.
 //
 // Ports are joined as if by an ideal switch with one directed link per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Virtual time for the simulated wire: it moves only when the driver loop
 // says so, so millisecond timers expire instantly and runs are repeatable.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // perftest's out-of-band TCP conversation (ib_write_bw, ib_read_lat, ...),
 // as perftest 4.5 (it announces itself as "6.06") speaks it. Every step is
 // a ctx_xchg_data()-style swap: the client writes its bytes, then reads

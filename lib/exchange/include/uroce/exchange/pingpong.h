@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The out-of-band exchange of rdma-core's ibv_rc_pingpong (and its
 // ud/srq/xsrc siblings): one 52-byte text record per QP,
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The out-of-band TCP connection that RDMA tools use to swap QP numbers,
 // PSNs, keys and GIDs before any RoCE packet flows (ibv_rc_pingpong and
 // perftest both use one). Blocking calls with a deadline; while a call
