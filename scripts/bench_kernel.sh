@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # What a user without RDMA would run instead, on loopback, client on CPU 0
-# and server on CPU 1 (the commands of shared/dpdk-notes.md section 5):
+# and server on CPU 1:
 # sockperf UDP/TCP ping-pong, iperf3, libfabric's tcp provider, UCX over
 # tcp. Prints one summary line per tool. Needs: apt-get install sockperf
 # iperf3 libfabric-bin ucx-utils.

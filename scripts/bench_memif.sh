@@ -5,8 +5,8 @@
 # measured by the same binary in the same run. Figures go to stdout; see
 # docs/benchmarks.md for what they mean.
 #   scripts/bench_memif.sh [BUILD_DIR [OTHER_BUILD_DIR]]
-#   REPEAT=5 scripts/bench_memif.sh    # the whole sequence 5 times: this VM's
-#                                      # memif figures vary by 2-3x run to run
+#   REPEAT=5 scripts/bench_memif.sh    # the whole sequence 5 times: memif
+#                                      # figures on a VM vary by 2-3x run to run
 # With OTHER_BUILD_DIR, every RDMA line runs with both builds back to back
 # (lines tagged with the directory), so a change is compared within one
 # round, next to one raw measurement.

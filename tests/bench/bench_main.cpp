@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Catch2 runner for wire-bench. EAL is started once, before Catch runs,
 // because rte_net_crc's AVX-512 path needs the EAL max SIMD width of 512
-// (dpdk-notes section 4); nothing else in the benchmarks needs EAL.
+// (rte_vect_set_max_simd_bitwidth); nothing else in the benchmarks needs EAL.
 #define CATCH_CONFIG_RUNNER
 #include "bench.h"
 // after bench.h, which enables the benchmarking macros
