@@ -2,7 +2,7 @@
 #include "access.h"
 #include "uroce/verbs/address_handle.h"
 
-#include "engine_thread.h"
+#include "engine/engine_thread.h"
 #include "uroce/verbs/device.h"
 #include "uroce/verbs/protection_domain.h"
 

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "engine_thread.h"
+#include "engine/engine_thread.h"
 #include "transport/cq.h"
 
 namespace uroce {

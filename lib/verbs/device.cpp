@@ -5,7 +5,7 @@
 
 #include "../engine/engine.h"
 #include "../transport/qp.h"
-#include "engine_thread.h"
+#include "engine/engine_thread.h"
 #include "uroce/verbs/completion_queue.h"
 #include "uroce/verbs/protection_domain.h"
 

@@ -15,7 +15,7 @@
 #include "../memory/tx_extbuf.h"
 #include "../transport/post.h"
 #include "../transport/qp.h"
-#include "engine_thread.h"
+#include "engine/engine_thread.h"
 #include "uroce/verbs/address_handle.h"
 #include "uroce/verbs/completion_queue.h"
 #include "uroce/verbs/device.h"
@@ -148,7 +148,7 @@ std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, i
   ++children_;
   std::unique_ptr<QueuePair> q(new QueuePair(this, std::move(qp)));
   std::string why;
-  if (!detail::to_thread(*device_).attach_qp(*q, why)) {
+  if (!detail::to_thread(*device_).attach_qp(*q->impl_, q->sub_, why)) {
     // Its destructor detaches the rest; attach_qp left no trace.
     err = ENOMEM;
     return nullptr;

@@ -7,8 +7,8 @@
 #include "../transport/post.h"
 #include "../transport/qp_modify.h"
 #include "../transport/transport.h"
-#include "engine_thread.h"
-#include "qp_submit.h"
+#include "engine/engine_thread.h"
+#include "engine/qp_submit.h"
 #include "uroce/verbs/completion_queue.h"
 #include "uroce/verbs/device.h"
 #include "uroce/verbs/protection_domain.h"
@@ -31,7 +31,7 @@ QueuePair::~QueuePair() {
   qp.scq->detach();
   qp.rcq->detach();
   if (qp.srq) --qp.srq->users;
-  thread.detach_qp(*this);
+  thread.detach_qp(*impl_);
   --pd_->children_;
 }
 
@@ -39,7 +39,7 @@ int QueuePair::modify(const ibv_qp_attr& attr, int attr_mask) {
   detail::EngineThread& thread = detail::to_thread(pd_->device());
   detail::Pause pause(thread);
   const int err = transport::modify_qp(*impl_, attr, attr_mask);
-  thread.after_control(*this);
+  thread.after_control(sub_.get());
   return err;
 }
 
@@ -55,7 +55,7 @@ int QueuePair::post_send(const SendWr* wr, const SendWr** bad) {
   if (sub_ != nullptr && sub_->thread->threaded()) {
     bool queued = false;
     const int err = detail::submit_send(*sub_, *impl_, wr, bad, queued);
-    if (queued) sub_->thread->ring(this, *sub_);
+    if (queued) sub_->thread->ring(*sub_);
     return err;
   }
   return transport::post_send(*impl_, wr, bad);
@@ -65,7 +65,7 @@ int QueuePair::post_recv(const RecvWr* wr, const RecvWr** bad) {
   if (sub_ != nullptr && sub_->thread->threaded()) {
     bool queued = false;
     const int err = detail::submit_recv(*sub_, *impl_, wr, bad, queued);
-    if (queued) sub_->thread->ring(this, *sub_);
+    if (queued) sub_->thread->ring(*sub_);
     return err;
   }
   return transport::post_recv(*impl_, wr, bad);

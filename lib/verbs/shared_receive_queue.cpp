@@ -10,7 +10,7 @@
 #include "../memory/mr_access.h"
 #include "../transport/post.h"
 #include "../transport/recv_queue.h"
-#include "engine_thread.h"
+#include "engine/engine_thread.h"
 #include "uroce/verbs/device.h"
 #include "uroce/verbs/protection_domain.h"
 

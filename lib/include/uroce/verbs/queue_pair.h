@@ -62,7 +62,6 @@ class UROCE_API QueuePair {
  private:
   friend struct detail::Access;
   friend class ProtectionDomain;
-  friend class detail::EngineThread;
   QueuePair(ProtectionDomain* pd, std::unique_ptr<transport::Qp> impl);
 
   ProtectionDomain* pd_;

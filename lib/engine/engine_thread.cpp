@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "access.h"
 #include "engine_thread.h"
 
 #include <pthread.h>
@@ -13,11 +12,10 @@
 #include <cstdio>
 #include <cstring>
 
-#include "../engine/engine.h"
+#include "engine.h"
 #include "../transport/qp.h"
 #include "qp_submit.h"
 #include "transport/cq.h"
-#include "uroce/verbs/queue_pair.h"
 
 namespace uroce::detail {
 namespace {
@@ -50,16 +48,18 @@ EngineThread::~EngineThread() {
   rte_ring_free(doorbells_);
 }
 
-bool EngineThread::prepare(QueuePair& qp, std::string& error) {
-  if (!qp.sub_) {
+bool EngineThread::prepare(const Attached& a, std::string& error) {
+  std::unique_ptr<QpSubmit>& sub = *a.sub;
+  if (!sub) {
     auto s = std::make_unique<QpSubmit>();
     s->thread = this;
-    if (!make_submit(*s, detail::to_qp(qp), error)) return false;
-    qp.sub_ = std::move(s);
+    s->qp = a.qp;
+    if (!make_submit(*s, *a.qp, error)) return false;
+    sub = std::move(s);
   }
-  sync_submit(*qp.sub_, detail::to_qp(qp));
+  sync_submit(*sub, *a.qp);
   // Work posted before the thread started is retired by it too.
-  if (publish_retired(*qp.sub_, detail::to_qp(qp))) mark_busy(&qp, *qp.sub_);
+  if (publish_retired(*sub, *a.qp)) mark_busy(*sub);
   return true;
 }
 
@@ -98,8 +98,8 @@ bool EngineThread::start(int cpu, std::string& error) {
     }
   }
   busy_.clear();
-  for (QueuePair* qp : qps_)
-    if (!prepare(*qp, error)) return false;
+  for (const Attached& a : qps_)
+    if (!prepare(a, error)) return false;
   for (transport::Cq* cq : cqs_)
     if (!prepare(*cq, error)) return false;
   stop_.store(false);
@@ -193,12 +193,12 @@ void EngineThread::resume() {
   control_.unlock();
 }
 
-void EngineThread::ring(QueuePair* qp, QpSubmit& s) {
+void EngineThread::ring(QpSubmit& s) {
   // Enqueue-then-flag here, clear-flag-then-dequeue in drain_doorbells,
   // both read-modify-writes of the flag: either the engine's drain sees the
   // commands or this sees the flag cleared and rings again.
   if (s.doorbell.exchange(true, std::memory_order_acq_rel)) return;
-  while (rte_ring_enqueue(doorbells_, qp) != 0) rte_pause();  // a slot per QP: never full for long
+  while (rte_ring_enqueue(doorbells_, &s) != 0) rte_pause();  // a slot per QP: never full for long
 }
 
 int EngineThread::drain_doorbells() {
@@ -207,33 +207,32 @@ int EngineThread::drain_doorbells() {
   for (;;) {
     const unsigned n = rte_ring_dequeue_burst(doorbells_, batch, kDoorbellBurst, nullptr);
     for (unsigned i = 0; i < n; ++i) {
-      auto* qp = static_cast<QueuePair*>(batch[i]);
-      QpSubmit& s = *qp->sub_;
+      QpSubmit& s = *static_cast<QpSubmit*>(batch[i]);
       // An exchange, not a store: when a post's own exchange came first,
       // this one reads its `true` and so sees the commands it enqueued.
       s.doorbell.exchange(false, std::memory_order_acq_rel);
-      ran += execute(s, detail::to_qp(*qp));
-      mark_busy(qp, s);
+      ran += execute(s, *s.qp);
+      mark_busy(s);
     }
     if (n < kDoorbellBurst) return ran;
   }
 }
 
-void EngineThread::mark_busy(QueuePair* qp, QpSubmit& s) {
+void EngineThread::mark_busy(QpSubmit& s) {
   if (s.busy) return;
   s.busy = true;
-  busy_.push_back(qp);  // capacity reserved in attach_qp: no allocation
+  busy_.push_back(&s);  // capacity reserved in attach_qp: no allocation
 }
 
 void EngineThread::publish() {
   // Retired counts first: a completion polled means its slot is free.
   for (size_t i = 0; i < busy_.size();) {
-    QueuePair* qp = busy_[i];
-    if (publish_retired(*qp->sub_, detail::to_qp(*qp))) {
+    QpSubmit& s = *busy_[i];
+    if (publish_retired(s, *s.qp)) {
       ++i;
       continue;
     }
-    qp->sub_->busy = false;
+    s.busy = false;
     busy_[i] = busy_.back();
     busy_.pop_back();
   }
@@ -241,24 +240,28 @@ void EngineThread::publish() {
     if (cq->pending()) cq->publish();
 }
 
-bool EngineThread::attach_qp(QueuePair& qp, std::string& error) {
+bool EngineThread::attach_qp(transport::Qp& qp, std::unique_ptr<QpSubmit>& sub, std::string& error) {
   if (threaded() && qps_.size() >= kMaxQps) {
     error = "threaded mode drives at most " + std::to_string(kMaxQps) + " QPs per device";
     return false;
   }
-  qps_.push_back(&qp);
+  qps_.push_back({&qp, &sub});
   busy_.reserve(qps_.capacity());
-  if (threaded() && !prepare(qp, error)) {
+  if (threaded() && !prepare(qps_.back(), error)) {
     qps_.pop_back();
     return false;
   }
   return true;
 }
 
-void EngineThread::detach_qp(QueuePair& qp) {
-  std::erase(qps_, &qp);
-  std::erase(busy_, &qp);
-  if (!qp.sub_ || !qp.sub_->doorbell.load()) return;
+void EngineThread::detach_qp(transport::Qp& qp) {
+  QpSubmit* s = nullptr;
+  for (const Attached& a : qps_)
+    if (a.qp == &qp) s = a.sub->get();
+  std::erase_if(qps_, [&](const Attached& a) { return a.qp == &qp; });
+  if (s == nullptr) return;
+  std::erase(busy_, s);
+  if (!s->doorbell.load()) return;
   // Only a post racing with the QP's destruction (which verbs forbids) can
   // leave it in the doorbell ring; take it out rather than leave a dangling
   // pointer for the engine.
@@ -267,7 +270,7 @@ void EngineThread::detach_qp(QueuePair& qp) {
   std::vector<void*> keep;
   while (n > 0) {
     for (unsigned i = 0; i < n; ++i)
-      if (batch[i] != &qp) keep.push_back(batch[i]);
+      if (batch[i] != s) keep.push_back(batch[i]);
     n = rte_ring_dequeue_burst(doorbells_, batch, kDoorbellBurst, nullptr);
   }
   for (void* p : keep) rte_ring_enqueue(doorbells_, p);
@@ -284,11 +287,11 @@ bool EngineThread::attach_cq(transport::Cq& cq, std::string& error) {
 
 void EngineThread::detach_cq(transport::Cq& cq) { std::erase(cqs_, &cq); }
 
-void EngineThread::after_control(QueuePair& qp) {
-  if (!threaded() || !qp.sub_) return;
-  qp.sub_->state = detail::to_qp(qp).state;
+void EngineThread::after_control(QpSubmit* sub) {
+  if (!threaded() || sub == nullptr) return;
+  sub->state = sub->qp->state;
   // Paused: the engine's own bookkeeping may be updated from here.
-  if (publish_retired(*qp.sub_, detail::to_qp(qp))) mark_busy(&qp, *qp.sub_);
+  if (publish_retired(*sub, *sub->qp)) mark_busy(*sub);
 }
 
 }  // namespace uroce::detail

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -29,9 +30,9 @@
 struct rte_ring;
 
 namespace uroce {
-class QueuePair;
 namespace transport {
 class Cq;
+struct Qp;
 }
 namespace engine {
 class Engine;
@@ -62,24 +63,30 @@ class EngineThread {
 
   // Objects of the device (call while paused). attach fails (message in
   // error) only in threaded mode, when the object's ring cannot be made.
-  bool attach_qp(QueuePair& qp, std::string& error);
-  void detach_qp(QueuePair& qp);
+  // A QP's submission queue lives in `sub`, owned by its QueuePair: made
+  // here when the thread first drives the QP, kept until the QP dies.
+  bool attach_qp(transport::Qp& qp, std::unique_ptr<QpSubmit>& sub, std::string& error);
+  void detach_qp(transport::Qp& qp);
   bool attach_cq(transport::Cq& cq, std::string& error);
   void detach_cq(transport::Cq& cq);
   // After a control call on qp (paused): its state as the caller's checks
   // see it, and its retired counts, are brought up to date.
-  void after_control(QueuePair& qp);
+  void after_control(QpSubmit* sub);
 
   // Data path: qp's submission ring has new commands.
-  void ring(QueuePair* qp, QpSubmit& s);
+  void ring(QpSubmit& s);
 
  private:
   void loop(int cpu);
   void park();
   int drain_doorbells();
   void publish();
-  void mark_busy(QueuePair* qp, QpSubmit& s);
-  bool prepare(QueuePair& qp, std::string& error);
+  struct Attached {
+    transport::Qp* qp;
+    std::unique_ptr<QpSubmit>* sub;
+  };
+  void mark_busy(QpSubmit& s);
+  bool prepare(const Attached& a, std::string& error);
   bool prepare(transport::Cq& cq, std::string& error);
 
   engine::Engine& eng_;
@@ -89,9 +96,9 @@ class EngineThread {
   std::thread thread_;
   std::string start_error_;
   rte_ring* doorbells_ = nullptr;
-  std::vector<QueuePair*> qps_;
+  std::vector<Attached> qps_;
   std::vector<transport::Cq*> cqs_;
-  std::vector<QueuePair*> busy_;  // QPs with WRs executed and not yet retired
+  std::vector<QpSubmit*> busy_;  // QPs with WRs executed and not yet retired
 
   alignas(64) std::atomic<bool> threaded_{false};
   std::atomic<bool> stop_{false};

@@ -38,6 +38,7 @@ struct QpSubmit {
   QpSubmit& operator=(const QpSubmit&) = delete;
 
   EngineThread* thread = nullptr;
+  transport::Qp* qp = nullptr;  // the QP whose posts these are
   rte_ring* ring = nullptr;
   uint32_t esize = 0;         // bytes per command
   uint32_t sge_slots = 0;     // SGEs a command holds
