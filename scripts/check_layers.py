@@ -39,12 +39,6 @@ ALLOWED = {
 
 # (file, included header): why it is allowed for now.
 EXCEPTIONS = {
-    ("lib/memory/mr_table.h", "uroce/verbs/memory_region.h"):
-        "the key table holds the public MemoryRegion objects; an internal region record would replace them",
-    ("lib/memory/mr_access.h", "uroce/verbs/memory_region.h"):
-        "the memory layer reaches a MemoryRegion's private state; same as above",
-    ("lib/transport/services.h", "uroce/verbs/memory_region.h"):
-        "zero_copy_from() reads whether a MemoryRegion is DPDK memory; same as above",
     ("lib/transport/post.cpp", "uroce/verbs/address_handle.h"):
         "a UD send reads its AddressHandle at post time; an internal AH record would replace it",
 }

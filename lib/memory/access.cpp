@@ -10,16 +10,16 @@ uint8_t* resolve(const MrTable& mrs, const ProtectionDomain* pd, uint32_t key, u
   // Callers test the result for null, so give them one they never touch.
   static uint8_t nothing;
   if (len == 0) return &nothing;
-  MemoryRegion* mr = mrs.find(key);
+  Region* mr = mrs.find(key);
   if (mr == nullptr) {
     err = AccessError::bad_key;
     return nullptr;
   }
-  if (&mr->pd() != pd) {
+  if (mr->pd != pd) {
     err = AccessError::pd_mismatch;
     return nullptr;
   }
-  if ((mr->access() & needed_access) != needed_access) {
+  if ((mr->access & needed_access) != needed_access) {
     err = AccessError::no_permission;
     return nullptr;
   }

@@ -8,7 +8,7 @@ MrTable::MrTable(uint64_t seed, uint32_t max_mr) : slots_(65536, nullptr), rng_(
   for (uint32_t s = std::min<uint32_t>(max_mr, 65535); s >= 1; --s) free_.push_back(s);
 }
 
-uint32_t MrTable::insert(MemoryRegion* mr) {
+uint32_t MrTable::insert(Region* mr) {
   if (free_.empty()) return 0;
   const uint32_t slot = free_.back();
   free_.pop_back();
@@ -20,7 +20,7 @@ uint32_t MrTable::insert(MemoryRegion* mr) {
 
 void MrTable::remove(uint32_t key) {
   const uint32_t slot = key & 0xFFFF;
-  if (slot == 0 || slots_[slot] == nullptr || slots_[slot]->lkey() != key) return;
+  if (slot == 0 || slots_[slot] == nullptr || slots_[slot]->key != key) return;
   slots_[slot] = nullptr;
   free_.push_back(slot);
 }

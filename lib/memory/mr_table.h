@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "uroce/verbs/memory_region.h"
+#include "region.h"
 
 namespace uroce::memory {
 
@@ -19,16 +19,16 @@ class MrTable {
   explicit MrTable(uint64_t seed, uint32_t max_mr = 65535);
 
   // Returns the new key, or 0 if the table is full.
-  uint32_t insert(MemoryRegion* mr);
+  uint32_t insert(Region* mr);
   void remove(uint32_t key);
 
-  MemoryRegion* find(uint32_t key) const {
-    MemoryRegion* mr = slots_[key & 0xFFFF];
-    return mr != nullptr && mr->lkey() == key ? mr : nullptr;
+  Region* find(uint32_t key) const {
+    Region* mr = slots_[key & 0xFFFF];
+    return mr != nullptr && mr->key == key ? mr : nullptr;
   }
 
  private:
-  std::vector<MemoryRegion*> slots_;
+  std::vector<Region*> slots_;
   std::vector<uint32_t> free_;
   std::mt19937_64 rng_;
 };

@@ -37,7 +37,7 @@ bool gather(const MrTable& mrs, const ProtectionDomain* pd, const SgeList& sgl, 
               [&](const uint8_t* p, uint32_t n, uint32_t done) { std::memcpy(dst + done, p, n); });
 }
 
-MemoryRegion* locate(const MrTable& mrs, const ProtectionDomain* pd, const SgeList& sgl, uint64_t off,
+Region* locate(const MrTable& mrs, const ProtectionDomain* pd, const SgeList& sgl, uint64_t off,
                      uint32_t len, uint8_t*& p) {
   for (int i = 0; i < sgl.num; ++i) {
     const ibv_sge& s = sgl.sge[i];

@@ -16,7 +16,7 @@ bool gather(const MrTable& mrs, const ProtectionDomain* pd, const SgeList& sgl, 
             uint8_t* dst, uint32_t len);
 // The region and host pointer of message bytes [off, off+len) when they lie
 // in one SGE (checked as gather checks them); nullptr otherwise.
-MemoryRegion* locate(const MrTable& mrs, const ProtectionDomain* pd, const SgeList& sgl, uint64_t off,
+Region* locate(const MrTable& mrs, const ProtectionDomain* pd, const SgeList& sgl, uint64_t off,
                      uint32_t len, uint8_t*& p);
 // src into message bytes [off, off+len); needs IBV_ACCESS_LOCAL_WRITE.
 bool scatter(const MrTable& mrs, const ProtectionDomain* pd, const SgeList& sgl, uint64_t off,

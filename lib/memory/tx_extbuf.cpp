@@ -4,7 +4,7 @@
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 
-#include "mr_access.h"
+#include "region.h"
 
 namespace uroce::memory {
 namespace {
@@ -22,8 +22,8 @@ void free_shared(void* /*addr*/, void* opaque) {
   rte_free(t);
 }
 
-rte_mbuf_ext_shared_info* shinfo_of(MemoryRegion& mr, bool create) {
-  void*& slot = MrAccess::tx_shinfo(mr);
+rte_mbuf_ext_shared_info* shinfo_of(Region& mr, bool create) {
+  void*& slot = mr.tx_shinfo;
   if (slot == nullptr && create) {
     auto* t = static_cast<TxShared*>(rte_zmalloc("uroce_tx_shinfo", sizeof(TxShared), 0));
     if (t == nullptr) return nullptr;
@@ -38,7 +38,7 @@ rte_mbuf_ext_shared_info* shinfo_of(MemoryRegion& mr, bool create) {
 
 }  // namespace
 
-rte_mbuf* attach_tx_payload(rte_mempool* pool, MemoryRegion& mr, uint8_t* p, uint32_t len) {
+rte_mbuf* attach_tx_payload(rte_mempool* pool, Region& mr, uint8_t* p, uint32_t len) {
   rte_mbuf_ext_shared_info* s = shinfo_of(mr, true);
   if (s == nullptr) return nullptr;
   rte_mbuf* m = rte_pktmbuf_alloc(pool);
@@ -54,14 +54,14 @@ rte_mbuf* attach_tx_payload(rte_mempool* pool, MemoryRegion& mr, uint8_t* p, uin
   return m;
 }
 
-bool tx_payloads_in_flight(MemoryRegion& mr) {
+bool tx_payloads_in_flight(Region& mr) {
   rte_mbuf_ext_shared_info* s = shinfo_of(mr, false);
   return s != nullptr && rte_mbuf_ext_refcnt_read(s) > 1;
 }
 
-bool release_tx_payloads(MemoryRegion& mr, void* owned_mem) {
+bool release_tx_payloads(Region& mr, void* owned_mem) {
   rte_mbuf_ext_shared_info* s = shinfo_of(mr, false);
-  MrAccess::tx_shinfo(mr) = nullptr;
+  mr.tx_shinfo = nullptr;
   if (s == nullptr) return false;
   auto* t = static_cast<TxShared*>(s->fcb_opaque);
   t->owned_mem = owned_mem;  // before the last frame can see the count reach 0

@@ -14,22 +14,20 @@
 struct rte_mbuf;
 struct rte_mempool;
 
-namespace uroce {
-class MemoryRegion;
-}
-
 namespace uroce::memory {
+
+struct Region;
 
 // An mbuf from `pool` (no data room of its own) whose data is
 // [p, p + len) inside `mr`; nullptr when the pool is empty.
-rte_mbuf* attach_tx_payload(rte_mempool* pool, MemoryRegion& mr, uint8_t* p, uint32_t len);
+rte_mbuf* attach_tx_payload(rte_mempool* pool, Region& mr, uint8_t* p, uint32_t len);
 // True while frames attached to the region have not been freed.
-bool tx_payloads_in_flight(MemoryRegion& mr);
+bool tx_payloads_in_flight(Region& mr);
 // The region goes away: drops its own reference. If frames still point
 // into it (a NIC frees sent mbufs only on later TX calls), the memory must
 // outlive the region object: `owned_mem` (memory the region allocated,
 // or nullptr) is then freed with the last frame, and the call returns
 // true; the caller must not free it.
-bool release_tx_payloads(MemoryRegion& mr, void* owned_mem);
+bool release_tx_payloads(Region& mr, void* owned_mem);
 
 }  // namespace uroce::memory

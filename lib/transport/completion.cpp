@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "services.h"
-#include "../memory/mr_access.h"
 #include "transport.h"
 
 namespace uroce::transport {
@@ -32,7 +31,7 @@ void flush_recv(Qp& qp, const RecvQueue& rq, const RecvWqe& wqe) {
 
 void release_sges(Qp& qp, const SgeList& sgl) {
   for (int i = 0; i < sgl.num; ++i)
-    if (MemoryRegion* mr = qp.eng->mrs().find(sgl.sge[i].lkey)) MrAccess::release(*mr);
+    if (memory::Region* mr = qp.eng->mrs().find(sgl.sge[i].lkey)) memory::release(*mr);
 }
 
 void complete_send(Qp& qp, SendWqe& wqe, ibv_wc_status status) {

@@ -83,7 +83,7 @@ void finish_packet(Qp& qp, OutPacket& out, bool paced) {
   out.m = nullptr;
 }
 
-bool send_zero_copy(Qp& qp, const wire::PacketSpec& spec, const wire::ExtFields& ext, MemoryRegion& mr,
+bool send_zero_copy(Qp& qp, const wire::PacketSpec& spec, const wire::ExtFields& ext, memory::Region& mr,
                     uint8_t* p) {
   OutPacket out;
   if (!start_rc_packet(qp, spec, ext, out)) return false;

@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "services.h"
-#include "../memory/mr_access.h"
 #include "transport.h"
 #include "uroce/verbs/address_handle.h"
 
@@ -47,7 +46,7 @@ uint64_t copy_sges(ibv_sge* into, const ibv_sge* sg, int n) {
 
 void acquire_sges(EngineServices& eng, const SgeList& sgl) {
   for (int i = 0; i < sgl.num; ++i)
-    if (MemoryRegion* mr = eng.mrs().find(sgl.sge[i].lkey)) MrAccess::acquire(*mr);
+    if (memory::Region* mr = eng.mrs().find(sgl.sge[i].lkey)) memory::acquire(*mr);
 }
 
 void fill_ud_dest(Qp& qp, const SendWr& wr, UdDest& d) {

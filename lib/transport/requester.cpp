@@ -95,7 +95,7 @@ bool send_data_packet(Qp& qp, SendWqe& w) {
   if (first) w.first_psn = qp.req.psn;
   const uint32_t zc = qp.eng->zero_copy_min();
   uint8_t* src = nullptr;
-  MemoryRegion* mr = zc && len >= zc && !(w.flags & IBV_SEND_INLINE)
+  memory::Region* mr = zc && len >= zc && !(w.flags & IBV_SEND_INLINE)
                          ? memory::locate(qp.eng->mrs(), qp.pd, qp.sq.sgl(w), qp.req.offset, len, src)
                          : nullptr;
   if (mr != nullptr && qp.eng->zero_copy_from(*mr)) {

@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "memory/mr_table.h"
-#include "uroce/verbs/memory_region.h"
 #include "uroce/verbs/types.h"
 #include "uroce/wire/builder.h"
 #include "uroce/wire/eth.h"
@@ -64,7 +63,7 @@ class EngineServices {
   // ext_pool(); only from regions zero_copy_from() accepts.
   uint32_t zero_copy_min() const { return zero_copy_min_; }
   rte_mempool* ext_pool() const { return ext_pool_; }
-  bool zero_copy_from(const MemoryRegion& mr) const { return zero_copy_any_memory_ || mr.dpdk_memory(); }
+  bool zero_copy_from(const memory::Region& mr) const { return zero_copy_any_memory_ || mr.dpdk_memory; }
   wire::MacAddr mac() const { return mac_; }
 
   // Scheduling. schedule: the QP has packets to send (or a retry to start).

@@ -7,15 +7,12 @@
 
 #include <cstdint>
 
+#include "memory/region.h"
 #include "qp.h"
 #include "uroce/wire/builder.h"
 #include "uroce/wire/parser.h"
 
 struct rte_mbuf;
-
-namespace uroce {
-class MemoryRegion;
-}
 
 namespace uroce::transport {
 
@@ -73,7 +70,7 @@ void finish_packet(Qp& qp, OutPacket& out, bool paced = true);
 // The whole packet without copying its payload: headers, then a segment
 // pointing at [p, p + spec.payload_len) inside `mr`, then pad and ICRC.
 // False (nothing sent) when an mbuf is missing.
-bool send_zero_copy(Qp& qp, const wire::PacketSpec& spec, const wire::ExtFields& ext, MemoryRegion& mr,
+bool send_zero_copy(Qp& qp, const wire::PacketSpec& spec, const wire::ExtFields& ext, memory::Region& mr,
                     uint8_t* p);
 // Fields of a packet of this QP: the QP's header template plus a BTH.
 wire::PacketFields packet_fields(const Qp& qp, uint8_t opcode, uint32_t psn, uint32_t payload_len);

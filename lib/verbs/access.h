@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // What the library's own code reaches behind the public verbs objects: the
 // engine behind a Device, the transport state behind a QueuePair, CQ and
-// SRQ. The public headers name these types only as opaque pointers; only
+// SRQ and MR. The public headers name these types only as opaque pointers; only
 // code that includes this (not installed) header can follow them, the way
 // rdma-core's providers reach their own structures behind an ibv_qp.
 #pragma once
 
 #include "uroce/verbs/completion_queue.h"
 #include "uroce/verbs/device.h"
+#include "uroce/verbs/memory_region.h"
 #include "uroce/verbs/queue_pair.h"
 #include "uroce/verbs/shared_receive_queue.h"
 
@@ -19,6 +20,7 @@ struct Access {
   static transport::Qp& qp(const QueuePair& q) { return *q.impl_; }
   static transport::Cq& cq(const CompletionQueue& c) { return *c.cq_; }
   static transport::RecvQueue& srq(const SharedReceiveQueue& s) { return *s.queue_; }
+  static memory::Region& region(const MemoryRegion& m) { return *m.region_; }
 };
 
 inline engine::Engine& to_engine(const Device& d) { return Access::engine(d); }
@@ -26,5 +28,6 @@ inline EngineThread& to_thread(const Device& d) { return Access::thread(d); }
 inline transport::Qp& to_qp(const QueuePair& q) { return Access::qp(q); }
 inline transport::Cq& to_cq(const CompletionQueue& c) { return Access::cq(c); }
 inline transport::RecvQueue& to_srq(const SharedReceiveQueue& s) { return Access::srq(s); }
+inline memory::Region& to_region(const MemoryRegion& m) { return Access::region(m); }
 
 }  // namespace uroce::detail

@@ -10,8 +10,8 @@
 #include <cstdlib>
 
 #include "../engine/engine.h"
-#include "../memory/mr_access.h"
 #include "../transport/cc.h"
+#include "../memory/region.h"
 #include "../memory/tx_extbuf.h"
 #include "../transport/post.h"
 #include "../transport/qp.h"
@@ -65,15 +65,16 @@ std::unique_ptr<MemoryRegion> ProtectionDomain::reg_mr(void* addr, size_t length
     return nullptr;
   }
   ++children_;  // balanced by ~MemoryRegion, also when registration fails below
-  std::unique_ptr<MemoryRegion> mr(new MemoryRegion(this, addr, length, access, false));
-  const uint32_t key = detail::to_engine(*device_).mrs().insert(mr.get());
+  std::unique_ptr<MemoryRegion> mr(new MemoryRegion(this, addr, length, access));
+  const uint32_t key = detail::to_engine(*device_).mrs().insert(mr->region_.get());
   if (key == 0) {
     err = ENOMEM;  // key table full
     return nullptr;
   }
-  MrAccess::set_key(*mr, key);
   const auto* first = static_cast<const uint8_t*>(addr);
-  mr->dpdk_memory_ = rte_mem_virt2memseg(first, nullptr) && rte_mem_virt2memseg(first + length - 1, nullptr);
+  mr->key_ = mr->region_->key = key;
+  mr->dpdk_memory_ = mr->region_->dpdk_memory =
+      rte_mem_virt2memseg(first, nullptr) && rte_mem_virt2memseg(first + length - 1, nullptr);
   err = 0;
   return mr;
 }
@@ -103,7 +104,7 @@ int ProtectionDomain::dereg_mr(std::unique_ptr<MemoryRegion>& mr) {
   if (!mr || &mr->pd() != this) return EINVAL;
   // Frames whose payload points into the region may still sit in a TX
   // queue (zero-copy): the memory must outlive them.
-  if (mr->in_use() != 0 || memory::tx_payloads_in_flight(*mr)) return EBUSY;
+  if (mr->in_use() != 0 || memory::tx_payloads_in_flight(*mr->region_)) return EBUSY;
   mr.reset();
   return 0;
 }
@@ -193,16 +194,27 @@ std::unique_ptr<AddressHandle> ProtectionDomain::create_ah(const ibv_ah_attr& at
   return std::unique_ptr<AddressHandle>(new AddressHandle(this, attr, dgid, sgid, dmac));
 }
 
+MemoryRegion::MemoryRegion(ProtectionDomain* pd, void* addr, size_t length, int access)
+    : pd_(pd), addr_(static_cast<uint8_t*>(addr)), length_(length), access_(access),
+      region_(std::make_unique<memory::Region>()) {
+  region_->pd = pd;
+  region_->addr = addr_;
+  region_->length = length;
+  region_->access = access;
+}
+
+uint32_t MemoryRegion::in_use() const { return region_->use_count; }
+
 MemoryRegion::~MemoryRegion() {
   detail::Pause pause(detail::to_thread(pd_->device()));
-  if (use_count_ != 0)
+  if (region_->use_count != 0)
     std::fprintf(stderr, "uroce: memory region 0x%x destroyed while %u posted work request(s) use it; "
-                 "they will complete with a protection error\n", key_, use_count_);
+                 "they will complete with a protection error\n", key_, region_->use_count);
   if (key_ != 0) detail::to_engine(pd_->device()).mrs().remove(key_);
   // Frames may still point into the region (a NIC frees sent mbufs only on
   // later TX calls): then owned memory goes with the last of them, and
   // memory the application registered must stay mapped until then.
-  const bool in_flight = memory::release_tx_payloads(*this, owned_ ? addr_ : nullptr);
+  const bool in_flight = memory::release_tx_payloads(*region_, owned_ ? addr_ : nullptr);
   if (in_flight && !owned_)
     std::fprintf(stderr, "uroce: memory region 0x%x destroyed while frames sent from it are still queued; "
                  "keep the memory mapped until the port has sent them\n", key_);

@@ -7,7 +7,6 @@
 #include <cstdlib>
 
 #include "../engine/engine.h"
-#include "../memory/mr_access.h"
 #include "../transport/post.h"
 #include "../transport/recv_queue.h"
 #include "engine/engine_thread.h"
@@ -36,7 +35,7 @@ SharedReceiveQueue::~SharedReceiveQueue() {
   while (!queue_->wq.empty()) {
     const transport::SgeList sgl = queue_->sgl(queue_->wq.front());
     for (int i = 0; i < sgl.num; ++i)
-      if (MemoryRegion* mr = mrs.find(sgl.sge[i].lkey)) MrAccess::release(*mr);
+      if (memory::Region* mr = mrs.find(sgl.sge[i].lkey)) memory::release(*mr);
     queue_->wq.pop();
   }
   --pd_->children_;

@@ -31,7 +31,7 @@ TEST_CASE("MR keys: unique, random upper half, dead after dereg, 0 never valid",
     REQUIRE(err == 0);
     CHECK(mr->lkey() == mr->rkey());
     CHECK(mr->lkey() != 0);
-    CHECK(mrs.find(mr->lkey()) == mr.get());
+    CHECK(mrs.find(mr->lkey()) == &uroce::detail::to_region(*mr));
     keys.insert(mr->lkey());
     uppers.insert(mr->lkey() >> 16);
     slots.insert(mr->lkey() & 0xFFFF);

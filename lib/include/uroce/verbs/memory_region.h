@@ -8,10 +8,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 namespace uroce {
 
 class ProtectionDomain;
+namespace memory {
+struct Region;
+}
+namespace detail {
+struct Access;
+}
 
 class UROCE_API MemoryRegion {
  public:
@@ -26,7 +33,7 @@ class UROCE_API MemoryRegion {
   int access() const { return access_; }
   ProtectionDomain& pd() const { return *pd_; }
   // Posted work requests that reference this region and are not complete.
-  uint32_t in_use() const { return use_count_; }
+  uint32_t in_use() const;
   // In DPDK memory (alloc_mr, or rte_malloc'd memory given to reg_mr): a
   // NIC can DMA from it, so it can be sent from without a copy.
   bool dpdk_memory() const { return dpdk_memory_; }
@@ -39,21 +46,20 @@ class UROCE_API MemoryRegion {
 
  private:
   friend class ProtectionDomain;
-  friend struct MrAccess;
-  MemoryRegion(ProtectionDomain* pd, void* addr, size_t length, int access, bool owned)
-      : pd_(pd), addr_(static_cast<uint8_t*>(addr)), length_(length), access_(access), owned_(owned) {}
+  friend struct detail::Access;
+  MemoryRegion(ProtectionDomain* pd, void* addr, size_t length, int access);
 
+  // What the accessors above return, fixed once registered, kept here so
+  // that reading a key in an application's posting loop costs no call.
   ProtectionDomain* pd_;
   uint8_t* addr_;
   size_t length_;
   int access_;
-  bool owned_;  // allocated by alloc_mr: freed with the region
   uint32_t key_ = 0;
-  uint32_t use_count_ = 0;
-  // Zero-copy TX: the reference count shared by the frames whose payload
-  // segments point into this region (lib/memory/tx_extbuf.h).
-  void* tx_shinfo_ = nullptr;
   bool dpdk_memory_ = false;
+  bool owned_ = false;  // allocated by alloc_mr: freed with the region
+  // The data path's record of it (key table, use count, zero-copy frames).
+  std::unique_ptr<memory::Region> region_;
 };
 
 }  // namespace uroce

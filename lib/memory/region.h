@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// A registered region as the data path knows it: the key table maps a key
+// to one of these, and every access check, scatter/gather copy and
+// zero-copy segment works on it. The public MemoryRegion is a handle that
+// owns one; nothing below the verbs layer sees the public object.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace uroce {
+class ProtectionDomain;
+}
+
+namespace uroce::memory {
+
+struct Region {
+  const ProtectionDomain* pd = nullptr;  // compared with a QP's, never followed
+  uint8_t* addr = nullptr;
+  size_t length = 0;
+  int access = 0;           // ibv_access_flags
+  uint32_t key = 0;         // lkey == rkey
+  // Posted work requests that reference the region and are not complete:
+  // dereg_mr answers EBUSY while there are any.
+  uint32_t use_count = 0;
+  bool dpdk_memory = false;  // a NIC can DMA from it (zero-copy TX)
+  // Zero-copy TX: the reference count shared by the frames whose payload
+  // segments point into this region (tx_extbuf.h).
+  void* tx_shinfo = nullptr;
+
+  // True if [a, a+len) lies inside the region (no overflow).
+  bool contains(uint64_t a, uint64_t len) const {
+    const uint64_t base = reinterpret_cast<uintptr_t>(addr);
+    return a >= base && len <= length && a - base <= length - len;
+  }
+};
+
+inline void acquire(Region& r) { ++r.use_count; }
+inline void release(Region& r) {
+  if (r.use_count > 0) --r.use_count;
+}
+
+}  // namespace uroce::memory
