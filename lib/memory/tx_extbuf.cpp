@@ -46,7 +46,7 @@ rte_mbuf* attach_tx_payload(rte_mempool* pool, Region& mr, uint8_t* p, uint32_t 
   rte_mbuf_ext_refcnt_update(s, 1);
   // IOVA: the virtual address. Software ports read by it; a NIC gets
   // chains only in IOVA-as-VA mode and only from DPDK memory
-  // (TxChains, Engine::zero_copy_from).
+  // (TxChains, transport::EngineServices::zero_copy_from).
   rte_pktmbuf_attach_extbuf(m, p, rte_iova_t(reinterpret_cast<uintptr_t>(p)), uint16_t(len), s);
   m->data_off = 0;
   m->data_len = uint16_t(len);

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // What the library's own code reaches behind the public verbs objects: the
-// engine behind a Device, the transport state behind a QueuePair, CQ and
-// SRQ and MR. The public headers name these types only as opaque pointers; only
-// code that includes this (not installed) header can follow them, the way
-// rdma-core's providers reach their own structures behind an ibv_qp.
+// engine behind a Device, and the transport or memory record behind a
+// QueuePair, CompletionQueue, SharedReceiveQueue or MemoryRegion. The public
+// headers name these types only as opaque pointers; only code that includes
+// this (not installed) header can follow them, the way rdma-core's providers
+// reach their own structures behind an ibv_qp.
 #pragma once
 
 #include "uroce/verbs/completion_queue.h"
