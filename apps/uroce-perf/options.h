@@ -14,6 +14,11 @@ namespace uroce::perf {
 
 enum class Verb { send, write, read, atomic, raw };
 enum class Kind { bw, lat };
+// -c: perftest's connection types. uroce runs RC and UD (and UC once the
+// transport has it); XRC, DC and SRD are refused with the reason.
+enum class Conn { rc, uc, ud, xrc, dc, srd };
+// --output: perftest prints only this one figure per size when set.
+enum class OutputMode { table, bandwidth, message_rate, latency };
 
 struct Options {
   std::string test;  // write_bw, read_lat, ..., raw_bw, raw_lat
@@ -37,6 +42,40 @@ struct Options {
   bool out_json = false;            // --out_json
   std::string out_json_file;        // --out_json_file
   std::string server;               // positional: client mode when set
+  // perftest flags beyond the basic shape (perftest_parameters.c meanings).
+  bool bidirectional = false;       // -b
+  Conn conn = Conn::rc;             // -c RC|UC|UD|XRC|DC|SRD
+  bool use_event = false;           // -e (completion channels)
+  std::string ib_dev;               // -d: the device name printed in the banner
+  uint32_t ib_port = 1;             // -i
+  uint32_t rx_depth = 512;          // -r
+  uint32_t out_reads = 0;           // -o (0: the device's maximum)
+  uint32_t margin_s = 2;            // -f: seconds excluded at each end of a -D run
+  bool no_peak = false;             // -N
+  bool report_cycles = false;       // -C
+  bool report_histogram = false;    // -H
+  bool report_unsorted = false;     // -U
+  bool report_both = false;         // --report-both
+  OutputMode output = OutputMode::table;  // --output
+  bool run_infinitely = false;      // --run_infinitely
+  bool reversed = false;            // --reversed
+  uint8_t sl = 0;                   // -S
+  int tos = -1;                     // -T (-1: not set)
+  int tclass = -1;                  // --tclass (-1: not set)
+  uint8_t hop_limit = 64;           // -L
+  double limit_bw = 0;              // -w: fail the run below this BW (report unit)
+  double limit_msgrate = 0;         // -y: fail the run below this rate (Mpps)
+  double rate_limit = 0;            // --rate_limit (in rate_units), paced in software
+  char rate_units = 'g';            // --rate_units M|g|p
+  bool use_srq = false;             // --use-srq
+  bool ipv6 = false;                // --ipv6
+  bool cpu_util = false;            // --cpu_util
+  bool use_hugepages = false;       // --use_hugepages
+  bool perform_warm_up = false;     // --perform_warm_up
+  bool mr_per_qp = false;           // --mr_per_qp
+  std::string source_ip;            // --source_ip
+  uint32_t latency_gap_us = 0;      // --latency_gap
+  bool json_default_file = false;   // --out_json without --out_json_file: perftest_out.json
   // uroce's own.
   std::string dev;                  // --dev PCI address or vdev string
   std::string ip;                   // --ip
