@@ -60,7 +60,7 @@ PeerInfo Endpoint::info(size_t qp) const {
   p.rkey = mr_->rkey();
   p.vaddr = addr(qp) + exposed_offset_;
   p.out_reads = 16;
-  p.gid = dev_->gids()[0];
+  p.gid = dev_->gids()[kAddressGidIndex];
   return p;
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "loopback.h"
 
+#include "uroce/port/endpoint.h"
+
 namespace uroce::perf {
 
 bool Loopback::open(uint16_t mtu, const std::string& pcap_path, const cc::CcConfig& cc_config,
@@ -23,12 +25,12 @@ bool Loopback::open(uint16_t mtu, const std::string& pcap_path, const cc::CcConf
   cs.name = "uroce_lb0";
   cs.port = b;
   cs.clock = &clock;
-  cs.gids = {ip_s};
+  cs.gids = roce_gid_table(b->mac(), ip_s);
   cs.cc = cc_config;
   DeviceConfig cc = cs;
   cc.name = "uroce_lb1";
   cc.port = a;
-  cc.gids = {ip_c};
+  cc.gids = roce_gid_table(a->mac(), ip_c);
   server = Device::open(cs, error);
   if (!server) return false;
   client = Device::open(cc, error);

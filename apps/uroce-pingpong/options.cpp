@@ -54,7 +54,7 @@ int parse_options(int argc, char** argv, Options& o) {
   app.add_option("-n,--iters", o.iters, "number of exchanges (default 1000; --srq: over all QPs)")->check(CLI::Range(1u, 1000000000u));
   app.add_option("-l,--sl", o.sl, "service level (accepted; RoCEv2 carries none)")->check(CLI::Range(0, 15));
   app.add_flag("-e,--events", o.events, "accepted for compatibility: uroce always polls the CQ (no events)");
-  app.add_option("-g,--gid-idx", o.gid_idx, "local GID index (default 0: the --ip address)")->check(CLI::Range(0, 255));
+  app.add_option("-g,--gid-idx", o.gid_idx, "local GID index (default 1: the --ip address; 0 is the link-local address)")->check(CLI::Range(0, 255));
   app.add_flag("-c,--chk", o.chk,
                "validate received buffers: every message carries a pattern of its iteration, the server checks "
                "each one and echoes it, the client checks the echo; exit 1 on a mismatch (the pattern is uroce's: with "

@@ -162,7 +162,7 @@ bool Endpoint::start(const EndpointConfig& config, const wire::IpAddr& ip, std::
   DeviceConfig dc = config.device;
   dc.port = p;
   dc.clock = clock_.get();
-  dc.gids = {ip};
+  dc.gids = roce_gid_table(p->mac(), ip);
   device_ = Device::open(dc, error);
   return device_ != nullptr;
 }
@@ -172,7 +172,22 @@ PacketPort& Endpoint::packet_port() {
   return *port_;
 }
 
-const wire::IpAddr& Endpoint::gid() const { return device_->gids()[0]; }
+const wire::IpAddr& Endpoint::gid() const { return device_->gids()[kAddressGidIndex]; }
+
+std::vector<wire::IpAddr> roce_gid_table(const wire::MacAddr& mac, const wire::IpAddr& address) {
+  wire::IpAddr ll;
+  ll.bytes[0] = 0xfe;
+  ll.bytes[1] = 0x80;
+  ll.bytes[8] = mac.bytes[0] ^ 0x02;  // EUI-64: the universal/local bit flipped
+  ll.bytes[9] = mac.bytes[1];
+  ll.bytes[10] = mac.bytes[2];
+  ll.bytes[11] = 0xff;
+  ll.bytes[12] = 0xfe;
+  ll.bytes[13] = mac.bytes[3];
+  ll.bytes[14] = mac.bytes[4];
+  ll.bytes[15] = mac.bytes[5];
+  return {ll, address};
+}
 
 bool Endpoint::resolve(const wire::IpAddr& peer, std::chrono::milliseconds timeout, std::string& error,
                        const std::function<void()>& idle) {

@@ -103,9 +103,9 @@ int run() {
   ob.sq_psn = 200;
   oa.access = ob.access = kAccess;
   const ibv_ah_attr ah = roce_address(b.ep->gid(), oa);
-  check(ah.is_global == 1 && ah.grh.hop_limit == 64 && ah.grh.sgid_index == 0 &&
+  check(ah.is_global == 1 && ah.grh.hop_limit == 64 && ah.grh.sgid_index == uroce::kAddressGidIndex &&
             std::memcmp(ah.grh.dgid.raw, b.ep->gid().bytes.data(), 16) == 0,
-        "roce_address: global, hop limit 64, sgid index 0, dgid the peer's GID");
+        "roce_address: global, hop limit 64, sgid index 1 (the address), dgid the peer's GID");
 
   const auto poll_a = [&] { a.ep->poll(); };
   const auto poll_b = [&] { b.ep->poll(); };

@@ -2,7 +2,7 @@
 // One end of a RoCE link on a real DPDK port: what an application needs
 // before its first QP talks to a peer. Endpoint starts the EAL, opens the
 // port (PCI address or vdev string), optionally captures it to a pcap
-// file, opens a Device whose GID 0 is the endpoint's address, and
+// file, opens a Device whose GID 1 is the endpoint's address (Linux's table), and
 // connects RC QPs to a peer given the peer's QPN, PSN and GID, resolving
 // the peer's MAC by ARP (IPv4) or neighbour discovery (IPv6) on the way.
 //
@@ -39,7 +39,7 @@ struct EndpointConfig {
   // PCI address ("0000:3b:00.0") or vdev string ("net_af_packet0,iface=eth1",
   // "net_memif0,role=server,..."); unused by Endpoint::adopt.
   std::string dev{};
-  // This endpoint's IPv4 or IPv6 address: GID 0 of the device.
+  // This endpoint's IPv4 or IPv6 address: GID kAddressGidIndex of the device.
   std::string ip{};
   // Overrides the port's MAC ("02:00:00:00:00:01"); empty keeps it.
   std::string mac{};
@@ -53,6 +53,14 @@ struct EndpointConfig {
   // filled in by the endpoint.
   DeviceConfig device{};
 };
+
+// An endpoint's GID table has Linux's shape for a RoCEv2 device: GID 0 is
+// the link-local IPv6 address derived from the MAC (EUI-64), GID 1 the
+// endpoint's address (IPv4-mapped or IPv6). GID indices in perftest and
+// rdma-core command lines (-x 1, -g 1 on rxe) then mean the same here.
+inline constexpr uint8_t kLinkLocalGidIndex = 0;
+inline constexpr uint8_t kAddressGidIndex = 1;
+UROCE_API std::vector<wire::IpAddr> roce_gid_table(const wire::MacAddr& mac, const wire::IpAddr& address);
 
 // What the peer tells about one of its RC QPs, through the application's
 // own out-of-band exchange.
@@ -71,7 +79,7 @@ struct RcConnectOptions {
   unsigned access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
                     IBV_ACCESS_REMOTE_ATOMIC;
   uint8_t port_num = 1;
-  uint8_t sgid_index = 0;  // the local GID the packets come from
+  uint8_t sgid_index = kAddressGidIndex;  // the local GID the packets come from
   uint8_t hop_limit = 64;
   uint8_t traffic_class = 0;
   uint8_t sl = 0;
@@ -117,7 +125,7 @@ class UROCE_API Endpoint {
   // What the device sends through: the capture in front of the port when
   // there is one, else the port.
   PacketPort& packet_port();
-  // GID 0: this endpoint's address.
+  // This endpoint's address: GID kAddressGidIndex.
   const wire::IpAddr& gid() const;
   // Runs the device's engine once (Device::poll).
   int poll() { return device_->poll(); }
