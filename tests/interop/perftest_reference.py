@@ -56,7 +56,6 @@ for t in LAT:
 CASES["write_bw_s8"] = ("write_bw", "-s 8", False)
 CASES["write_bw_D1"] = ("write_bw", "-D 2", False)
 CASES["send_bw_report_both"] = ("send_bw", "-b --report-both", False)
-CASES["write_lat_q2"] = ("write_lat", "-q 2", False)
 CASES = {k: v for k, v in CASES.items() if v}
 
 PORT = 18515
