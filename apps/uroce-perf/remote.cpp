@@ -89,6 +89,7 @@ class Remote {
   bool raw_running_ = false;
   rte_mempool* raw_pool_ = nullptr;
   std::vector<PeerInfo> remote_;
+  std::vector<PerftestDest> first_round_;  // the peer's first records, which the second must repeat
   uint32_t mtu_ = 1024;
   std::vector<BwResult> bw_;
   std::vector<LatResult> lat_;
@@ -135,13 +136,24 @@ bool Remote::connect_exchange(std::string& error) {
 }
 
 // One ctx_hand_shake per QP; the records received are the peer's QPs.
+// perftest carries no QP count; a peer with another -q shows in the
+// records (exchange::perftest_qp_mismatch), checked as each one comes so
+// that neither side waits for a record that will not come.
 bool Remote::swap_dests(std::string& error) {
-  remote_.clear();
+  const bool again = !first_round_.empty();
+  std::vector<PerftestDest> got;
+  const char* peer_role = client_ ? "server" : "client";
   for (size_t q = 0; q < ep_->qp_count(); ++q) {
     PerftestDest peer;
     if (!session_->hand_shake(to_dest(ep_->info(q)), peer, error)) return false;
-    remote_.push_back(to_info(peer));
+    got.push_back(peer);
+    error = again ? exchange::perftest_qp_mismatch(first_round_, &got, ep_->qp_count(), peer_role)
+                  : exchange::perftest_qp_mismatch(got, nullptr, ep_->qp_count(), peer_role);
+    if (!error.empty()) return false;
   }
+  if (!again) first_round_ = got;
+  remote_.clear();
+  for (const PerftestDest& d : got) remote_.push_back(to_info(d));
   return true;
 }
 
