@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -86,9 +87,17 @@ void print_address(const Options& o, const char* side, const PeerInfo& p) {
   for (int i = 0; i < 16; ++i) std::printf("%02d%s", p.gid.bytes[i], i < 15 ? ":" : "\n");
 }
 
+// The figure as the table prints it (printf's rounding, not std::round's).
 double round_to(double v, int digits) {
-  const double f = std::pow(10.0, digits);
-  return std::round(v * f) / f;
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", digits, v);
+  return std::strtod(b, nullptr);
+}
+
+// perftest's READ and atomic tests print a line of their own first (before
+// they check the device's inline support).
+void print_lead_line(const Options& o) {
+  if (o.verb == Verb::read || o.verb == Verb::atomic) std::printf("%s", kLine);
 }
 
 struct BwFigures {
@@ -206,12 +215,14 @@ LatStats lat_stats(const Options& o, const LatResult& r) {
 
 void print_waiting_for_client(const Options& o) {
   if (!full_output(o)) return;
+  print_lead_line(o);
   std::printf("\n************************************\n* Waiting for client to connect... *\n************************************\n");
   std::fflush(stdout);
 }
 
 void print_banner(const Options& o, const RunInfo& run) {
   if (!full_output(o)) return;
+  if (!run.server) print_lead_line(o);
   std::printf("%s", kLine);
   std::printf("                    ");
   for (const std::string& w : title_words(o)) std::printf("%s ", w.c_str());
