@@ -43,7 +43,7 @@ uint64_t buffer_bytes(const Options& o) {
 }
 
 // raw_bw / raw_lat on the loopback link's ports; the engines stay idle.
-int run_raw(const Options& o, Loopback& lb) {
+int run_raw(const Options& o, Loopback& lb, const RunInfo& run) {
   rte_mempool* pool =
       rte_pktmbuf_pool_create("uroce_raw", 8191, 256, 0, RTE_PKTMBUF_HEADROOM + 9100, SOCKET_ID_ANY);
   if (pool == nullptr) return fail("cannot create the raw frame pool (give EAL more memory with --eal \"-m MB\")");
@@ -52,7 +52,7 @@ int run_raw(const Options& o, Loopback& lb) {
   std::vector<BwResult> bw;
   std::vector<LatResult> lat;
   std::string failure, error;
-  o.kind == Kind::bw ? print_bw_header(o) : print_lat_header();
+  o.kind == Kind::bw ? print_bw_header(o) : print_lat_header(o);
   for (uint64_t s : sizes(o)) {
     const uint64_t size = raw_frame_size(s, a.mtu());
     if (o.kind == Kind::bw) {
@@ -61,14 +61,14 @@ int run_raw(const Options& o, Loopback& lb) {
       failure = bw.back().error;
     } else {
       lat.push_back(run_raw_lat(a, b, pool, o, size));
-      print_lat_row(lat.back());
+      print_lat_row(o, lat.back());
       if (o.raw_acks) print_ack_frames(lat.back());
       failure = lat.back().error;
     }
     if (!failure.empty()) break;
   }
-  print_footer();
-  if (!write_json(o, bw, lat, nlohmann::json::object(), error)) return fail(error);
+  print_footer(o);
+  if (!write_json(o, run, bw, lat, nlohmann::json::object(), error)) return fail(error);
   if (!failure.empty()) return fail(failure);
   if (o.verify) std::printf(" uroce: raw frames in order and intact; data verified\n");
   return 0;
@@ -95,13 +95,21 @@ int run_loopback(const Options& o) {
     if (int err = client->connect(q, server->info(q), o, mtu_enum(mtu)))
       return fail("connecting the client QP failed: " + std::string(strerror(err)));
   }
-  print_banner(o, "uroce_lb1 (net_ring loopback)", mtu, client->info(0), server->info(0));
-  if (o.verb == Verb::raw) return run_raw(o, lb);
+  RunInfo run;
+  run.device = o.ib_dev.empty() ? "uroce_lb1 (net_ring loopback)" : o.ib_dev;
+  // A raw test's MTU is its largest frame: the link MTU and the Ethernet header and FCS.
+  run.mtu = o.verb == Verb::raw ? lb.port_a->mtu() + 18 : mtu;
+  for (size_t q = 0; q < o.num_qps; ++q) {
+    run.local.push_back(client->info(q));
+    run.remote.push_back(server->info(q));
+  }
+  print_banner(o, run);
+  if (o.verb == Verb::raw) return run_raw(o, lb, run);
   const PollFn poll = [&] { lb.poll(); };
   std::vector<BwResult> bw;
   std::vector<LatResult> lat;
   std::string failure;
-  o.kind == Kind::bw ? print_bw_header(o) : print_lat_header();
+  o.kind == Kind::bw ? print_bw_header(o) : print_lat_header(o);
   for (uint64_t size : sizes(o)) {
     if (o.kind == Kind::bw) {
       bw.push_back(run_bw(*client, *server, poll, o, size));
@@ -109,15 +117,15 @@ int run_loopback(const Options& o) {
       failure = bw.back().error;
     } else {
       lat.push_back(run_lat(*client, *server, poll, o, size));
-      print_lat_row(lat.back());
+      print_lat_row(o, lat.back());
       failure = lat.back().error;
     }
     if (!failure.empty()) break;
   }
-  print_footer();
+  print_footer(o);
   nlohmann::json cc = cc_stats_json(o, "client", *client);
   cc.update(cc_stats_json(o, "server", *server));
-  if (!write_json(o, bw, lat, cc, error)) return fail(error);
+  if (!write_json(o, run, bw, lat, cc, error)) return fail(error);
   const DeviceCounters c = lb.client->counters();
   std::printf(" uroce: %lu packets sent, %lu received, %lu retransmitted%s\n",
               (unsigned long)c.transport.sent_pkts, (unsigned long)c.transport.rcvd_pkts,
@@ -133,6 +141,7 @@ int run_loopback(const Options& o) {
 int main(int argc, char** argv) {
   Options o;
   if (int rc = parse_options(argc, argv, o); rc >= 0) return rc;
+  if (std::string error; !check_json_path(o, error)) return fail(error);
   if (!o.loopback) run_remote(o);  // ends the process
   return run_loopback(o);
 }

@@ -58,7 +58,7 @@ exchange::PerftestBwReport report_of(const BwResult& r, const Options& o) {
   return p;
 }
 
-void print_bw_report(const Options& o, const exchange::PerftestBwReport& p) {
+BwResult print_bw_report(const Options& o, const exchange::PerftestBwReport& p) {
   const double unit = o.report_gbits ? 125e6 : 1048576.0;
   BwResult r;
   r.size = p.size;
@@ -67,6 +67,7 @@ void print_bw_report(const Options& o, const exchange::PerftestBwReport& p) {
   r.avg_bps = p.bw_avg * unit;
   r.msg_rate = p.msg_rate_avg * 1e6;
   print_bw_row(o, r);
+  return r;
 }
 
 uint64_t Watchdog::seen() const { return progress_ ? *progress_ : dev_.counters().rx_frames; }

@@ -22,8 +22,9 @@ PeerInfo to_info(const exchange::PerftestDest& d);
 
 // What perftest's client sends in xchg_bw_reports, in its report unit.
 exchange::PerftestBwReport report_of(const BwResult& r, const Options& o);
-// The server prints the client's report as it came (perftest does too).
-void print_bw_report(const Options& o, const exchange::PerftestBwReport& p);
+// The server prints the client's report as it came (perftest does too);
+// returns it as a result for the JSON report.
+BwResult print_bw_report(const Options& o, const exchange::PerftestBwReport& p);
 
 // The server waits on the exchange while the client runs the test; it
 // gives up only when neither the exchange nor the link shows life for

@@ -60,6 +60,10 @@ class Remote {
     return verified_here_ ? "; data verified" : "; no data to check on this side";
   }
   bool verified_here_ = false;
+  // perftest's latency rows: both ends of a ping-pong (SEND, WRITE), only
+  // the client of READ and atomics (the server's NIC answers alone).
+  bool lat_row_here() const { return client_ || o_.verb == Verb::send || o_.verb == Verb::write; }
+  RunInfo run_info() const;
   bool while_client_runs(const std::function<bool()>& step);
   bool run_raw_size(uint64_t size, std::string& error);
   PacketPort& port() { return port_end_->packet_port(); }
@@ -85,6 +89,7 @@ class Remote {
   bool raw_running_ = false;
   rte_mempool* raw_pool_ = nullptr;
   std::vector<PeerInfo> remote_;
+  std::vector<PerftestDest> first_round_;  // the peer's first records, which the second must repeat
   uint32_t mtu_ = 1024;
   std::vector<BwResult> bw_;
   std::vector<LatResult> lat_;
@@ -131,13 +136,24 @@ bool Remote::connect_exchange(std::string& error) {
 }
 
 // One ctx_hand_shake per QP; the records received are the peer's QPs.
+// perftest carries no QP count; a peer with another -q shows in the
+// records (exchange::perftest_qp_mismatch), checked as each one comes so
+// that neither side waits for a record that will not come.
 bool Remote::swap_dests(std::string& error) {
-  remote_.clear();
+  const bool again = !first_round_.empty();
+  std::vector<PerftestDest> got;
+  const char* peer_role = client_ ? "server" : "client";
   for (size_t q = 0; q < ep_->qp_count(); ++q) {
     PerftestDest peer;
     if (!session_->hand_shake(to_dest(ep_->info(q)), peer, error)) return false;
-    remote_.push_back(to_info(peer));
+    got.push_back(peer);
+    error = again ? exchange::perftest_qp_mismatch(first_round_, &got, ep_->qp_count(), peer_role)
+                  : exchange::perftest_qp_mismatch(got, nullptr, ep_->qp_count(), peer_role);
+    if (!error.empty()) return false;
   }
+  if (!again) first_round_ = got;
+  remote_.clear();
+  for (const PerftestDest& d : got) remote_.push_back(to_info(d));
   return true;
 }
 
@@ -199,7 +215,7 @@ bool Remote::run_one_sided_bw(std::string& error) {
   serving_ = nullptr;
   if (!ok || !session_->exchange_bw_reports(mine, false, peer, error)) return false;
   if (client_) return true;
-  print_bw_report(o_, peer);
+  bw_.push_back(print_bw_report(o_, peer));
   if (!server_->error().empty()) return error = server_->error(), false;
   // The atomic counter must equal what the client completed (its report,
   // over all QPs; -q spreads -n evenly, -D does not).
@@ -268,7 +284,7 @@ bool Remote::run_lat(std::string& error) {
       watchdog_->check();
     }
     lat_.push_back(side.finish());
-    if (client_) print_lat_row(lat_.back());
+    if (lat_row_here()) print_lat_row(o_, lat_.back());
     if (!lat_.back().error.empty()) return error = lat_.back().error, false;
   }
   verified_here_ = o_.verify && client_;  // the client checks what came back
@@ -325,12 +341,12 @@ bool Remote::run_raw_size(uint64_t size, std::string& error) {
 
 bool Remote::run_test(std::string& error) {
   if (o_.verb == Verb::raw) {
-    o_.kind == Kind::bw ? print_bw_header(o_) : print_lat_header();
+    o_.kind == Kind::bw ? print_bw_header(o_) : print_lat_header(o_);
     for (uint64_t size : sizes(o_)) {
       if (!run_raw_size(raw_frame_size(size, dpdk_port().mtu()), error)) return false;
       if (o_.kind == Kind::bw) print_bw_row(o_, bw_.back());
       else if (client_) {
-        print_lat_row(lat_.back());
+        print_lat_row(o_, lat_.back());
         if (o_.raw_acks) print_ack_frames(lat_.back());  // raw_lat's own option
       }
       const std::string& e = o_.kind == Kind::bw ? bw_.back().error : lat_.back().error;
@@ -338,7 +354,8 @@ bool Remote::run_test(std::string& error) {
     }
     return true;
   }
-  o_.kind == Kind::bw ? print_bw_header(o_) : print_lat_header();
+  if (o_.kind == Kind::bw) print_bw_header(o_);
+  else if (lat_row_here()) print_lat_header(o_);
   if (o_.kind == Kind::lat) return run_lat(error);
   return o_.verb == Verb::send ? run_send_bw(error) : run_one_sided_bw(error);
 }
@@ -378,17 +395,27 @@ bool Remote::while_client_runs(const std::function<bool()>& step) {
   return ok;
 }
 
+RunInfo Remote::run_info() const {
+  RunInfo r;
+  r.device = o_.ib_dev.empty() ? port_end_->dpdk_port().name() + " (" + port_end_->dpdk_port().driver() + ")" : o_.ib_dev;
+  // A raw test's MTU is its largest frame: the port MTU and the Ethernet header and FCS.
+  r.mtu = o_.verb == Verb::raw ? port_end_->dpdk_port().mtu() + 18u : mtu_;
+  r.server = !client_;
+  for (size_t q = 0; q < ep_->qp_count(); ++q) r.local.push_back(ep_->info(q));
+  r.remote = remote_;
+  return r;
+}
+
 int Remote::run() {
   std::string error;
   if (!open(error)) return fail(error);
   watchdog_ = std::make_unique<Watchdog>(device(), Millis(uint64_t(o_.timeout_s) * 1000));
   try {
-    if (!client_) std::printf("\n************************************\n* Waiting for client to connect... *\n************************************\n");
-    std::fflush(stdout);
+    if (!client_) print_waiting_for_client(o_);
     if (!connect_exchange(error) || !set_up(error)) return fail(error);
-    print_banner(o_, dpdk_port().name() + " (" + dpdk_port().driver() + ")", mtu_, ep_->info(0), remote_[0]);
+    print_banner(o_, run_info());
     const bool ok = run_test(error);
-    print_footer();
+    if (o_.kind == Kind::bw || lat_row_here()) print_footer(o_);
     if (!ok || !close(error)) return fail(error);
     // Neither side polls its port from here on; once both know that, the
     // ports can close (a memif peer still polling would crash).
@@ -396,7 +423,7 @@ int Remote::run() {
   } catch (const std::exception& e) {
     return fail(e.what());
   }
-  if (!write_json(o_, bw_, lat_, cc_stats_json(o_, client_ ? "client" : "server", *ep_), error)) return fail(error);
+  if (!write_json(o_, run_info(), bw_, lat_row_here() ? lat_ : std::vector<LatResult>{}, cc_stats_json(o_, client_ ? "client" : "server", *ep_), error)) return fail(error);
   const DeviceCounters c = device().counters();
   std::printf(" uroce: %lu packets sent, %lu received, %lu retransmitted%s\n",
               (unsigned long)c.transport.sent_pkts, (unsigned long)c.transport.rcvd_pkts,

@@ -1,9 +1,19 @@
 // SPDX-License-Identifier: BSD-3-Clause
+// The formats are perftest 4.5's (perftest_parameters.h and
+// ctx_print_test_info / print_full_bw_report / print_report_lat): scripts
+// written for perftest parse these lines by position and spacing.
 #include "report.h"
 
+#include <fcntl.h>
+#include <rte_cycles.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -18,9 +28,49 @@ const char* verb_name(const Options& o) {
     case Verb::write: return "RDMA_Write";
     case Verb::read: return "RDMA_Read";
     case Verb::atomic: return "Atomic";
-    case Verb::raw: return "Raw Ethernet";
+    case Verb::raw: return "Send";  // raw_ethernet_bw/lat run perftest's SEND test on a raw QP
   }
   return "";
+}
+
+const char* conn_name(const Options& o) {
+  if (o.verb == Verb::raw) return "RawEth";
+  switch (o.conn) {
+    case Conn::rc: return "RC";
+    case Conn::uc: return "UC";
+    case Conn::ud: return "UD";
+    case Conn::xrc: return "XRC";
+    case Conn::dc: return "DC";
+    case Conn::srd: return "SRD";
+  }
+  return "RC";
+}
+
+// The test's title words: "RDMA_Write Bidirectional BW", "Atomic FETCH_AND_ADD Latency".
+std::vector<std::string> title_words(const Options& o) {
+  std::vector<std::string> w{verb_name(o)};
+  if (o.verb == Verb::atomic) w.emplace_back(o.cmp_and_swap ? "CMP_AND_SWAP" : "FETCH_AND_ADD");
+  if (o.kind == Kind::bw) {
+    if (o.bidirectional) w.emplace_back("Bidirectional");
+    if (o.post_list > 1) w.emplace_back("Post List");
+    w.emplace_back("BW");
+  } else {
+    w.emplace_back("Latency");
+  }
+  return w;
+}
+
+uint32_t tx_depth(const Options& o) { return o.kind == Kind::lat ? 1 : o.tx_depth; }
+bool shows_tx_depth(const Options& o, const RunInfo& r) { return !r.server || o.bidirectional; }
+bool shows_rx_depth(const Options& o, const RunInfo& r) {
+  return (o.verb == Verb::send || o.verb == Verb::raw) && (r.server || o.bidirectional);
+}
+// perftest's write_lat turns PCIe relaxed ordering off; the other tests leave it on.
+bool relaxed_order(const Options& o) { return !(o.kind == Kind::lat && o.verb == Verb::write); }
+bool shows_out_reads(const Options& o) { return o.verb == Verb::read || o.verb == Verb::atomic; }
+uint32_t out_reads(const Options& o, const RunInfo& r) {
+  if (o.out_reads) return o.out_reads;
+  return r.local.empty() ? 0 : r.local[0].out_reads;
 }
 
 // perftest: MB/sec is 2^20 bytes per second; Gb/sec is 10^9 bits.
@@ -28,82 +78,236 @@ double rate_unit(const Options& o, double bytes_per_s) {
   return o.report_gbits ? bytes_per_s * 8 / 1e9 : bytes_per_s / 1048576.0;
 }
 
-void print_address(const char* side, const PeerInfo& p) {
-  std::printf(" %s address: LID %#04x QPN %#06x PSN %#06x RKey %#08x VAddr %#016llx\n", side, 0, p.qpn, p.psn,
-              p.rkey, (unsigned long long)p.vaddr);
-  std::printf(" GID: ");
+void print_address(const Options& o, const char* side, const PeerInfo& p) {
+  std::printf(" %s address: LID %#04x QPN %#06x PSN %#06x", side, 0, p.qpn, p.psn);
+  if (o.verb == Verb::read) std::printf(" OUT %#04x", p.out_reads);
+  if (o.verb == Verb::read || o.verb == Verb::write)
+    std::printf(" RKey %#08x VAddr %#016llx", p.rkey, (unsigned long long)p.vaddr);
+  std::printf("\n GID: ");
   for (int i = 0; i < 16; ++i) std::printf("%02d%s", p.gid.bytes[i], i < 15 ? ":" : "\n");
 }
 
-struct LatStats {
-  double min = 0, max = 0, typical = 0, avg = 0, stdev = 0, p99 = 0, p999 = 0;
-};
+// The figure as the table prints it (printf's rounding, not std::round's).
+double round_to(double v, int digits) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", digits, v);
+  return std::strtod(b, nullptr);
+}
 
-LatStats stats(std::vector<double> v) {
-  LatStats s;
-  if (v.empty()) return s;
-  std::sort(v.begin(), v.end());
-  s.min = v.front();
-  s.max = v.back();
-  s.typical = v[v.size() / 2];
-  double sum = 0, sq = 0;
-  for (double x : v) sum += x;
-  s.avg = sum / double(v.size());
-  for (double x : v) sq += (x - s.avg) * (x - s.avg);
-  s.stdev = std::sqrt(sq / double(v.size()));
-  s.p99 = v[std::min(v.size() - 1, size_t(double(v.size()) * 0.99))];
-  s.p999 = v[std::min(v.size() - 1, size_t(double(v.size()) * 0.999))];
-  return s;
+// perftest's READ and atomic tests print a line of their own first (before
+// they check the device's inline support).
+void print_lead_line(const Options& o) {
+  if (o.verb == Verb::read || o.verb == Verb::atomic) std::printf("%s", kLine);
+}
+
+struct BwFigures {
+  double peak, avg, rate;
+};
+BwFigures bw_figures(const Options& o, const BwResult& r) {
+  return {o.no_peak ? 0.0 : rate_unit(o, r.peak_bps), rate_unit(o, r.avg_bps), r.msg_rate / 1e6};
+}
+// perftest shows six decimals for a Gb/sec average under 0.1.
+bool fine_figures(const Options& o, const BwFigures& f) { return o.report_gbits && f.avg < 0.1; }
+
+nlohmann::ordered_json test_info(const Options& o, const RunInfo& run) {
+  std::string test;
+  for (const std::string& w : title_words(o)) test += (w == "Post List" ? "Post_List" : w) + "_";
+  nlohmann::ordered_json j;
+  j["test"] = test + "Test";
+  j["Dual_port"] = "OFF";
+  j["Device"] = run.device;
+  j["Number_of_qps"] = o.num_qps;
+  j["Transport_type"] = "IB";
+  j["Connection_type"] = conn_name(o);
+  j["Using_SRQ"] = o.use_srq ? "ON" : "OFF";
+  j["PCIe_relax_order"] = relaxed_order(o) ? "ON" : "OFF";
+  j["ibv_wr_API"] = "OFF";
+  if (shows_tx_depth(o, run)) j["TX_depth"] = tx_depth(o);
+  if (o.post_list > 1) j["Post_List"] = o.post_list;
+  if (shows_rx_depth(o, run)) j["RX_depth"] = o.rx_depth;
+  if (o.kind == Kind::bw) j["CQ_Moderation"] = o.cq_mod;
+  j["Mtu"] = run.mtu;
+  j["Link_type"] = "Ethernet";
+  j["GID_index"] = o.gid_index;
+  if (shows_out_reads(o)) j["Outstand_reads"] = out_reads(o, run);
+  else j["Max_inline_data"] = o.inline_size;
+  j["rdma_cm_QPs"] = "OFF";
+  j["Data_ex_method"] = "Ethernet";
+  return j;
+}
+
+nlohmann::ordered_json bw_json(const Options& o, const BwResult& r) {
+  const BwFigures f = bw_figures(o, r);
+  nlohmann::ordered_json j;
+  if (o.output == OutputMode::bandwidth) return j["bw_avg"] = round_to(f.avg, 6), j;
+  if (o.output == OutputMode::message_rate) return j["msgRate_avg"] = round_to(f.rate, 6), j;
+  const int digits = fine_figures(o, f) ? 6 : 2;
+  j["MsgSize"] = r.size;
+  j["n_iterations"] = r.iters;
+  j["BW_peak"] = round_to(f.peak, digits);
+  j["BW_average"] = round_to(f.avg, digits);
+  j["MsgRate"] = round_to(f.rate, 6);
+  return j;
+}
+
+nlohmann::ordered_json lat_json(const Options& o, const LatResult& r) {
+  const LatStats s = lat_stats(o, r);
+  nlohmann::ordered_json j;
+  if (o.output == OutputMode::latency) return j["avg_lat"] = round_to(s.avg, 6), j;
+  j["MsgSize"] = r.size;
+  j["n_iterations"] = s.iters;
+  j["t_min"] = round_to(s.min, 2);
+  j["t_max"] = round_to(s.max, 2);
+  j["t_typical"] = round_to(s.typical, 2);
+  j["t_avg"] = round_to(s.avg, 2);
+  j["t_stdev"] = round_to(s.stdev, 2);
+  j["percentile_99"] = round_to(s.p99, 2);
+  j["percentile_99.9"] = round_to(s.p999, 2);
+  return j;
+}
+
+// The samples in the unit printed: usec, or TSC cycles with -C.
+std::vector<double> samples(const Options& o, const LatResult& r) {
+  std::vector<double> v = r.usec;
+  if (o.report_cycles) {
+    const double per_usec = double(rte_get_tsc_hz()) / 1e6;
+    for (double& x : v) x *= per_usec;
+  }
+  return v;
+}
+
+void print_samples(const Options& o, const std::vector<double>& v, size_t n) {
+  std::printf("#, %s\n", o.report_cycles ? "cycles" : "usec");
+  for (size_t i = 0; i < n && i < v.size(); ++i) std::printf("%zu, %g\n", i + 1, v[i]);
 }
 
 }  // namespace
 
-void print_banner(const Options& o, const std::string& device, uint32_t mtu, const PeerInfo& local,
-                  const PeerInfo& remote) {
+bool full_output(const Options& o) { return o.output == OutputMode::table; }
+
+LatStats lat_stats(const Options& o, const LatResult& r) {
+  LatStats s;
+  std::vector<double> v = samples(o, r);
+  s.iters = v.size();
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  // perftest leaves the two largest samples out of every figure but t_max
+  // (the second largest), and its median of an even count is the mean of
+  // the two middle samples.
+  const size_t n = v.size() > 2 ? v.size() - 2 : v.size();
+  s.min = v.front();
+  s.max = v[std::min(n, v.size() - 1)];
+  s.typical = (n - 1) % 2 ? (v[n / 2] + v[n / 2 - 1]) / 2 : v[n / 2];
+  double sum = 0, sq = 0;
+  for (size_t i = 0; i < n; ++i) sum += v[i];
+  s.avg = sum / double(n);
+  // perftest squares whole units (its difference is an int): the same
+  // stdev for the same samples.
+  for (size_t i = 0; i < n; ++i) {
+    const double d = std::trunc(s.avg - v[i]);
+    sq += std::trunc(d * d);
+  }
+  s.stdev = std::sqrt(sq / double(n));
+  s.p99 = v[std::min(v.size() - 1, size_t(std::ceil(double(n) * 0.99)))];
+  s.p999 = v[std::min(v.size() - 1, size_t(std::ceil(double(n) * 0.999)))];
+  return s;
+}
+
+void print_waiting_for_client(const Options& o) {
+  if (!full_output(o)) return;
+  print_lead_line(o);
+  std::printf("\n************************************\n* Waiting for client to connect... *\n************************************\n");
+  std::fflush(stdout);
+}
+
+void print_banner(const Options& o, const RunInfo& run) {
+  if (!full_output(o)) return;
+  if (!run.server) print_lead_line(o);
   std::printf("%s", kLine);
-  std::printf("                    %s %s Test\n", verb_name(o), o.kind == Kind::bw ? "BW" : "Latency");
-  std::printf(" Dual-port       : OFF\t\tDevice         : %s\n", device.c_str());
+  std::printf("                    ");
+  for (const std::string& w : title_words(o)) std::printf("%s ", w.c_str());
+  std::printf("Test\n");
+  if (o.use_event) std::printf(" Test with events. Using %s_comp0\n", run.device.c_str());
+  std::printf(" Dual-port       : OFF\t\tDevice         : %s\n", run.device.c_str());
   std::printf(" Number of qps   : %u\t\tTransport type : IB\n", o.num_qps);
-  std::printf(" Connection type : RC\t\tUsing SRQ      : OFF\n");
-  if (o.verb == Verb::atomic)
-    std::printf(" Atomic Operation : %s\n", o.cmp_and_swap ? "CMP_AND_SWAP" : "FETCH_AND_ADD");
-  std::printf(" TX depth        : %u\n", o.kind == Kind::bw ? o.tx_depth : 1);
+  std::printf(" Connection type : %s\t\tUsing SRQ      : %s\n", conn_name(o), o.use_srq ? "ON" : "OFF");
+  std::printf(" PCIe relax order: %s\n", relaxed_order(o) ? "ON" : "OFF");
+  std::printf(" ibv_wr* API     : OFF\n");
+  if (shows_tx_depth(o, run)) std::printf(" TX depth        : %u\n", tx_depth(o));
+  if (o.post_list > 1) std::printf(" Post List       : %u\n", o.post_list);
+  if (shows_rx_depth(o, run)) std::printf(" RX depth        : %u\n", o.rx_depth);
   if (o.kind == Kind::bw) std::printf(" CQ Moderation   : %u\n", o.cq_mod);
-  std::printf(" Mtu             : %u[B]\n", mtu);
+  std::printf(" Mtu             : %u[B]\n", run.mtu);
   std::printf(" Link type       : Ethernet\n");
   std::printf(" GID index       : %d\n", o.gid_index);
-  std::printf(" Max inline data : %u[B]\n", o.inline_size);
+  if (shows_out_reads(o)) std::printf(" Outstand reads  : %u\n", out_reads(o, run));
+  else std::printf(" Max inline data : %u[B]\n", o.inline_size);
   std::printf(" rdma_cm QPs\t : OFF\n");
-  std::printf(" Data ex. method : %s\n", o.loopback ? "in-process (loopback)" : "Ethernet");
+  std::printf(" Data ex. method : Ethernet\n");
   std::printf("%s", kLine);
-  if (o.verb != Verb::raw) {
-    print_address("local", local);
-    print_address("remote", remote);
-    std::printf("%s", kLine);
-  }
+  if (o.verb == Verb::raw) return;  // perftest's raw tests print MACs, not QP records
+  for (const PeerInfo& p : run.local) print_address(o, "local", p);
+  for (const PeerInfo& p : run.remote) print_address(o, "remote", p);
+  std::printf("%s", kLine);
+  std::fflush(stdout);
 }
 
 void print_bw_header(const Options& o) {
+  if (!full_output(o)) return;
   std::printf("%s\n", o.report_gbits ? " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]"
                                      : " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]");
 }
 
 void print_bw_row(const Options& o, const BwResult& r) {
-  std::printf(" %-7lu    %-10lu       %-7.2lf            %-7.2lf\t\t   %-7.6lf\n", (unsigned long)r.size,
-              (unsigned long)r.iters, rate_unit(o, r.peak_bps), rate_unit(o, r.avg_bps), r.msg_rate / 1e6);
+  const BwFigures f = bw_figures(o, r);
+  if (o.output == OutputMode::bandwidth) {
+    std::printf("%lf\n", f.avg);
+  } else if (o.output == OutputMode::message_rate) {
+    std::printf("%lf\n", f.rate);
+  } else if (fine_figures(o, f)) {
+    std::printf(" %-7lu    %lu           %-7.6lf            %-7.6lf            %-7.6lf\n", (unsigned long)r.size,
+                (unsigned long)r.iters, f.peak, f.avg, f.rate);
+  } else {
+    std::printf(" %-7lu    %-10lu       %-7.2lf            %-7.2lf\t\t   %-7.6lf\n", (unsigned long)r.size,
+                (unsigned long)r.iters, f.peak, f.avg, f.rate);
+  }
   std::fflush(stdout);
 }
 
-void print_lat_header() {
-  std::printf(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   "
-              "99%% percentile[usec]   99.9%% percentile[usec] \n");
+void print_lat_header(const Options& o) {
+  if (!full_output(o)) return;
+  if (o.kind == Kind::lat && o.duration)
+    std::printf(" #bytes        #iterations       t_avg[usec]    tps average\n");
+  else
+    std::printf(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   "
+                "99%% percentile[usec]   99.9%% percentile[usec] \n");
 }
 
-void print_lat_row(const LatResult& r) {
-  const LatStats s = stats(r.usec);
-  std::printf(" %-7lu %-10lu     %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%-7.2f\t\t%-7.2f \t\t%-7.2f\n",
-              (unsigned long)r.size, (unsigned long)r.usec.size(), s.min, s.max, s.typical, s.avg, s.stdev, s.p99,
-              s.p999);
+void print_lat_row(const Options& o, const LatResult& r) {
+  const LatStats s = lat_stats(o, r);
+  if (o.duration) {  // perftest's -D latency: the average and transactions per second only
+    const double tps = s.avg > 0 ? 1e6 / s.avg : 0;
+    if (o.output == OutputMode::latency) std::printf("%lf\n", s.avg);
+    else std::printf(" %-7lu       %lu            %-7.2f        %-7.2f\n", (unsigned long)r.size, (unsigned long)s.iters, s.avg, tps);
+    std::fflush(stdout);
+    return;
+  }
+  const std::vector<double> v = samples(o, r);
+  if (o.report_unsorted) print_samples(o, v, v.size());
+  if (o.report_histogram) {
+    std::vector<double> sorted = v;
+    std::sort(sorted.begin(), sorted.end());
+    print_samples(o, sorted, sorted.size() > 2 ? sorted.size() - 2 : sorted.size());
+  }
+  if ((o.report_unsorted || o.report_histogram) && full_output(o)) {
+    std::printf("%s", kLine);
+    print_lat_header(o);
+  }
+  if (o.output == OutputMode::latency)
+    std::printf("%lf\n", s.avg);
+  else
+    std::printf(" %-7lu %lu          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%-7.2f\t\t%-7.2f \t\t%-7.2f\n",
+                (unsigned long)r.size, (unsigned long)s.iters, s.min, s.max, s.typical, s.avg, s.stdev, s.p99, s.p999);
   std::fflush(stdout);
 }
 
@@ -111,35 +315,37 @@ void print_ack_frames(const LatResult& r) {
   std::printf(" uroce: %lu B: %lu ACK-sized frames received\n", (unsigned long)r.size, (unsigned long)r.ack_frames);
 }
 
-void print_footer() { std::printf("%s", kLine); }
+void print_footer(const Options& o) {
+  if (full_output(o)) std::printf("%s", kLine);
+  std::fflush(stdout);
+}
 
-bool write_json(const Options& o, const std::vector<BwResult>& bw, const std::vector<LatResult>& lat,
-                const nlohmann::json& cc, std::string& error) {
-  nlohmann::json j;
-  j["test"] = o.test;
-  j["num_qps"] = o.num_qps;
-  j["tx_depth"] = o.tx_depth;
-  j["units"] = o.report_gbits ? "Gb/sec" : "MB/sec";
-  j["results"] = nlohmann::json::array();
-  for (const BwResult& r : bw)
-    j["results"].push_back({{"bytes", r.size}, {"iterations", r.iters}, {"bw_peak", rate_unit(o, r.peak_bps)},
-                            {"bw_average", rate_unit(o, r.avg_bps)}, {"msg_rate_mpps", r.msg_rate / 1e6}});
-  for (const LatResult& r : lat) {
-    const LatStats s = stats(r.usec);
-    j["results"].push_back({{"bytes", r.size}, {"iterations", r.usec.size()}, {"t_min_usec", s.min},
-                            {"t_max_usec", s.max}, {"t_typical_usec", s.typical}, {"t_avg_usec", s.avg},
-                            {"t_stdev_usec", s.stdev}, {"p99_usec", s.p99}, {"p99_9_usec", s.p999}});
-  }
+std::string json_path(const Options& o) {
+  if (!o.out_json_file.empty()) return o.out_json_file;
+  return o.out_json || o.json_default_file ? "perftest_out.json" : "";
+}
+
+bool check_json_path(const Options& o, std::string& error) {
+  const std::string path = json_path(o);
+  if (path.empty()) return true;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return error = "cannot write the JSON report " + path + ": " + std::strerror(errno), false;
+  ::close(fd);
+  return true;
+}
+
+bool write_json(const Options& o, const RunInfo& run, const std::vector<BwResult>& bw,
+                const std::vector<LatResult>& lat, const nlohmann::json& cc, std::string& error) {
+  const std::string path = json_path(o);
+  if (path.empty() || (bw.empty() && lat.empty())) return true;
+  nlohmann::ordered_json j;
+  j["test_info"] = test_info(o, run);
+  j["results"] = bw.empty() ? lat_json(o, lat.back()) : bw_json(o, bw.back());
   if (!cc.empty()) j["cc"] = cc;
-  if (o.out_json) std::printf("%s\n", j.dump(1).c_str());
-  if (!o.out_json_file.empty()) {
-    std::ofstream f(o.out_json_file);
-    f << j.dump(1) << "\n";
-    if (!f) {
-      error = "cannot write " + o.out_json_file;
-      return false;
-    }
-  }
+  std::ofstream f(path, std::ios::trunc);
+  f << j.dump(1) << "\n";
+  f.close();
+  if (!f) return error = "cannot write the JSON report " + path + ": " + std::strerror(errno), false;
   return true;
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include <bit>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 
 #include "uroce/exchange/perftest.h"
@@ -19,6 +20,12 @@ double leading_number(const std::string& s) {
   double v = 0;
   auto r = std::from_chars(s.data() + i, s.data() + s.size(), v);
   return r.ec == std::errc() ? v : 0.0;
+}
+
+std::string to_hex(uint32_t v) {
+  char b[16];
+  std::snprintf(b, sizeof b, "%06x", v);
+  return b;
 }
 
 }  // namespace
@@ -168,6 +175,23 @@ bool PerftestSession::close(const PerftestDest& mine, std::string& error) {
     return false;
   }
   return true;
+}
+
+std::string perftest_qp_mismatch(const std::vector<PerftestDest>& first, const std::vector<PerftestDest>* again,
+                                 size_t my_qps, const char* peer_role) {
+  const std::string here = std::to_string(my_qps) + " QP" + (my_qps == 1 ? "" : "s");
+  for (size_t i = 1; i < first.size(); ++i)
+    for (size_t k = 0; k < i; ++k)
+      if (first[i].qpn == first[k].qpn)
+        return std::string("the ") + peer_role + " sent QP 0x" + to_hex(first[i].qpn) +
+               " twice among its first records: it likely runs " + std::to_string(i) + " QP" +
+               (i == 1 ? "" : "s") + " (-q), this side " + here + "; give both sides the same -q and test";
+  if (again)
+    for (size_t i = 0; i < again->size() && i < first.size(); ++i)
+      if ((*again)[i].qpn != first[i].qpn || (*again)[i].psn != first[i].psn)
+        return std::string("the ") + peer_role + "'s second round of QP records does not repeat its first: it likely runs more QPs (-q) than this side's " +
+               here + "; give both sides the same -q and test";
+  return "";
 }
 
 }  // namespace uroce::exchange

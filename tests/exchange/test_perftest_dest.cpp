@@ -192,3 +192,32 @@ TEST_CASE("malformed records are rejected with the offending byte", "[perftest-d
     CHECK(error == "perftest record byte 20: 0x00 is not a hex digit (PSN has 6)");
   }
 }
+
+namespace {
+PerftestDest qp(uint32_t qpn, uint32_t psn) {
+  PerftestDest d;
+  d.qpn = qpn;
+  d.psn = psn;
+  return d;
+}
+}  // namespace
+
+// A client with -q 4 against a server with -q 1: the server's round-2 and
+// barrier records arrive where the client expects its QPs 1 and 2.
+TEST_CASE("perftest QP count mismatch: a peer with fewer QPs repeats a QPN", "[perftest-dest]") {
+  const std::vector<PerftestDest> first{qp(0x11, 0xaaa), qp(0x11, 0xaaa)};
+  const std::string why = perftest_qp_mismatch(first, nullptr, 4, "server");
+  CHECK(why.find("the server sent QP 0x000011 twice") != std::string::npos);
+  CHECK(why.find("it likely runs 1 QP (-q), this side 4 QPs") != std::string::npos);
+  CHECK(perftest_qp_mismatch({qp(0x11, 1), qp(0x12, 2)}, nullptr, 2, "server").empty());
+}
+
+// The server of that run: the client's QP 1 arrives as the second round.
+TEST_CASE("perftest QP count mismatch: a peer with more QPs does not repeat its records", "[perftest-dest]") {
+  const std::vector<PerftestDest> first{qp(0x11, 0xaaa)};
+  const std::vector<PerftestDest> again{qp(0x12, 0xbbb)};
+  const std::string why = perftest_qp_mismatch(first, &again, 1, "client");
+  CHECK(why.find("likely runs more QPs (-q) than this side's 1 QP") != std::string::npos);
+  const std::vector<PerftestDest> same{qp(0x11, 0xaaa)};
+  CHECK(perftest_qp_mismatch(first, &same, 1, "client").empty());
+}

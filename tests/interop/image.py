@@ -32,7 +32,7 @@ HOST_PACKAGES = ["qemu-system-x86", "busybox-static", "rdma-core", "ibverbs-util
                  "ibverbs-providers", "perftest", "iproute2", "tcpdump"]
 TOOLS = ["ip", "rdma", "ibv_devinfo", "ibv_rc_pingpong", "ibv_ud_pingpong", "ibv_srq_pingpong",
          "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw",
-         "ib_write_lat", "ib_read_lat", "ib_send_lat"]
+         "ib_write_lat", "ib_read_lat", "ib_send_lat", "ib_atomic_lat"]
 SBIN_TOOLS = ["tc"]
 # Load order matters and the .deb has no modules.dep: these are resolved
 # through each module's own depends= list. crc32_generic: rxe's ICRC asks

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "uroce/wire/ip_addr.h"
 
@@ -142,6 +143,17 @@ class PerftestSession {
   PerftestRole role_;
   std::string peer_version_;
 };
+
+// perftest never sends its QP count (-q): each side sends one record per
+// QP, connects, sends them all again, then a barrier record. When the
+// counts differ, the records shift: a peer with fewer QPs sends a QPN
+// already seen among the first records, a peer with more sends a second
+// round that does not repeat the first. `first` are the peer's records of
+// the first round so far; `again`, when not null, the second round so far.
+// Returns "" or why the QP counts likely differ (my_qps: -q here;
+// peer_role: "server" or "client").
+std::string perftest_qp_mismatch(const std::vector<PerftestDest>& first, const std::vector<PerftestDest>* again,
+                                 size_t my_qps, const char* peer_role);
 
 // What each side sends last in ctx_close_connection(), NUL included.
 inline constexpr char kPerftestDone[] = "done";
