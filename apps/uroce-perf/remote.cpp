@@ -303,7 +303,13 @@ bool Remote::run_raw_size(uint64_t size, std::string& error) {
   } else if (client_) {
     RawSender sender(port(), raw_pool_, peer_mac, o_, size);
     watchdog_->watch(sender.progress());
-    while (!sender.step()) watchdog_->check();
+    // Frames leave whether or not a server receives them: its TCP
+    // connection is what shows it is still there.
+    for (uint64_t steps = 1; ok && !sender.step(); ++steps) {
+      watchdog_->check();
+      if (steps % 4096 == 0 && ch_->peer_closed())
+        ok = (error = "the server closed the connection during the run (it is gone)", false);
+    }
     bw_.push_back(sender.finish());
   } else {
     RawReceiver receiver(port(), o_, size);
