@@ -69,7 +69,7 @@ std::string pci_failure(const std::string& dev, int rc) {
            ", not to one DPDK can use: bind it to vfio-pci (dpdk-devbind.py --bind=vfio-pci " + address +
            "); see docs/ports.md";
   return "PCI device " + address + " (driver " + driver + "): DPDK could not attach it: " + rte_strerror(-rc) +
-         "; EAL's log above says why";
+         " (EAL probes only what EalConfig::pci allows; its log above says more)";
 }
 
 }  // namespace
