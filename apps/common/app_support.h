@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // What the tools that face a peer over a real port share beyond the
-// library's Endpoint: the --eal string as arguments, and the way out.
+// library's Endpoint: the --eal string as arguments, a completion's status
+// in words, and the way out.
 #pragma once
 
+#include <infiniband/verbs.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -18,6 +20,13 @@ inline std::vector<std::string> split_args(const std::string& s) {
   std::vector<std::string> out;
   for (std::string w; in >> w;) out.push_back(w);
   return out;
+}
+
+// A completion's status as rdma-core's tools print it: ibv_wc_status_str's
+// words and the number, "transport retry counter exceeded (12)". Every tool
+// says it the same way, so a user can look up either half.
+inline std::string wc_status_text(ibv_wc_status status) {
+  return std::string(ibv_wc_status_str(status)) + " (" + std::to_string(int(status)) + ")";
 }
 
 // Ends the process once every port and device is closed and stdio is

@@ -171,7 +171,9 @@ bool wait_completion(Side& s, ibv_wc& wc, std::string& error, const std::functio
     if (idle) idle();
   }
   if (wc.status == IBV_WC_SUCCESS) return true;
-  return error = std::string("completion: ") + ibv_wc_status_str(wc.status), false;
+  // rdma-core's words and the number, as uroce's other tools print a status.
+  error = std::string("completion: ") + ibv_wc_status_str(wc.status) + " (" + std::to_string(int(wc.status)) + ")";
+  return false;
 }
 
 bool verify(const Side& s, const ibv_wc& wc, std::string& error) {

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "app_support.h"
+
 namespace uroce::perf {
 namespace {
 
@@ -110,7 +112,7 @@ void BwClient::reap() {
   while ((n = e_.cq().poll(32, wc)) > 0) {
     for (int i = 0; i < n; ++i) {
       if (wc[i].status != IBV_WC_SUCCESS) {
-        r_.error = "completion with error, status " + std::to_string(wc[i].status) + " (wr_id " +
+        r_.error = "completion with error: " + app::wc_status_text(wc[i].status) + " (wr_id " +
                    std::to_string(wc[i].wr_id) + ")";
         return;
       }
@@ -208,7 +210,7 @@ void BwServer::step() {
   while ((n = e_.cq().poll(32, wc)) > 0) {
     for (int i = 0; i < n; ++i) {
       if (wc[i].status != IBV_WC_SUCCESS) {
-        if (error_.empty()) error_ = "receive completion with error, status " + std::to_string(wc[i].status);
+        if (error_.empty()) error_ = "receive completion with error: " + app::wc_status_text(wc[i].status);
         continue;
       }
       if (o_.verify && wc[i].byte_len != size_ && error_.empty())

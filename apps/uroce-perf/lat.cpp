@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "app_support.h"
+
 namespace uroce::perf {
 namespace {
 
@@ -29,7 +31,7 @@ void WcTally::reap(CompletionQueue& cq) {
     n = cq.poll(8, wc);
     for (int i = 0; i < n; ++i) {
       if (wc[i].status != IBV_WC_SUCCESS && error.empty())
-        error = "completion with error, status " + std::to_string(wc[i].status);
+        error = "completion with error: " + app::wc_status_text(wc[i].status);
       ++count[wc[i].opcode & 0xFF];
     }
   } while (n == 8);

@@ -80,6 +80,7 @@ class Remote {
   // The port and device (uroce::Endpoint); ep_ is the benchmark's side on it.
   std::unique_ptr<uroce::Endpoint> port_end_;
   std::unique_ptr<Endpoint> ep_;
+  std::unique_ptr<exchange::TcpListener> listener_;  // the server's, bound before anything is printed
   std::unique_ptr<exchange::TcpChannel> ch_;
   std::unique_ptr<PerftestSession> session_;
   std::unique_ptr<Watchdog> watchdog_;
@@ -123,7 +124,7 @@ bool Remote::connect_exchange(std::string& error) {
   const Millis timeout(uint64_t(o_.timeout_s) * 1000);
   const exchange::Idle idle = [this] { idle_poll(); };
   ch_ = client_ ? exchange::TcpChannel::connect(o_.server, o_.tcp_port, timeout, idle, error)
-                : exchange::TcpChannel::accept(o_.tcp_port, Millis(0), idle, error);
+                : listener_->accept(Millis(0), idle, error);
   if (!ch_) return false;
   ch_->set_timeout(timeout);
   session_ = std::make_unique<PerftestSession>(*ch_, client_ ? exchange::PerftestRole::kClient
@@ -318,7 +319,13 @@ bool Remote::run_raw_size(uint64_t size, std::string& error) {
   } else if (client_) {
     RawSender sender(port(), raw_pool_, peer_mac, o_, size);
     watchdog_->watch(sender.progress());
-    while (!sender.step()) watchdog_->check();
+    // Frames leave whether or not a server receives them: its TCP
+    // connection is what shows it is still there.
+    for (uint64_t steps = 1; ok && !sender.step(); ++steps) {
+      watchdog_->check();
+      if (steps % 4096 == 0 && ch_->peer_closed())
+        ok = (error = "the server closed the connection during the run (it is gone)", false);
+    }
     bw_.push_back(sender.finish());
   } else {
     RawReceiver receiver(port(), o_, size);
@@ -408,6 +415,8 @@ RunInfo Remote::run_info() const {
 
 int Remote::run() {
   std::string error;
+  // A busy TCP port is a failure to report before any banner or port work.
+  if (!client_ && !(listener_ = exchange::TcpListener::listen(o_.tcp_port, error))) return fail(error);
   if (!open(error)) return fail(error);
   watchdog_ = std::make_unique<Watchdog>(device(), Millis(uint64_t(o_.timeout_s) * 1000));
   try {

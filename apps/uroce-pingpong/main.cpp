@@ -28,6 +28,11 @@ int run(const Options& o) {
     return fail("Requested size larger than port MTU (" + std::to_string(o.mtu) + "): -s " + std::to_string(o.size) +
                 " does not fit one UD packet; use -s <= " + std::to_string(o.mtu) +
                 ", or -m 2048/4096 on a jumbo link");
+  // The server binds its TCP port first: a busy port fails before any
+  // port work and before the local address line.
+  std::unique_ptr<exchange::TcpListener> listener;
+  std::string error;
+  if (o.server.empty() && !(listener = exchange::TcpListener::listen(o.tcp_port, error))) return fail(error);
   EndpointConfig ec;
   ec.dev = o.dev;
   ec.ip = o.ip;
@@ -36,7 +41,6 @@ int run(const Options& o) {
   ec.pcap = o.pcap;
   ec.mtu = o.mtu > 1024 ? 9000 : 1500;  // a jumbo link when the path MTU needs one; the port clamps
   ec.device.name = o.ib_dev;
-  std::string error;
   std::unique_ptr<uroce::Endpoint> ep = uroce::Endpoint::open(ec, error);
   if (!ep) return fail(error);
   const uint16_t port_mtu = ep->dpdk_port().mtu();
@@ -48,7 +52,7 @@ int run(const Options& o) {
   if (size_t(o.gid_idx) >= gids.size())
     return fail("can't read sgid of index " + std::to_string(o.gid_idx) + ": " + o.ib_dev + " has " +
                 std::to_string(gids.size()) + " GID(s), index 0 is the --ip address");
-  return o.mode == Mode::srq ? run_srq(*ep, o) : run_single_qp(*ep, o);
+  return o.mode == Mode::srq ? run_srq(*ep, listener.get(), o) : run_single_qp(*ep, listener.get(), o);
 }
 
 }  // namespace

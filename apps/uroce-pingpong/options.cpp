@@ -7,6 +7,8 @@
 #include <cstdio>
 
 #include "uroce/exchange/pingpong.h"
+#include "uroce/wire/eth.h"
+#include "uroce/wire/ip_addr.h"
 
 namespace uroce::pingpong {
 namespace {
@@ -19,6 +21,67 @@ ibv_mtu to_enum(uint32_t mtu) {
     case 4096: return IBV_MTU_4096;
     default: return IBV_MTU_1024;
   }
+}
+
+// The flags of rdma-core's tools that change nothing here, or that we
+// refuse: each ignored one gets one line on stderr saying why.
+struct RdmaCoreFlags {
+  bool odp = false, iodp = false, prefetch = false, ts = false, dm = false, new_send = false;
+};
+
+const char* tool_of(Mode m) {
+  return m == Mode::ud ? "ibv_ud_pingpong" : m == Mode::srq ? "ibv_srq_pingpong" : "ibv_rc_pingpong";
+}
+
+int refuse(const char* text) {
+  std::fprintf(stderr, "uroce-pingpong: %s\n", text);
+  return 2;
+}
+
+// -1 to go on, else the exit status.
+int check_rdma_core_flags(const Options& o, const RdmaCoreFlags& f) {
+  // The flags the emulated tool itself lacks (its getopt refuses them).
+  const struct {
+    bool set;
+    const char* name;
+    bool in_ud, in_srq;
+  } own[] = {{f.odp, "-o/--odp", false, true},          {f.iodp, "-O/--iodp", false, false},
+             {f.prefetch, "-P/--prefetch", false, false}, {f.ts, "-t/--ts", false, false},
+             {f.dm, "-j/--dm", false, false},             {f.new_send, "-N/--new_send", false, false}};
+  for (const auto& x : own) {
+    if (!x.set || o.mode == Mode::rc || (o.mode == Mode::ud ? x.in_ud : x.in_srq)) continue;
+    std::fprintf(stderr, "uroce-pingpong: %s is not an option of %s\n", x.name, tool_of(o.mode));
+    return 2;
+  }
+  if (o.events) return refuse("-e/--events (sleep on CQ events) is not supported yet: uroce-pingpong polls the CQ");
+  if (f.ts) return refuse("-t/--ts is not supported: uroce completions carry no timestamp");
+  // ibv_rc_pingpong's own checks, in its words.
+  if (f.prefetch && !f.odp && !f.iodp) return refuse("prefetch is valid only with on-demand memory region");
+  if (f.dm && (f.odp || f.iodp)) return refuse("DM memory region can't be on demand");
+  if (f.odp) std::fprintf(stderr, "uroce-pingpong: -o/--odp ignored: uroce registers all memory up front\n");
+  if (f.iodp) std::fprintf(stderr, "uroce-pingpong: -O/--iodp ignored: uroce registers all memory up front\n");
+  if (f.prefetch) std::fprintf(stderr, "uroce-pingpong: -P/--prefetch ignored: there is no on-demand MR to prefetch\n");
+  if (f.dm) std::fprintf(stderr, "uroce-pingpong: -j/--dm ignored: uroce has no device memory; the buffer stays in host memory\n");
+  if (f.new_send)
+    std::fprintf(stderr, "uroce-pingpong: -N/--new_send ignored: uroce has one way to post a send; the SENDs are the same\n");
+  return -1;
+}
+
+// A malformed --ip or --mac is a usage error, found before any port opens.
+int check_addresses(const Options& o) {
+  wire::IpAddr ip;
+  if (!wire::IpAddr::parse(o.ip, ip)) {
+    std::fprintf(stderr, "uroce-pingpong: --ip %s: not an IPv4 or IPv6 address (this endpoint's RoCE address)\n",
+                 o.ip.c_str());
+    return 2;
+  }
+  wire::MacAddr mac;
+  if (!o.mac.empty() && !wire::MacAddr::parse(o.mac, mac)) {
+    std::fprintf(stderr, "uroce-pingpong: --mac %s: not a MAC address (six hex bytes, 02:00:00:00:00:01)\n",
+                 o.mac.c_str());
+    return 2;
+  }
+  return -1;
 }
 
 }  // namespace
@@ -53,15 +116,19 @@ int parse_options(int argc, char** argv, Options& o) {
       ->check(CLI::Range(2, 16384));
   app.add_option("-n,--iters", o.iters, "number of exchanges (default 1000; --srq: over all QPs)")->check(CLI::Range(1u, 1000000000u));
   app.add_option("-l,--sl", o.sl, "service level (accepted; RoCEv2 carries none)")->check(CLI::Range(0, 15));
-  app.add_flag("-e,--events", o.events, "accepted for compatibility: uroce always polls the CQ (no events)");
+  app.add_flag("-e,--events", o.events, "sleep on CQ events: not supported yet (refused; uroce-pingpong polls)");
   app.add_option("-g,--gid-idx", o.gid_idx, "local GID index (default 1: the --ip address; 0 is the link-local address)")->check(CLI::Range(0, 255));
   app.add_flag("-c,--chk", o.chk,
                "validate received buffers: every message carries a pattern of its iteration, the server checks "
                "each one and echoes it, the client checks the echo; exit 1 on a mismatch (the pattern is uroce's: with "
                "a real ibv_rc_pingpong client, leave -c off the server)");
-  bool odp = false, ts = false;
-  app.add_flag("-o,--odp", odp, "on-demand paging: not supported (refused)");
-  app.add_flag("-t,--ts", ts, "completion timestamps: not supported (refused)");
+  RdmaCoreFlags f;
+  app.add_flag("-o,--odp", f.odp, "on-demand paging: ignored (uroce registers all memory up front)");
+  app.add_flag("-O,--iodp", f.iodp, "implicit on-demand paging: ignored (uroce registers all memory up front)");
+  app.add_flag("-P,--prefetch", f.prefetch, "prefetch an ODP MR: ignored (needs -o or -O, as in ibv_rc_pingpong)");
+  app.add_flag("-t,--ts", f.ts, "completion timestamps: not supported (refused)");
+  app.add_flag("-j,--dm", f.dm, "device memory: ignored (the buffer stays in host memory)");
+  app.add_flag("-N,--new_send", f.new_send, "new post send WR API: ignored (uroce has one way to post a send)");
   app.add_option("--dev", o.dev, "port: a PCI address or a DPDK vdev string, e.g. net_af_packet0,iface=eth1")
       ->required();
   app.add_option("--ip", o.ip, "this endpoint's IPv4 or IPv6 address (its GID)")->required();
@@ -94,14 +161,8 @@ int parse_options(int argc, char** argv, Options& o) {
                  o.rx_depth, o.num_qp);
     return 2;
   }
-  if (odp) {
-    std::fprintf(stderr, "uroce-pingpong: -o/--odp is not supported: uroce registers all memory up front\n");
-    return 2;
-  }
-  if (ts) {
-    std::fprintf(stderr, "uroce-pingpong: -t/--ts is not supported: uroce completions carry no timestamp\n");
-    return 2;
-  }
+  if (int rc = check_rdma_core_flags(o, f); rc >= 0) return rc;
+  if (int rc = check_addresses(o); rc >= 0) return rc;
   o.mtu_enum = to_enum(o.mtu);
   o.timeout_ms = uint32_t(std::lround(timeout_s * 1000));
   o.accept_timeout_ms = uint32_t(std::ceil(accept_timeout_s * 1000));

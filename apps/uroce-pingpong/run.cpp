@@ -7,9 +7,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include "app_support.h"
 #include "loop_support.h"
 #include "pattern.h"
-#include "wc_status.h"
 
 namespace uroce::pingpong {
 namespace {
@@ -54,8 +54,8 @@ RunResult run_pingpong(Endpoint& c, const PollFn& poll, const Options& o, bool c
       const ibv_wc& w = wc[i];
       if (w.status != IBV_WC_SUCCESS) {
         char buf[160];
-        std::snprintf(buf, sizeof buf, "Failed status %s (%d) for wr_id %d (%s) after %u sends, %u receives",
-                      wc_status_str(w.status), int(w.status), int(w.wr_id), wr_name(w.wr_id), scnt, rcnt);
+        std::snprintf(buf, sizeof buf, "Failed status %s for wr_id %d (%s) after %u sends, %u receives",
+                      app::wc_status_text(w.status).c_str(), int(w.wr_id), wr_name(w.wr_id), scnt, rcnt);
         r.error = buf;
         return r;
       }

@@ -34,17 +34,19 @@ bool resolve_peer(uroce::Endpoint& ep, const Options& o, const exchange::Pingpon
 
 // The TCP connection of the exchange; the engine keeps running while we
 // wait on it (it answers the peer's ARP and acknowledges its packets).
-std::unique_ptr<exchange::TcpChannel> open_channel(uroce::Endpoint& ep, const Options& o, std::string& error) {
+std::unique_ptr<exchange::TcpChannel> open_channel(uroce::Endpoint& ep, exchange::TcpListener* listener,
+                                                  const Options& o, std::string& error) {
   const exchange::Idle idle = [&ep] { ep.poll(); };
-  auto ch = o.server.empty()
-                ? exchange::TcpChannel::accept(o.tcp_port, milliseconds(o.accept_timeout_ms), idle, error)
+  auto ch = listener
+                ? listener->accept(milliseconds(o.accept_timeout_ms), idle, error)
                 : exchange::TcpChannel::connect(o.server, o.tcp_port, milliseconds(o.timeout_ms), idle, error);
   if (ch) ch->set_timeout(milliseconds(o.timeout_ms));
   return ch;
 }
 
 template <class Ctx>
-int run_with(uroce::Endpoint& ep, const Options& o, std::unique_ptr<Ctx> ctx, const char* local_gid_sep) {
+int run_with(uroce::Endpoint& ep, exchange::TcpListener* listener, const Options& o, std::unique_ptr<Ctx> ctx,
+             const char* local_gid_sep) {
   const bool client = !o.server.empty();
   const int routs = ctx->post_recv(int(o.rx_depth));
   if (routs < int(o.rx_depth)) return fail("couldn't post receive (" + std::to_string(routs) + ")");
@@ -52,7 +54,7 @@ int run_with(uroce::Endpoint& ep, const Options& o, std::unique_ptr<Ctx> ctx, co
   print_address("local address: ", mine, local_gid_sep);
 
   std::string error;
-  auto ch = open_channel(ep, o, error);
+  auto ch = open_channel(ep, listener, o, error);
   if (!ch) return fail(error);
   const auto connect = [&](const exchange::PingpongDest& r, std::string& e) {
     return resolve_peer(ep, o, r, e) && ctx->connect(r, mine.psn, e);
@@ -82,20 +84,20 @@ int fail(const std::string& msg) {
   return 1;
 }
 
-int run_single_qp(uroce::Endpoint& ep, const Options& o) {
+int run_single_qp(uroce::Endpoint& ep, exchange::TcpListener* listener, const Options& o) {
   const bool client = !o.server.empty();
   std::string error;
   if (o.mode == Mode::ud) {
     auto ctx = UdContext::create(ep.device(), o, client, error);
     if (!ctx) return fail(error);
-    return run_with(ep, o, std::move(ctx), ": ");  // ud_pingpong's local line has ": GID"
+    return run_with(ep, listener, o, std::move(ctx), ": ");  // ud_pingpong's local line has ": GID"
   }
   auto ctx = Context::create(ep.device(), o, client, error);
   if (!ctx) return fail(error);
-  return run_with(ep, o, std::move(ctx), ", ");
+  return run_with(ep, listener, o, std::move(ctx), ", ");
 }
 
-int run_srq(uroce::Endpoint& ep, const Options& o) {
+int run_srq(uroce::Endpoint& ep, exchange::TcpListener* listener, const Options& o) {
   const bool client = !o.server.empty();
   std::string error;
   auto ctx = SrqContext::create(ep.device(), o, error);
@@ -108,7 +110,7 @@ int run_srq(uroce::Endpoint& ep, const Options& o) {
     print_address("local address: ", mine.back());
   }
 
-  auto ch = open_channel(ep, o, error);
+  auto ch = open_channel(ep, listener, o, error);
   if (!ch) return fail(error);
   // One GID for all QPs, as srq_pingpong connects them all to dest[0]'s.
   const auto connect = [&](const std::vector<exchange::PingpongDest>& r, std::string& e) {

@@ -7,14 +7,16 @@
 #include <string>
 
 #include "options.h"
+#include "uroce/exchange/tcp_channel.h"
 #include "uroce/port/endpoint.h"
 
 namespace uroce::pingpong {
 
-// rc_pingpong (Mode::rc) and ud_pingpong (Mode::ud): one QP.
-int run_single_qp(uroce::Endpoint& ep, const Options& o);
+// rc_pingpong (Mode::rc) and ud_pingpong (Mode::ud): one QP. `listener`:
+// the server's, bound before anything was printed; nullptr for a client.
+int run_single_qp(uroce::Endpoint& ep, exchange::TcpListener* listener, const Options& o);
 // srq_pingpong: -q QPs on one SRQ.
-int run_srq(uroce::Endpoint& ep, const Options& o);
+int run_srq(uroce::Endpoint& ep, exchange::TcpListener* listener, const Options& o);
 
 // "uroce-pingpong: MSG" on stderr; returns 1.
 int fail(const std::string& msg);

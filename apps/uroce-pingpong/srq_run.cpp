@@ -7,8 +7,8 @@
 #include <cstring>
 #include <vector>
 
+#include "app_support.h"
 #include "pattern.h"
-#include "wc_status.h"
 
 namespace uroce::pingpong {
 namespace {
@@ -61,8 +61,8 @@ RunResult run_srq_pingpong(SrqContext& c, const PollFn& poll, const Options& o, 
       const uint64_t kind = SrqContext::wr_kind(w.wr_id);
       if (w.status != IBV_WC_SUCCESS) {
         char buf[200];
-        std::snprintf(buf, sizeof buf, "Failed status %s (%d) for wr_id %d (%s on QPN 0x%06x) after %u sends, %u receives",
-                      wc_status_str(w.status), int(w.status), int(kind), kind == kSendWrid ? "send" : "recv",
+        std::snprintf(buf, sizeof buf, "Failed status %s for wr_id %d (%s on QPN 0x%06x) after %u sends, %u receives",
+                      app::wc_status_text(w.status).c_str(), int(kind), kind == kSendWrid ? "send" : "recv",
                       w.qp_num, scnt, rcnt);
         return r.error = buf, r;
       }

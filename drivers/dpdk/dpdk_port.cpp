@@ -12,20 +12,13 @@
 
 #include "open_ports.h"
 #include "port_setup.h"
+#include "probe_diagnosis.h"
 #include "uroce/port/eal.h"
 
 namespace uroce {
 namespace {
 
 bool looks_like_pci(const std::string& name) { return name.find(':') != std::string::npos; }
-
-std::string probe_advice(const std::string& name) {
-  if (looks_like_pci(name))
-    return "a PCI device must be listed in EalConfig::pci (--pci) and bound to a DPDK-capable driver "
-           "(vfio-pci, or mlx5_core for ConnectX); see docs/ports.md";
-  return "check the vdev driver name (net_ring, net_memif, net_af_packet, net_af_xdp, net_tap) and its "
-         "arguments (e.g. iface= must name an existing interface); EAL's log above says why";
-}
 
 // The ethdev port of a device name, after probing if needed.
 bool find_port(const std::string& name, uint16_t& port_id) {
@@ -55,13 +48,15 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const DpdkPortConfig& config, std::stri
   uint16_t port_id = 0;
   rte_device* probed = nullptr;
   if (!find_port(name, port_id)) {
+    if (error = dpdk::unknown_device(config.dev); !error.empty()) return nullptr;
     const int rc = rte_dev_probe(config.dev.c_str());
     if (rc < 0 && rc != -EEXIST) {
-      error = "port " + config.dev + ": probe failed: " + rte_strerror(-rc) + "; " + probe_advice(name);
+      error = dpdk::probe_failure(config.dev, rc);
       return nullptr;
     }
     if (!find_port(name, port_id)) {
-      error = "port " + config.dev + ": probed, but no ethdev port is named " + name + "; " + probe_advice(name);
+      error = "port " + config.dev + ": probed, but no ethdev port is named " + name +
+              " (a vdev's name is the part before its first comma)";
       return nullptr;
     }
     rte_eth_dev_info info{};

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "uroce/exchange/tcp_channel.h"
 
+#include <poll.h>
+
 #include "asio_loop.h"
 
 namespace uroce::exchange {
@@ -131,6 +133,11 @@ bool TcpChannel::recv(void* data, size_t n, std::string& error) {
 
 bool TcpChannel::recv_or_eof(void* data, size_t n, bool& eof, std::string& error) {
   return receive(data, n, true, eof, error);
+}
+
+bool TcpChannel::peer_closed() const {
+  pollfd p{impl_->sock.native_handle(), POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
 bool TcpChannel::linger(Millis timeout) {

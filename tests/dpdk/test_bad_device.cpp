@@ -36,22 +36,20 @@ TEST_CASE("eal_init is a no-op returning true when the EAL is already up", "[bad
 
 TEST_CASE("an unknown vdev driver is refused, naming the device", "[bad-device]") {
   const std::string e = open_fails({.dev = "net_nosuchpmd0,foo=bar"});
-  CHECK(mentions(e, "net_nosuchpmd0"));
-  CHECK(mentions(e, "probe failed"));
+  CHECK(mentions(e, "no such DPDK device or driver: net_nosuchpmd0"));
 }
 
 TEST_CASE("af_packet on an interface that does not exist is refused, naming the device", "[bad-device]") {
   const std::string e = open_fails({.dev = "net_af_packet7,iface=uroce-none0"});
   CHECK(mentions(e, "net_af_packet7"));
-  CHECK(mentions(e, "probe failed"));
+  CHECK(mentions(e, "no such network interface: uroce-none0"));
   uint16_t id;
   CHECK(rte_eth_dev_get_port_by_name("net_af_packet7", &id) != 0);
 }
 
 TEST_CASE("a PCI address that is not allowed or does not exist is refused, naming the device", "[bad-device]") {
   const std::string e = open_fails({.dev = "0000:ff:1f.7"});
-  CHECK(mentions(e, "0000:ff:1f.7"));
-  CHECK(mentions(e, "EalConfig::pci"));
+  CHECK(mentions(e, "no such PCI device: 0000:ff:1f.7"));
 }
 
 TEST_CASE("an empty device string is refused", "[bad-device]") {

@@ -235,7 +235,7 @@ case $case_ in
     done
     timeout 60 "$pp" --dev net_af_packet0,iface=ppa --ip 10.0.0.300 >"$work/badip.out" 2>&1
     rc=$?
-    [ $rc = 1 ] && grep -q "10.0.0.300" "$work/badip.out" || fail "--ip 10.0.0.300: exit $rc or no message naming it"
+    [ $rc = 2 ] && grep -q "10.0.0.300" "$work/badip.out" || fail "--ip 10.0.0.300: exit $rc (a usage error is 2) or no message naming it"
     echo "ok: bad --dev / --ip -> exit 1 with the culprit named"
 
     # 4. The client dies mid-run (once it has run over 3 s and printed
@@ -381,13 +381,17 @@ case $case_ in
       grep -q -- "$needle" "$work/usage.out" || fail "uroce-pingpong $*: output lacks '$needle'"
     }
     d="--dev net_null0 --ip 10.0.0.1"
-    expect 2 "odp is not supported" $d -o
+    expect 2 "events (sleep on CQ events) is not supported yet" $d -e
+    expect 2 "prefetch is valid only with on-demand memory region" $d -P
+    expect 2 "--ip 10.0.0.300: not an IPv4 or IPv6 address" --dev net_null0 --ip 10.0.0.300
+    expect 2 "--mac 02:00: not a MAC address" $d --mac 02:00
+    expect 2 "is not an option of ibv_ud_pingpong" $d --ud -j
     expect 2 "ts is not supported" $d --ts
     expect 2 "dev is required" --ip 10.0.0.1
     expect 2 "mtu" $d -m 1000
     expect 2 "ib-port" $d -i 2
     expect 2 "size" $d -s 0
-    expect 0 "always polls" --help
+    expect 0 "not supported yet" --help
     expect 0 "chk" --help
     expect 0 "uroce-pingpong" --version
     expect 0 "ibv_ud_pingpong" --help

@@ -60,6 +60,12 @@ class TcpChannel {
   // down without the other side still inside it. False on timeout.
   bool linger(Millis timeout);
 
+  // Without waiting: the peer has closed or shut down its side, or the
+  // connection failed. For a side whose run shows no sign of the peer
+  // (frames that leave whether anyone receives them or not): a process
+  // that dies closes its sockets.
+  bool peer_closed() const;
+
   void set_timeout(Millis timeout) { timeout_ = timeout; }
   Millis timeout() const { return timeout_; }
   void set_idle(const Idle& idle) { idle_ = idle; }
