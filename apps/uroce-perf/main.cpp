@@ -3,6 +3,7 @@
 // uroce, with perftest's flags, banner and result table.
 #include <rte_mbuf.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -23,6 +24,8 @@ using namespace uroce;
 using namespace uroce::perf;
 
 namespace {
+
+volatile std::sig_atomic_t interrupted = 0;
 
 int fail(const std::string& msg) {
   std::fprintf(stderr, "uroce-perf: %s\n", msg.c_str());
@@ -95,14 +98,25 @@ int run_loopback(const Options& o) {
     if (int err = client->connect(q, server->info(q), o, mtu_enum(mtu)))
       return fail("connecting the client QP failed: " + std::string(strerror(err)));
   }
-  print_banner(o, "uroce_lb1 (net_ring loopback)", mtu, client->info(0), server->info(0));
+  // -d: the name perftest would print for the device it opened.
+  print_banner(o, o.ib_dev.empty() ? "uroce_lb1 (net_ring loopback)" : o.ib_dev, mtu, client->info(0), server->info(0));
   if (o.verb == Verb::raw) return run_raw(o, lb);
   const PollFn poll = [&] { lb.poll(); };
   std::vector<BwResult> bw;
   std::vector<LatResult> lat;
   std::string failure;
   o.kind == Kind::bw ? print_bw_header(o) : print_lat_header();
+  if (o.run_infinitely) {
+    // A row every -D seconds until SIGINT (perftest's --run_infinitely).
+    std::signal(SIGINT, [](int) { interrupted = 1; });
+    while (!interrupted && failure.empty()) {
+      const BwResult r = run_bw(*client, *server, poll, o, o.size);
+      if (!interrupted || !r.error.empty()) print_bw_row(o, r);
+      failure = r.error;
+    }
+  }
   for (uint64_t size : sizes(o)) {
+    if (o.run_infinitely) break;
     if (o.kind == Kind::bw) {
       bw.push_back(run_bw(*client, *server, poll, o, size));
       print_bw_row(o, bw.back());
@@ -125,6 +139,10 @@ int run_loopback(const Options& o) {
   print_cc_stats(o, "client", *client);
   print_cc_stats(o, "server", *server);
   if (!failure.empty()) return fail(failure);
+  if (const std::string limit = check_limits(o, bw); !limit.empty()) {
+    std::fprintf(stderr, "%s\n", limit.c_str());  // perftest's line, and its failure
+    return 1;
+  }
   return 0;
 }
 

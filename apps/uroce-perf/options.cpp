@@ -533,6 +533,8 @@ int check_addresses(const Options& o) {
   if ((o.bidirectional || o.reversed) && !o.loopback && o.verb != Verb::raw)
     return usage(std::string(o.bidirectional ? "-b" : "--reversed") +
                  " between two processes is not supported yet (it runs with --loopback)");
+  if (o.run_infinitely && !o.loopback)
+    return usage("--run_infinitely between two processes is not supported yet (it runs with --loopback)");
   if (o.bidirectional && o.verb == Verb::raw) return usage("-b in raw_bw is not supported yet");
   if (o.reversed && o.verb == Verb::raw) return usage("--reversed in raw_bw is not supported yet");
   return -1;
