@@ -388,7 +388,7 @@ const char* refusal(const Parse& p, const std::string& name) {
            "atomic tests";
   if ((name == "events" || name == "vector") && o.verb == Verb::write) return "Events feature not available on WRITE verb";
   if (name == "mcg" && o.verb != Verb::send) return "MultiCast feature only available on SEND verb";
-  if (name == "use-srq" && o.verb != Verb::send) return "Using SRQ only avavilible in SEND tests.";
+  if (name == "use-srq" && o.verb != Verb::send && o.verb != Verb::raw) return "Using SRQ only avavilible in SEND tests.";
   if (name == "run_infinitely" && lat) return "run_infinitely exists only in BW tests for now.";
   if (name == "latency_gap" && !lat) return "Latency gap feature is only for latency tests";
   if (name == "all" && o.verb == Verb::raw) return "Raw Ethernet tests do not support -a / --all flag.";
@@ -655,6 +655,11 @@ int parse_options(int argc, char** argv, Options& o) {
   if (o.tclass >= 0 && o.verb == Verb::raw) std::fprintf(stderr, "uroce-perf: --tclass ignored: %s\n", kPlainFrames);
   if (o.sl && o.verb == Verb::raw) std::fprintf(stderr, "uroce-perf: -S ignored: %s\n", kPlainFrames);
   if (o.verb == Verb::raw && !o.source_ip.empty()) std::fprintf(stderr, "uroce-perf: -j ignored: %s\n", kPlainFrames);
+  if (o.verb == Verb::raw && (o.use_srq || p.has("rx-depth"))) {
+    std::fprintf(stderr, "uroce-perf: %s ignored: raw tests read the port directly, with no receive queue\n",
+                 o.use_srq ? "--use-srq" : "-r");
+    o.use_srq = false;
+  }
   if (o.out_json && o.out_json_file.empty()) o.json_default_file = true;
   if (o.raw_acks && o.test != "raw_lat") return usage("--raw-acks applies to raw_lat only");
   if (const int rc = check_connection(o); rc >= 0) return rc;
