@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 
 #include "app_support.h"
 
@@ -33,6 +34,40 @@ BwClient::BwClient(Endpoint& e, const std::vector<PeerInfo>& peers, const Option
   // Everything the measured loop needs is ready before it starts.
   marks_.reserve(kMaxMarks);
   r_.size = size;
+  if (o.rate_limited) {
+    // --rate_units: g Gb/s (10^9 bits), M MiB/s, p messages per second.
+    const double bytes = double(std::max<uint64_t>(size, 1));
+    msgs_per_s_ = o.rate_units == 'p' ? o.rate_limit
+                  : o.rate_units == 'M' ? o.rate_limit * 1048576.0 / bytes
+                                        : o.rate_limit * 1e9 / 8 / bytes;
+  }
+}
+
+uint64_t BwClient::total() const {
+  uint64_t t = 0;
+  for (const QpState& s : qps_) t += s.completed;
+  return t;
+}
+
+// perftest's SW limiter: bursts of --burst_size WRs (default -t), each
+// burst allowed once its share of the rate's time has passed.
+uint64_t BwClient::pace_limit() {
+  if (msgs_per_s_ <= 0) return UINT64_MAX;
+  const double t = std::chrono::duration<double>(Clock::now() - t0_).count();
+  const uint64_t burst = std::max<uint32_t>(o_.burst_size, 1);
+  return (uint64_t(t * msgs_per_s_ / double(burst)) + 1) * burst;
+}
+
+void BwClient::window(double t) {
+  if (!o_.duration || o_.run_infinitely) return;
+  if (!in_window_ && t >= o_.margin_s) {
+    in_window_ = true;
+    window_start_ = {t, total()};
+  }
+  if (in_window_ && !window_closed_ && t >= double(o_.duration) - double(o_.margin_s)) {
+    window_closed_ = true;
+    window_end_ = {t, total()};
+  }
 }
 
 void BwClient::start() {
@@ -40,6 +75,48 @@ void BwClient::start() {
     fill_pattern(e_.buf(q), size_, client_seed(q));
     if (o_.verb == Verb::read) std::memset(e_.buf(q), 0, size_);
   }
+  warmed_ = !o_.perform_warm_up || o_.verb == Verb::send;  // perftest: Atomic, Read and Write BW tests
+}
+
+// One send queue's worth of WRs per QP before the clock starts, so that
+// the measured run finds warm caches and a resolved path. Warm-up atomics
+// leave the remote counter as it was (add 0, compare with a value it
+// never holds), so --verify still counts only the measured ones.
+bool BwClient::warm_up() {
+  const uint64_t per_qp = o_.tx_depth;
+  if (warm_posted_ == 0) {
+    for (size_t q = 0; q < qps_.size(); ++q) {
+      for (uint64_t i = 0; i < per_qp; ++i) {
+        ibv_sge sge{e_.addr(q), uint32_t(size_), e_.lkey(q)};
+        SendWr w;
+        w.wr_id = UINT64_MAX;
+        w.opcode = opcode_of(o_);
+        w.sg_list = &sge;
+        w.num_sge = 1;
+        w.send_flags = IBV_SEND_SIGNALED;
+        if (o_.verb == Verb::atomic) {
+          w.wr.atomic.remote_addr = peers_[q].vaddr;
+          w.wr.atomic.rkey = peers_[q].rkey;
+          w.wr.atomic.compare_add = o_.cmp_and_swap ? UINT64_MAX : 0;
+          w.wr.atomic.swap = 0;
+        } else {
+          w.wr.rdma.remote_addr = peers_[q].vaddr;
+          w.wr.rdma.rkey = peers_[q].rkey;
+        }
+        const SendWr* bad = nullptr;
+        if (e_.qp(q).post_send(&w, &bad) != 0) return r_.error = "post_send failed (warm-up)", true;
+        ++warm_posted_;
+      }
+    }
+  }
+  ibv_wc wc[32];
+  int n;
+  while ((n = e_.cq().poll(32, wc)) > 0)
+    for (int i = 0; i < n; ++i) {
+      if (wc[i].status != IBV_WC_SUCCESS) return r_.error = "warm-up completion with error, status " + std::to_string(wc[i].status), true;
+      ++warm_done_;
+    }
+  return warm_done_ == warm_posted_;
 }
 
 // Reading the clock costs more than a post on some VMs (clock_gettime
@@ -66,7 +143,12 @@ bool BwClient::done() {
 
 void BwClient::post(size_t q) {
   QpState& st = qps_[q];
-  const uint64_t limit = o_.duration ? (stopping_ ? st.posted : UINT64_MAX) : o_.iters;
+  uint64_t limit = o_.duration ? (stopping_ ? st.posted : UINT64_MAX) : o_.iters;
+  if (msgs_per_s_ > 0) {
+    const uint64_t allowed = pace_limit();
+    if (allowed <= posted_total_) return;
+    limit = std::min(limit, st.posted + (allowed - posted_total_));
+  }
   while (st.posted < limit && st.posted - st.completed + o_.post_list <= o_.tx_depth) {
     SendWr* wrs = wrs_.data();  // members: not 64 WRs constructed per post
     ibv_sge* sges = sges_.data();
@@ -74,7 +156,7 @@ void BwClient::post(size_t q) {
     const PeerInfo& peer = peers_[q];
     for (uint32_t i = 0; i < n; ++i) {
       const uint64_t idx = st.posted + i;
-      sges[i] = {e_.addr(q), uint32_t(size_), e_.lkey()};
+      sges[i] = {e_.addr(q), uint32_t(size_), e_.lkey(q)};
       SendWr& w = wrs[i];
       w = SendWr{};
       w.wr_id = idx;
@@ -103,6 +185,7 @@ void BwClient::post(size_t q) {
       return;
     }
     st.posted += n;
+    posted_total_ += n;
   }
 }
 
@@ -119,9 +202,7 @@ void BwClient::reap() {
       for (size_t q = 0; q < qps_.size(); ++q)
         if (e_.qp(q).qp_num() == wc[i].qp_num) qps_[q].completed = wc[i].wr_id + 1;
     }
-    uint64_t total = 0;
-    for (const QpState& s : qps_) total += s.completed;
-    mark(elapsed(), total);
+    if (!o_.no_peak) mark(elapsed(), total());
   }
 }
 
@@ -140,18 +221,21 @@ void BwClient::mark(double t, uint64_t total) {
 }
 
 bool BwClient::step() {
+  if (!warmed_) {
+    warmed_ = warm_up();
+    return !r_.error.empty();
+  }
   if (!started_) {
     started_ = true;
     t0_ = Clock::now();
   }
   for (size_t q = 0; q < qps_.size() && r_.error.empty(); ++q) post(q);
   reap();
-  if (elapsed_ >= next_progress_) {
+  window(elapsed());
+  if (elapsed_ >= next_progress_ && !o_.run_infinitely) {
     next_progress_ += 2;
-    uint64_t total = 0;
-    for (const QpState& s : qps_) total += s.completed;
     std::fprintf(stderr, "uroce-perf: %lu B: %lu messages completed in %.0f s\n", (unsigned long)size_,
-                 (unsigned long)total, elapsed_);
+                 (unsigned long)total(), elapsed_);
   }
   return done();
 }
@@ -162,8 +246,17 @@ BwResult BwClient::finish() {
     r_.iters += s.completed;
     r_.per_qp.push_back(s.completed);
   }
+  // -D: only what completed between the margins counts (perftest's -f).
+  if (window_closed_ && window_end_.first > window_start_.first) {
+    r_.iters = window_end_.second - window_start_.second;
+    r_.seconds = window_end_.first - window_start_.first;
+  }
   r_.avg_bps = double(r_.iters) * double(size_) / r_.seconds;
   r_.msg_rate = double(r_.iters) / r_.seconds;
+  if (o_.no_peak) {  // -N (and -D, or more than 20000 iterations): perftest reports a peak of 0
+    r_.peak_bps = 0;
+    return verify_read(), r_;
+  }
   // Peak: the best rate over any stretch of at least a tenth of the run.
   const double window = r_.seconds / 10;
   size_t j = 0;
@@ -174,32 +267,40 @@ BwResult BwClient::finish() {
       r_.peak_bps = std::max(r_.peak_bps, double(marks_[i].second - marks_[j].second) * double(size_) / dt);
   }
   r_.peak_bps = std::max(r_.peak_bps, r_.avg_bps);
+  verify_read();
+  return r_;
+}
+
+void BwClient::verify_read() {
   if (o_.verify && r_.error.empty() && o_.verb == Verb::read)
     for (size_t q = 0; q < qps_.size() && r_.error.empty(); ++q)
       check_pattern(e_.buf(q), size_, server_seed(q), r_.error);
-  return r_;
 }
 
 BwServer::BwServer(Endpoint& e, const Options& o, uint64_t size) : e_(e), o_(o), size_(size) {}
 
 void BwServer::post_recv(size_t q, uint64_t id) {
   // The whole buffer: receives left over from a smaller size still fit.
-  ibv_sge sge{e_.addr(q), uint32_t(e_.buf_bytes()), e_.lkey()};
+  ibv_sge sge{e_.addr(q) + e_.exposed_offset(), uint32_t(e_.buf_bytes() - e_.exposed_offset()), e_.lkey(q)};
   RecvWr wr;
   wr.wr_id = id;
   wr.sg_list = &sge;
   wr.num_sge = 1;
-  const RecvWr* bad = nullptr;
-  if (e_.qp(q).post_recv(&wr, &bad) == 0) ++e_.recvs_outstanding;
+  if (e_.post_recv(q, &wr) == 0) ++e_.recvs_outstanding;
 }
 
 void BwServer::start() {
   for (size_t q = 0; q < e_.qp_count(); ++q) {
-    fill_pattern(e_.buf(q), size_, server_seed(q));
-    if (o_.verb == Verb::write || o_.verb == Verb::send) std::memset(e_.buf(q), 0, size_);
-    if (o_.verb == Verb::atomic) std::memset(e_.buf(q), 0, 8);
-    if (o_.verb == Verb::send)
-      while (e_.recvs_outstanding < o_.tx_depth * (q + 1)) post_recv(q, q);
+    fill_pattern(target(q), size_, server_seed(q));
+    if (o_.verb == Verb::write || o_.verb == Verb::send) std::memset(target(q), 0, size_);
+    if (o_.verb == Verb::atomic) std::memset(target(q), 0, 8);
+    // -r receives per QP (perftest's rx_depth), or in all through the SRQ.
+    // With the SRQ any QP's message may land in any buffer: spread them.
+    const uint32_t want = o_.use_srq ? o_.rx_depth : o_.rx_depth * uint32_t(q + 1);
+    if (o_.verb == Verb::send && o_.use_srq && q + 1 == e_.qp_count())
+      for (uint64_t k = 0; e_.recvs_outstanding < want; ++k) post_recv(k % e_.qp_count(), k % e_.qp_count());
+    else if (o_.verb == Verb::send && !o_.use_srq)
+      while (e_.recvs_outstanding < want) post_recv(q, q);
   }
 }
 
@@ -207,7 +308,7 @@ void BwServer::step() {
   if (o_.verb != Verb::send) return;
   ibv_wc wc[32];
   int n;
-  while ((n = e_.cq().poll(32, wc)) > 0) {
+  while ((n = e_.recv_cq().poll(32, wc)) > 0) {
     for (int i = 0; i < n; ++i) {
       if (wc[i].status != IBV_WC_SUCCESS) {
         if (error_.empty()) error_ = "receive completion with error: " + app::wc_status_text(wc[i].status);
@@ -226,10 +327,15 @@ std::string BwServer::verify(const std::vector<uint64_t>& completed) const {
   std::string error = error_;
   for (size_t q = 0; q < e_.qp_count() && error.empty(); ++q) {
     if (o_.verb == Verb::send || o_.verb == Verb::write) {
-      check_pattern(e_.buf(q), size_, client_seed(q), error);
+      check_pattern(target(q), size_, client_seed(q), error);
+      // --use-srq: a buffer holds the last message of whichever QP used it.
+      for (size_t k = 0; o_.use_srq && !error.empty() && k < e_.qp_count(); ++k) {
+        error.clear();
+        check_pattern(target(q), size_, client_seed(k), error);
+      }
     } else if (o_.verb == Verb::atomic && q < completed.size()) {
       uint64_t v;
-      std::memcpy(&v, e_.buf(q), 8);
+      std::memcpy(&v, target(q), 8);
       if (v != completed[q])
         error = "remote counter is " + std::to_string(v) + ", expected " + std::to_string(completed[q]);
     }
@@ -237,21 +343,77 @@ std::string BwServer::verify(const std::vector<uint64_t>& completed) const {
   return error;
 }
 
-BwResult run_bw(Endpoint& client, Endpoint& server, const PollFn& poll, const Options& o, uint64_t size) {
-  std::vector<PeerInfo> peers;
-  for (size_t q = 0; q < server.qp_count(); ++q) peers.push_back(server.info(q));
-  BwClient c(client, peers, o, size);
-  BwServer s(server, o, size);
-  s.start();
-  c.start();
-  while (!c.step()) {
-    poll();
-    s.step();
+namespace {
+
+// One direction: `from` sends to `to`.
+struct Direction {
+  Direction(Endpoint& from, Endpoint& to, const Options& o, uint64_t size)
+      : client(from, peers_of(to), o, size), server(to, o, size) {}
+  static std::vector<PeerInfo> peers_of(Endpoint& e) {
+    std::vector<PeerInfo> v;
+    for (size_t q = 0; q < e.qp_count(); ++q) v.push_back(e.info(q));
+    return v;
   }
-  BwResult r = c.finish();
-  if (r.error.empty() && !s.error().empty()) r.error = s.error();
-  if (o.verify && r.error.empty()) r.error = s.verify(r.per_qp);
+  BwClient client;
+  BwServer server;
+  bool done = false;
+};
+
+BwResult finish(Direction& d, const Options& o) {
+  BwResult r = d.client.finish();
+  if (r.error.empty() && !d.server.error().empty()) r.error = d.server.error();
+  if (o.verify && r.error.empty()) r.error = d.server.verify(r.per_qp);
   return r;
+}
+
+}  // namespace
+
+BwResult run_bw(Endpoint& client, Endpoint& server, const PollFn& poll, const Options& o, uint64_t size) {
+  // --reversed: perftest swaps the roles; the server's side sends.
+  Endpoint& from = o.reversed ? server : client;
+  Endpoint& to = o.reversed ? client : server;
+  Direction ab(from, to, o, size);
+  std::unique_ptr<Direction> ba;
+  if (o.bidirectional) ba = std::make_unique<Direction>(to, from, o, size);
+  ab.server.start();
+  if (ba) ba->server.start();
+  ab.client.start();
+  if (ba) ba->client.start();
+  while (!ab.done || (ba && !ba->done)) {
+    if (!ab.done) ab.done = ab.client.step();
+    if (ba && !ba->done) ba->done = ba->client.step();
+    poll();
+    ab.server.step();
+    if (ba) ba->server.step();
+  }
+  BwResult r = finish(ab, o);
+  if (!ba) return r;
+  // perftest -b: each side reports what it sent plus what its peer sent.
+  const BwResult back = finish(*ba, o);
+  if (r.error.empty()) r.error = back.error;
+  r.bidirectional = true;
+  r.local_avg_bps = r.avg_bps;
+  r.local_msg_rate = r.msg_rate;
+  r.remote_avg_bps = back.avg_bps;
+  r.remote_msg_rate = back.msg_rate;
+  r.iters += back.iters;
+  r.avg_bps += back.avg_bps;
+  r.msg_rate += back.msg_rate;
+  r.peak_bps = r.peak_bps > 0 ? r.peak_bps + back.peak_bps : 0;
+  return r;
+}
+
+std::string check_limits(const Options& o, const std::vector<BwResult>& results) {
+  if (results.empty()) return "";
+  const double unit = o.report_gbits ? 125e6 : 1048576.0;
+  bool bw_ok = o.limit_bw <= 0, rate_ok = o.limit_msgrate <= 0;
+  for (const BwResult& r : results) {
+    bw_ok = bw_ok || r.avg_bps / unit >= o.limit_bw;
+    rate_ok = rate_ok || r.msg_rate / 1e6 >= o.limit_msgrate;
+  }
+  if (!bw_ok) return "Error: BW result is below bw limit";
+  if (!rate_ok) return "Error: Msg rate  is below msg_rate limit";
+  return "";
 }
 
 }  // namespace uroce::perf

@@ -20,7 +20,7 @@ class BwClient {
  public:
   BwClient(Endpoint& e, const std::vector<PeerInfo>& peers, const Options& o, uint64_t size);
   void start();       // fills the buffers; the clock starts at the first step
-  bool step();        // posts and reaps; true when the run is over
+  bool step();        // posts and reaps (after --perform_warm_up's round); true when the run is over
   BwResult finish();  // rates, and (--verify, READ) the data read
 
  private:
@@ -33,6 +33,11 @@ class BwClient {
   double elapsed();  // seconds since the start; the clock is read every few calls
   void post(size_t q);
   void reap();
+  bool warm_up();     // --perform_warm_up: one queue's worth per QP, unmeasured; true when done
+  uint64_t total() const;
+  uint64_t pace_limit();  // --rate_limit: WRs the pacer allows posted by now (all QPs)
+  void window(double t);  // -D: the counts at the margins
+  void verify_read();     // --verify, READ: the bytes read are the server's
 
   Endpoint& e_;
   std::vector<PeerInfo> peers_;
@@ -49,6 +54,14 @@ class BwClient {
   std::vector<std::pair<double, uint64_t>> marks_;
   double mark_gap_ = 0;
   bool started_ = false;
+  bool warmed_ = false;
+  uint64_t warm_posted_ = 0, warm_done_ = 0;
+  uint64_t posted_total_ = 0;
+  double msgs_per_s_ = 0;  // --rate_limit as messages per second (0: no pacing)
+  // -D: (time, completed) when the margin has passed and when the end
+  // margin starts; perftest measures between them.
+  bool in_window_ = false, window_closed_ = false;
+  std::pair<double, uint64_t> window_start_{}, window_end_{};
   bool stopping_ = false;  // -D: the duration is over, no new posts
   unsigned ticks_ = 0;
   double elapsed_ = 0;
@@ -72,6 +85,8 @@ class BwServer {
 
  private:
   void post_recv(size_t q, uint64_t id);
+  uint8_t* target(size_t q) { return e_.buf(q) + e_.exposed_offset(); }
+  const uint8_t* target(size_t q) const { return const_cast<Endpoint&>(e_).buf(q) + e_.exposed_offset(); }
 
   Endpoint& e_;
   const Options& o_;
@@ -80,7 +95,12 @@ class BwServer {
   std::string error_;
 };
 
-// Both sides in one loop over `poll` (--loopback).
+// Both sides in one loop over `poll` (--loopback); -b: both send and
+// receive at once; --reversed: the server's endpoint sends.
 BwResult run_bw(Endpoint& client, Endpoint& server, const PollFn& poll, const Options& o, uint64_t size);
+
+// -w / -y: perftest's verdict over the sizes run (passes when one size
+// reaches the limit); empty when passed, else perftest's error line.
+std::string check_limits(const Options& o, const std::vector<BwResult>& results);
 
 }  // namespace uroce::perf

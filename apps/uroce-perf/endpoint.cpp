@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "endpoint.h"
 
+#include <rte_eal.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -21,23 +23,52 @@ std::unique_ptr<Endpoint> Endpoint::create(Device& dev, const Options& o, uint64
   std::unique_ptr<Endpoint> e(new Endpoint());
   e->dev_ = &dev;
   e->buf_bytes_ = buf_bytes;
-  e->exposed_offset_ = o.kind == Kind::lat ? buf_bytes / 2 : 0;
+  // Latency tests and -b: this side sends from the first half and the
+  // peer's data lands in the second.
+  e->exposed_offset_ = o.kind == Kind::lat || o.bidirectional ? buf_bytes / 2 : 0;
+  e->opts_ = o;
+  if (o.gid_index >= int(dev.gids().size()))
+    return error = "-x " + std::to_string(o.gid_index) + ": the device has GIDs 0.." +
+                   std::to_string(dev.gids().size() - 1),
+           nullptr;
+  e->gid_index_ = o.gid_index;
+  // DPDK memory is hugepage memory unless the EAL runs without (--no-huge).
+  if (o.use_hugepages && !rte_eal_has_hugepages())
+    return error = "--use_hugepages: no hugepages (the EAL runs with --no-huge; reserve some: "
+                   "echo 512 > /proc/sys/vm/nr_hugepages)",
+           nullptr;
   e->pd_ = dev.alloc_pd();
   int err = 0;
   const uint32_t depth = std::max<uint32_t>(o.tx_depth, 1);
+  const uint32_t rx_depth = std::max<uint32_t>(o.rx_depth, depth);
   e->cq_ = dev.create_cq(int(2 * depth * o.num_qps + 64), err);
   if (!e->cq_) return error = errno_text("create_cq", err), nullptr;
-  e->mr_ = e->pd_->alloc_mr(buf_bytes * o.num_qps, kAccess, err);
-  if (!e->mr_)
-    return error = errno_text("alloc_mr", err) + " (" + std::to_string(buf_bytes * o.num_qps) +
-                   " bytes of DPDK memory; give EAL more with --eal \"-m MB\")",
-           nullptr;
+  e->rcq_ = dev.create_cq(int(rx_depth * o.num_qps + 64), err);
+  if (!e->rcq_) return error = errno_text("create_cq", err), nullptr;
+  const size_t mrs = o.mr_per_qp ? o.num_qps : 1;
+  for (size_t i = 0; i < mrs; ++i) {
+    const uint64_t bytes = o.mr_per_qp ? buf_bytes : buf_bytes * o.num_qps;
+    auto mr = e->pd_->alloc_mr(bytes, kAccess, err);
+    if (!mr)
+      return error = errno_text("alloc_mr", err) + " (" + std::to_string(bytes) +
+                     " bytes of DPDK memory; give EAL more with --eal \"-m MB\")",
+             nullptr;
+    e->mrs_.push_back(std::move(mr));
+  }
+  if (o.use_srq) {
+    SrqInitAttr sa;
+    sa.max_wr = o.rx_depth;
+    e->srq_ = e->pd_->create_srq(sa, err);
+    if (!e->srq_) return error = errno_text("create_srq", err), nullptr;
+  }
   for (uint32_t i = 0; i < o.num_qps; ++i) {
     QpInitAttr init;
-    init.send_cq = init.recv_cq = e->cq_.get();
+    init.send_cq = e->cq_.get();
+    init.recv_cq = e->rcq_.get();
+    init.srq = e->srq_.get();
     init.qp_type = IBV_QPT_RC;
     init.cap.max_send_wr = depth;
-    init.cap.max_recv_wr = depth;
+    init.cap.max_recv_wr = rx_depth;
     init.cap.max_send_sge = init.cap.max_recv_sge = 1;
     init.cap.max_inline_data = o.inline_size;
     auto qp = e->pd_->create_qp(init, err);
@@ -50,17 +81,23 @@ std::unique_ptr<Endpoint> Endpoint::create(Device& dev, const Options& o, uint64
 
 Endpoint::~Endpoint() {
   qps_.clear();
-  pd_->dereg_mr(mr_);
+  srq_.reset();
+  for (auto& mr : mrs_) pd_->dereg_mr(mr);
+}
+
+int Endpoint::post_recv(size_t qp, const RecvWr* wr) {
+  const RecvWr* bad = nullptr;
+  return srq_ ? srq_->post_recv(wr, &bad) : qps_[qp]->post_recv(wr, &bad);
 }
 
 PeerInfo Endpoint::info(size_t qp) const {
   PeerInfo p;
   p.qpn = qps_[qp]->qp_num();
   p.psn = psns_[qp];
-  p.rkey = mr_->rkey();
+  p.rkey = rkey(qp);
   p.vaddr = addr(qp) + exposed_offset_;
-  p.out_reads = 16;
-  p.gid = dev_->gids()[kAddressGidIndex];
+  p.out_reads = opts_.out_reads ? opts_.out_reads : 16;  // -o, else the device's maximum (MAX_OUT_READ_HERMON)
+  p.gid = dev_->gids()[gid_index_];
   return p;
 }
 
@@ -70,8 +107,14 @@ int Endpoint::connect(size_t i, const PeerInfo& remote, const Options& o, ibv_mt
   c.path_mtu = mtu;
   c.access = kAccess;
   c.timeout = o.qp_timeout;
-  c.max_rd_atomic = uint8_t(std::min<uint32_t>(remote.out_reads, 16));
-  c.max_dest_rd_atomic = 16;
+  // perftest: this side's outstanding READs/atomics are the smaller of
+  // both sides' -o.
+  const uint32_t mine = o.out_reads ? o.out_reads : 16;
+  c.max_rd_atomic = uint8_t(std::min<uint32_t>(std::min(remote.out_reads, mine), 128));
+  c.max_dest_rd_atomic = uint8_t(std::min<uint32_t>(mine, 128));
+  c.sgid_index = uint8_t(gid_index_);
+  c.sl = o.sl;
+  if (o.tclass >= 0) c.traffic_class = uint8_t(o.tclass);  // --tclass: the IP header's DSCP and ECN byte
   c.min_rnr_timer = 12;  // perftest's MIN_RNR_TIMER
   std::string ignored;   // the caller names the QP and the errno
   return uroce::connect_rc(*qps_[i], {remote.qpn, remote.psn, remote.gid}, c, ignored);

@@ -33,12 +33,20 @@ class Endpoint {
   int connect(size_t qp, const PeerInfo& remote, const Options& o, ibv_mtu mtu);
 
   Device& device() { return *dev_; }
-  CompletionQueue& cq() { return *cq_; }
+  CompletionQueue& cq() { return *cq_; }  // send completions
+  CompletionQueue& recv_cq() { return *rcq_; }  // receive completions (a side may send and receive: -b)
   QueuePair& qp(size_t i) { return *qps_[i]; }
   size_t qp_count() const { return qps_.size(); }
-  uint8_t* buf(size_t qp) { return static_cast<uint8_t*>(mr_->addr()) + qp * buf_bytes_; }
-  uint64_t addr(size_t qp) const { return reinterpret_cast<uintptr_t>(mr_->addr()) + qp * buf_bytes_; }
-  uint32_t lkey() const { return mr_->lkey(); }
+  uint8_t* buf(size_t qp) { return reinterpret_cast<uint8_t*>(addr(qp)); }
+  uint64_t addr(size_t qp) const {
+    return mrs_.size() > 1 ? reinterpret_cast<uintptr_t>(mrs_[qp]->addr())
+                           : reinterpret_cast<uintptr_t>(mrs_[0]->addr()) + qp * buf_bytes_;
+  }
+  // --mr_per_qp: one MR per QP, else one for all.
+  uint32_t lkey(size_t qp = 0) const { return mr(qp).lkey(); }
+  uint32_t rkey(size_t qp = 0) const { return mr(qp).rkey(); }
+  // To the QP's receive queue, or the shared one (--use-srq); 0 or an errno.
+  int post_recv(size_t qp, const RecvWr* wr);
   uint64_t buf_bytes() const { return buf_bytes_; }
   // Where, in each QP's buffer, the peer's RDMA goes: the address sent in
   // PeerInfo is addr(qp) + this. Latency tests expose the second half, as
@@ -51,13 +59,17 @@ class Endpoint {
 
  private:
   Endpoint() = default;
+  const MemoryRegion& mr(size_t qp) const { return *mrs_[mrs_.size() > 1 ? qp : 0]; }
+  int gid_index_ = 0;
+  Options opts_;
   Device* dev_ = nullptr;
   uint64_t buf_bytes_ = 0;
   uint64_t exposed_offset_ = 0;
   std::vector<uint32_t> psns_;
   std::unique_ptr<ProtectionDomain> pd_;
-  std::unique_ptr<CompletionQueue> cq_;
-  std::unique_ptr<MemoryRegion> mr_;
+  std::unique_ptr<CompletionQueue> cq_, rcq_;
+  std::unique_ptr<SharedReceiveQueue> srq_;
+  std::vector<std::unique_ptr<MemoryRegion>> mrs_;
   std::vector<std::unique_ptr<QueuePair>> qps_;
 };
 

@@ -14,13 +14,25 @@ int post_recv(Endpoint& e) {
   RecvWr wr;
   wr.sg_list = &sge;
   wr.num_sge = 1;
-  const RecvWr* bad = nullptr;
-  return e.qp(0).post_recv(&wr, &bad);
+  return e.post_recv(0, &wr);
 }
 
-ibv_wc_opcode completion_of(Verb v) {
-  return v == Verb::send ? IBV_WC_SEND : v == Verb::write ? IBV_WC_RDMA_WRITE : IBV_WC_RDMA_READ;
+ibv_wc_opcode completion_of(const Options& o) {
+  switch (o.verb) {
+    case Verb::send: return IBV_WC_SEND;
+    case Verb::write: return IBV_WC_RDMA_WRITE;
+    case Verb::atomic: return o.cmp_and_swap ? IBV_WC_COMP_SWAP : IBV_WC_FETCH_ADD;
+    default: return IBV_WC_RDMA_READ;
+  }
 }
+
+// READ and atomics: the client's own operation is the round trip; the
+// server's NIC answers.
+bool one_sided(Verb v) { return v == Verb::read || v == Verb::atomic; }
+
+// -D: samples kept for at most this many iterations (8 bytes each); the
+// run goes on, and its count, beyond.
+constexpr uint64_t kMaxDurationSamples = uint64_t(16) << 20;
 
 }  // namespace
 
@@ -46,7 +58,29 @@ bool WcTally::take(ibv_wc_opcode op) {
 LatSide::LatSide(Endpoint& e, const PeerInfo& peer, const Options& o, uint64_t size, bool client)
     : e_(e), peer_(peer), o_(o), size_(size), client_(client) {
   r_.size = size;
-  r_.usec.reserve(o.iters);
+  // Reserved before the run: no allocation in the measured loop.
+  r_.usec.reserve(o.duration ? std::min<uint64_t>(uint64_t(o.duration) * 2000000, kMaxDurationSamples) : o.iters);
+}
+
+// -D: a side stops posting once the duration is over; a side still
+// waiting for its peer stops a second later (the peer's clock ended the
+// run and no answer is coming).
+bool LatSide::time_up(double grace) {
+  if (!o_.duration) return false;
+  if ((++clock_reads_ & 63) != 0) return false;
+  return std::chrono::duration<double>(Clock::now() - start_).count() >= double(o_.duration) + grace;
+}
+
+// -D: only round trips between the margins are kept (perftest's -f).
+bool LatSide::in_window(Clock::time_point now) const {
+  if (!o_.duration) return true;
+  const double t = std::chrono::duration<double>(now - start_).count();
+  return t >= o_.margin_s && t < double(o_.duration) - o_.margin_s && r_.usec.size() < r_.usec.capacity();
+}
+
+void LatSide::sample(double usec) {
+  const Clock::time_point now = Clock::now();
+  if (in_window(now)) r_.usec.push_back(usec);
 }
 
 void LatSide::start(bool first_size) {
@@ -54,14 +88,30 @@ void LatSide::start(bool first_size) {
   if (first_size) std::memset(e_.buf(0), 0, e_.buf_bytes());
   if (client_ || o_.verb == Verb::write) fill_pattern(e_.buf(0), size_, 0x33);
   else if (o_.verb == Verb::read) fill_pattern(in(), size_, 0x77);  // READ fetches this
+  else if (o_.verb == Verb::atomic) std::memset(in(), 0, 8);       // the counter the client's atomics change
   if (o_.verb == Verb::send) post_recv(e_);
-  state_ = o_.verb == Verb::read && !client_ ? State::done : posts_first() ? State::post : State::wait_peer;
+  state_ = one_sided(o_.verb) && !client_ ? State::done : posts_first() ? State::post : State::wait_peer;
 }
 
 void LatSide::post() {
   ibv_sge sge{e_.addr(0), uint32_t(size_), e_.lkey()};
   SendWr w;
   w.opcode = o_.verb == Verb::send ? IBV_WR_SEND : o_.verb == Verb::write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
+  if (o_.verb == Verb::atomic) {
+    w.opcode = o_.cmp_and_swap ? IBV_WR_ATOMIC_CMP_AND_SWP : IBV_WR_ATOMIC_FETCH_AND_ADD;
+    w.wr.atomic.remote_addr = peer_.vaddr;
+    w.wr.atomic.rkey = peer_.rkey;
+    w.wr.atomic.compare_add = o_.cmp_and_swap ? iter_ : 1;  // the counter goes 0, 1, 2 ... either way
+    w.wr.atomic.swap = iter_ + 1;
+    sge.addr += e_.exposed_offset();  // the original value lands in our second half
+    sge.length = 8;
+    w.sg_list = &sge;
+    w.num_sge = 1;
+    w.send_flags = IBV_SEND_SIGNALED;
+    const SendWr* bad = nullptr;
+    if (e_.qp(0).post_send(&w, &bad) != 0 && tally_.error.empty()) tally_.error = "post_send failed";
+    return;
+  }
   w.sg_list = &sge;
   w.num_sge = 1;
   w.send_flags = IBV_SEND_SIGNALED;
@@ -78,7 +128,7 @@ void LatSide::post() {
 bool LatSide::peer_arrived() {
   if (o_.verb == Verb::write) return *static_cast<volatile uint8_t*>(in() + size_ - 1) == marker();
   if (!tally_.take(IBV_WC_RECV)) return false;
-  if (iter_ + 1 < o_.iters) post_recv(e_);  // none left over for the next size
+  if (o_.duration || iter_ + 1 < o_.iters) post_recv(e_);  // none left over for the next size
   return true;
 }
 
@@ -92,13 +142,16 @@ void LatSide::next() {
                    (unsigned long)iter_ + 1, (unsigned long)o_.iters, s);
     }
   }
-  if (++iter_ == o_.iters) state_ = State::done;
+  if (++iter_ == o_.iters && !o_.duration) state_ = State::done;
   else state_ = posts_first() ? State::post : State::wait_peer;
+  if (o_.latency_gap_us) gap_from_ = Clock::now();
 }
 
 bool LatSide::step() {
   tally_.reap(e_.cq());
+  tally_.reap(e_.recv_cq());
   if (!tally_.error.empty()) return true;
+  if ((state_ == State::post && time_up(0)) || (state_ != State::done && time_up(1))) state_ = State::done;
   // Take every transition that is ready now: a poll between two of them
   // (the peer's message and our own completion arrive in one burst) would
   // add an engine round to each half round trip.
@@ -110,24 +163,27 @@ bool LatSide::step() {
 LatSide::State LatSide::advance() {
   switch (state_) {
     case State::post:
+      // --latency_gap: this long between a round trip and the next post.
+      if (o_.latency_gap_us && client_ &&
+          std::chrono::duration<double, std::micro>(Clock::now() - gap_from_).count() < o_.latency_gap_us)
+        break;
       e_.buf(0)[size_ - 1] = marker();  // the message ends with the iteration's marker
       // Only the client reports; a TSC read is 20+ ns of the answer's path.
       if (client_) t0_ = Clock::now();
       post();
-      state_ = o_.verb == Verb::read || !posts_first() ? State::wait_own : State::wait_peer;
+      state_ = one_sided(o_.verb) || !posts_first() ? State::wait_own : State::wait_peer;
       break;
     case State::wait_peer:
       if (!peer_arrived()) break;
       // Half a round trip since this side's last post (the write_lat
       // client has none before the server's first message).
       if (client_ && (posts_first() || iter_ > 0))
-        r_.usec.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0_).count() / 2);
+        sample(std::chrono::duration<double, std::micro>(Clock::now() - t0_).count() / 2);
       state_ = posts_first() ? State::wait_own : State::post;  // or answer it
       break;
     case State::wait_own:
-      if (!tally_.take(completion_of(o_.verb))) break;
-      if (client_ && o_.verb == Verb::read)
-        r_.usec.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0_).count());
+      if (!tally_.take(completion_of(o_))) break;
+      if (client_ && one_sided(o_.verb)) sample(std::chrono::duration<double, std::micro>(Clock::now() - t0_).count());
       next();
       break;
     case State::done: break;
@@ -139,6 +195,12 @@ LatResult LatSide::finish() {
   r_.error = tally_.error;
   if (!client_ || !o_.verify || !r_.error.empty()) return r_;
   if (o_.verb == Verb::read) check_pattern(in(), size_, 0x77, r_.error);
+  else if (o_.verb == Verb::atomic) {
+    uint64_t last = 0;  // what the last atomic found: one less than the operations done
+    std::memcpy(&last, in(), 8);
+    if (iter_ > 0 && last != iter_ - 1)
+      r_.error = "the last atomic returned " + std::to_string(last) + ", expected " + std::to_string(iter_ - 1);
+  }
   else if (std::memcmp(e_.buf(0), in(), size_) != 0) r_.error = "echoed data does not match what was sent";
   return r_;
 }

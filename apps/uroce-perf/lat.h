@@ -2,7 +2,7 @@
 // The two sides of a latency test, one message in flight, as state
 // machines that never block (see bw.h). SEND and WRITE ping-pong between
 // the sides and report half the round trip (perftest's convention); READ
-// reports the whole READ. Messages go from the start of one buffer into
+// and atomics report the whole operation. Messages go from the start of one buffer into
 // the exposed second half of the other (Endpoint::exposed_offset, the
 // address exchanged), so a side never takes its own bytes for the peer's;
 // the last byte carries the iteration's marker, which a WRITE's receiver
@@ -55,6 +55,9 @@ class LatSide {
   void post();
   bool peer_arrived();
   void next();
+  bool time_up(double grace);
+  bool in_window(Clock::time_point now) const;
+  void sample(double usec);
 
   Endpoint& e_;
   PeerInfo peer_;
@@ -67,6 +70,8 @@ class LatSide {
   WcTally tally_;
   Clock::time_point t0_, start_;
   double next_progress_ = 3;
+  uint64_t clock_reads_ = 0;
+  Clock::time_point gap_from_{};
   LatResult r_;
 };
 

@@ -3,6 +3,7 @@
 // uroce, with perftest's flags, banner and result table.
 #include <rte_mbuf.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -23,6 +24,8 @@ using namespace uroce;
 using namespace uroce::perf;
 
 namespace {
+
+volatile std::sig_atomic_t interrupted = 0;
 
 int fail(const std::string& msg) {
   std::fprintf(stderr, "uroce-perf: %s\n", msg.c_str());
@@ -110,7 +113,17 @@ int run_loopback(const Options& o) {
   std::vector<LatResult> lat;
   std::string failure;
   o.kind == Kind::bw ? print_bw_header(o) : print_lat_header(o);
+  if (o.run_infinitely) {
+    // A row every -D seconds until SIGINT (perftest's --run_infinitely).
+    std::signal(SIGINT, [](int) { interrupted = 1; });
+    while (!interrupted && failure.empty()) {
+      const BwResult r = run_bw(*client, *server, poll, o, o.size);
+      if (!interrupted || !r.error.empty()) print_bw_row(o, r);
+      failure = r.error;
+    }
+  }
   for (uint64_t size : sizes(o)) {
+    if (o.run_infinitely) break;
     if (o.kind == Kind::bw) {
       bw.push_back(run_bw(*client, *server, poll, o, size));
       print_bw_row(o, bw.back());
@@ -133,6 +146,10 @@ int run_loopback(const Options& o) {
   print_cc_stats(o, "client", *client);
   print_cc_stats(o, "server", *server);
   if (!failure.empty()) return fail(failure);
+  if (const std::string limit = check_limits(o, bw); !limit.empty()) {
+    std::fprintf(stderr, "%s\n", limit.c_str());  // perftest's line, and its failure
+    return 1;
+  }
   return 0;
 }
 

@@ -14,6 +14,8 @@ namespace uroce::perf {
 
 enum class Verb { send, write, read, atomic, raw };
 enum class Kind { bw, lat };
+// What a perftest flag does in uroce-perf (the table in options.cpp).
+enum class FlagUse { implemented, ignored, not_yet };
 // -c: perftest's connection types. uroce runs RC and UD (and UC once the
 // transport has it); XRC, DC and SRD are refused with the reason.
 enum class Conn { rc, uc, ud, xrc, dc, srd };
@@ -35,7 +37,7 @@ struct Options {
   uint32_t post_list = 1;           // -l
   uint32_t inline_size = 0;         // -I
   uint8_t qp_timeout = 14;          // -u
-  int gid_index = 0;                // -x
+  int gid_index = -1;               // -x (-1: perftest's best GID, the address)
   uint16_t tcp_port = 18515;        // -p
   bool cmp_and_swap = false;        // -A CMP_AND_SWAP (default FETCH_AND_ADD)
   bool report_gbits = false;        // --report_gbits
@@ -76,6 +78,11 @@ struct Options {
   std::string source_ip;            // --source_ip
   uint32_t latency_gap_us = 0;      // --latency_gap
   bool json_default_file = false;   // --out_json without --out_json_file: perftest_out.json
+  // Set by the parser beyond perftest's own fields.
+  bool iters_given = false;         // -n on the command line
+  bool cpu_freq_f = false;          // -F (uroce never checks cpufreq: nothing to silence)
+  uint32_t burst_size = 0;          // --burst_size: WRs per paced burst (0: -t)
+  bool rate_limited = false;        // --rate_limit given (paced in software)
   // uroce's own.
   std::string dev;                  // --dev PCI address or vdev string
   std::string ip;                   // --ip
@@ -89,6 +96,23 @@ struct Options {
   // Congestion control: --cc, then --cc-config FILE, then each --cc-param.
   cc::CcConfig cc;
 };
+
+// One perftest 4.5 flag: its spellings, the tests whose usage lists it
+// (bits of test_bit), and what uroce-perf does with it.
+struct PerftestFlag {
+  char short_name;          // 0: long only
+  const char* long_name;
+  const char* alias;        // a second long spelling perftest's getopt takes, or nullptr
+  bool takes_value;
+  uint32_t tests;           // bitmask over test_bit()
+  FlagUse use;
+  const char* why;          // ignored / not_yet: the reason printed
+};
+const std::vector<PerftestFlag>& perftest_flags();
+// The bit of a test name (write_bw, atomic_lat, raw_bw, ...) in PerftestFlag::tests; 0 if unknown.
+uint32_t test_bit(const std::string& test);
+// The perftest binary whose usage a test follows (ib_write_bw, raw_ethernet_lat, ...).
+std::string perftest_binary(const std::string& test);
 
 // Parses argv; on a usage error prints it and returns the exit status to
 // use (2); 0 for --help/--version (already printed); -1 to go on.

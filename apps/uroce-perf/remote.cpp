@@ -385,7 +385,7 @@ bool Remote::close(std::string& error) {
     return true;
   }
   // read_lat: the server closes at once and waits there for the whole run.
-  if (!client_ && o_.kind == Kind::lat && o_.verb == Verb::read)
+  if (!client_ && o_.kind == Kind::lat && (o_.verb == Verb::read || o_.verb == Verb::atomic))
     return while_client_runs([&] { return session_->close(to_dest(ep_->info(0)), error); });
   return session_->close(to_dest(ep_->info(0)), error);
 }
@@ -433,6 +433,7 @@ int Remote::run() {
     return fail(e.what());
   }
   if (!write_json(o_, run_info(), bw_, lat_row_here() ? lat_ : std::vector<LatResult>{}, cc_stats_json(o_, client_ ? "client" : "server", *ep_), error)) return fail(error);
+  if (client_ && !check_limits(o_, bw_).empty()) return fail(check_limits(o_, bw_));  // -w / -y
   const DeviceCounters c = device().counters();
   std::printf(" uroce: %lu packets sent, %lu received, %lu retransmitted%s\n",
               (unsigned long)c.transport.sent_pkts, (unsigned long)c.transport.rcvd_pkts,

@@ -23,6 +23,10 @@ struct BwResult {
   double peak_bps = 0;     // bytes per second
   double avg_bps = 0;
   double msg_rate = 0;     // messages per second
+  // -b: what this side sent (local) and what the peer sent to it (remote);
+  // the fields above are their sum, as perftest reports.
+  bool bidirectional = false;
+  double local_avg_bps = 0, remote_avg_bps = 0, local_msg_rate = 0, remote_msg_rate = 0;
   std::string error;       // a WC error or a verification failure
 };
 

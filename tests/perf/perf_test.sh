@@ -89,7 +89,14 @@ for side in ('client', 'server'):
       [ $rc = 2 ] || fail "uroce-perf $args: exit $rc, expected 2"
     done
     timeout 30 "$perf" write_bw >"$out" 2>&1
-    [ $? = 2 ] && grep -q "loopback" "$out" || fail "client/server mode should explain it needs --loopback for now"
+    [ $? = 2 ] && grep -q "loopback" "$out" || fail "client/server mode should explain it needs --dev and --ip, or --loopback"
+    for case in "--loopback --dev net_null0|takes no --dev" "--dev net_null0 --ip 300.1.1.1|not an IPv4" \
+                "--dev net_null0 --ip 10.0.0.1 --mac zz|not a MAC" "--loopback -x 3|valid indexes 0..1" \
+                "--loopback -e|not supported yet" "--loopback -R|rdma_cm"; do
+      timeout 30 "$perf" send_bw ${case%%|*} >"$out" 2>&1
+      rc=$?
+      [ $rc = 2 ] && grep -q -- "${case##*|}" "$out" || fail "send_bw ${case%%|*}: exit $rc, expected 2 and '${case##*|}'"
+    done
     # perftest's dependencies between -t, -Q, -l and -n: a clear error, or
     # adjusted as perftest adjusts them, never a sender waiting forever.
     for case in "-n 1000 -l 200 -t 128|does not fit the send queue" "-n 1024 -l 64 -Q 100|multiple of -Q" \
@@ -179,6 +186,40 @@ if client != want:
     sys.exit(f"client markers {client[250:260]}, expected {want[250:260]}")
 PY
     ;;
+  flags)
+    # perftest flags that change the run (options.cpp's table; perf-options checks the rest).
+    col() { awk -v c="$1" '/^ [0-9]+ +[0-9]+ /{print $c; exit}' "$out"; }
+    run_ok write_bw --loopback --verify -n 300 -b
+    [ "$(col 2)" = 600 ] || fail "-b: both directions' 300 messages should be counted (600)"
+    run_ok write_bw --loopback --verify -n 300 -N
+    [ "$(col 3)" = 0.00 ] || fail "-N: the peak should be 0.00"
+    run_ok write_lat --loopback --verify -D 1
+    [ "$(col 2)" -gt 1000 ] || fail "write_lat -D 1 should run for a second, not -n's 1000 iterations"
+    run_ok atomic_lat --loopback --verify -n 200 -A CMP_AND_SWAP
+    grep -qE '^ 8 +200 ' "$out" || fail "atomic_lat: expected a row of 200 8-byte round trips"
+    grep -q "Atomic Latency Test" "$out" || fail "atomic_lat: no banner"
+    run_ok send_bw --loopback --verify -n 300 -q 2 --use-srq
+    run_ok read_lat --loopback --verify -n 100 -x 2 -d mydev0
+    grep -q "Device         : mydev0" "$out" || fail "-d should name the device in the banner"
+    grep -q "GID: 253:00:00:119" "$out" || fail "-x 2 should use the IPv6 GID (fd00:77::)"
+    run_ok write_bw --loopback --verify -n 100 -x 0
+    grep -q "GID: 254:128:" "$out" || fail "-x 0 should use the link-local GID (fe80::)"
+    run_ok write_bw --loopback --verify -n 100
+    grep -q "GID index       : 1" "$out" || fail "without -x the IPv4 address (GID 1) should be used"
+    run_ok write_bw --loopback --verify -n 300 --reversed
+    grep -qE "^ uroce: 300 packets sent, 19200 received" "$out" || fail "--reversed: the server should send"
+    run_ok write_bw --loopback --verify -n 1000 -s 4096 --rate_limit 20 --rate_units M --rate_limit_type SW --burst_size 8
+    awk '/^ 4096 /{exit !($4 < 22)}' "$out" || fail "--rate_limit 20 MiB/s exceeded"
+    timeout 30 "$perf" write_bw --loopback -n 100 -w 1000000 >"$out" 2>&1
+    [ $? = 1 ] && grep -q "Error: BW result is below bw limit" "$out" || fail "-w above the result should fail the run"
+    timeout 30 "$perf" write_bw --loopback -s 4096 --run_infinitely -D 1 >"$out" 2>&1 &
+    pid=$!
+    sleep 3.5
+    kill -INT $pid
+    wait $pid || fail "--run_infinitely should end with 0 on SIGINT"
+    [ "$(row_count)" -ge 2 ] || fail "--run_infinitely -D 1 should print a row a second"
+    timeout 30 "$perf" write_lat --loopback --odp -n 5 >"$out" 2>&1 || fail "--odp should be ignored"
+    grep -q "^uroce-perf: --odp ignored: " "$out" || fail "--odp: no line saying it is ignored" ;;
   *) echo "unknown case $case_"; exit 2 ;;
 esac
 echo "ok: $case_"
