@@ -527,9 +527,6 @@ int check_addresses(const Options& o) {
   // Linux's table: the link-local GID, then the addresses (loopback.cpp,
   // uroce::roce_gid_table).
   const int gids = o.loopback ? 3 : 2;
-  // Without -x perftest takes the device's best GID: IPv4 unless --ipv6
-  // (a remote side's --ip is its one address either way).
-  if (o.gid_index < 0) o.gid_index = o.loopback && o.ipv6 ? 2 : 1;
   if (o.gid_index >= gids)
     return usage("-x " + std::to_string(o.gid_index) + ": the device has " + std::to_string(gids) +
                  " GIDs: valid indexes 0.." + std::to_string(gids - 1) +
@@ -679,6 +676,9 @@ int parse_options(int argc, char** argv, Options& o) {
   if (o.verify && o.inline_size > 0 && o.verb == Verb::read) o.inline_size = 0;
   if (o.latency_gap_us && o.kind != Kind::lat) return usage("Latency gap feature is only for latency tests");
   if (const int rc = check_addresses(o); rc >= 0) return rc;
+  // Without -x perftest takes the device's best GID: IPv4 unless --ipv6
+  // (a remote side's --ip is its one address either way).
+  if (o.gid_index < 0) o.gid_index = o.loopback && o.ipv6 ? 2 : 1;
   return -1;
 }
 
