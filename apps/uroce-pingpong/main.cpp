@@ -35,6 +35,7 @@ int run(const Options& o) {
   ec.eal_args = app::split_args(o.eal);
   ec.pcap = o.pcap;
   ec.mtu = o.mtu > 1024 ? 9000 : 1500;  // a jumbo link when the path MTU needs one; the port clamps
+  ec.exchange_peer = o.server;
   ec.device.name = o.ib_dev;
   std::string error;
   std::unique_ptr<uroce::Endpoint> ep = uroce::Endpoint::open(ec, error);
