@@ -80,13 +80,14 @@ std::string af_packet_slots_for_mtu(const std::string& dev, uint16_t mtu, std::s
   const std::string iface = devarg_str(dev, "iface");
   const uint32_t if_mtu = iface.empty() ? 0 : if_mtu_by_name(iface.c_str());
   const uint32_t carried = if_mtu && if_mtu < mtu ? if_mtu : mtu;
-  // The kernel writes a received frame kAfPacketRxOffset into its slot;
-  // slots are 16-byte aligned, blocks whole pages, one slot per block.
-  const uint32_t slot = round_up(carried + kFrameOverhead + kAfPacketRxOffset, 16);
-  if (slot <= kAfPacketDefaultSlot) return dev;
-  const uint32_t page = uint32_t(::sysconf(_SC_PAGESIZE));
-  const uint32_t block = round_up(slot, page);
-  const std::string added = "framesz=" + std::to_string(slot) + ",blocksz=" + std::to_string(block);
+  // The kernel writes a received frame kAfPacketRxOffset into its slot.
+  const uint32_t need = carried + kFrameOverhead + kAfPacketRxOffset;
+  if (need <= kAfPacketDefaultSlot) return dev;
+  // Blocks are whole pages, and the PMD addresses slot i at i * framesz,
+  // which holds only when a block is a whole number of slots: one slot per
+  // block of whole pages.
+  const uint32_t slot = round_up(need, uint32_t(::sysconf(_SC_PAGESIZE)));
+  const std::string added = "framesz=" + std::to_string(slot) + ",blocksz=" + std::to_string(slot);
   notice = "MTU " + std::to_string(carried) + " needs af_packet ring slots of " + std::to_string(slot) +
            " bytes (default 2048): added " + added;
   return dev + "," + added;
