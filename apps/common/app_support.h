@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "uroce/port/eal.h"
+
 namespace uroce::app {
 
 // --eal "ARGS": split on spaces.
@@ -29,11 +31,14 @@ inline std::string wc_status_text(ibv_wc_status status) {
   return std::string(ibv_wc_status_str(status)) + " (" + std::to_string(int(status)) + ")";
 }
 
-// Ends the process once every port and device is closed and stdio is
-// flushed, without the C library's teardown: DPDK's interrupt thread may
-// be handling a peer's disconnect (memif) at that moment, and exit() or
-// rte_eal_cleanup() unmapping memory under it crashes it.
+// Ends the process without the C library's teardown (exit() would unmap
+// memory under DPDK's interrupt thread, which may be handling a memif
+// peer's disconnect at that moment: it crashes). eal_shutdown first
+// closes the ports that are safe to close (an af_xdp port detaches its XDP
+// program) and removes EAL's runtime directory; stdio is flushed.
 [[noreturn]] inline void exit_now(int status) {
+  std::fflush(nullptr);
+  uroce::eal_shutdown();
   std::fflush(nullptr);
   _exit(status);
 }

@@ -104,6 +104,7 @@ bool Remote::open(std::string& error) {
   ec.eal_args = app::split_args(o_.eal);
   ec.pcap = o_.pcap;
   ec.mtu = o_.mtu > 1024 ? 9000 : 1500;
+  ec.exchange_peer = o_.server;
   ec.device.name = client_ ? "uroce_c" : "uroce_s";
   ec.device.cc = o_.cc;
   port_end_ = uroce::Endpoint::open(ec, error);

@@ -40,6 +40,7 @@ int run(const Options& o) {
   ec.eal_args = app::split_args(o.eal);
   ec.pcap = o.pcap;
   ec.mtu = o.mtu > 1024 ? 9000 : 1500;  // a jumbo link when the path MTU needs one; the port clamps
+  ec.exchange_peer = o.server;
   ec.device.name = o.ib_dev;
   std::unique_ptr<uroce::Endpoint> ep = uroce::Endpoint::open(ec, error);
   if (!ep) return fail(error);
@@ -47,7 +48,7 @@ int run(const Options& o) {
   if (port_mtu < o.mtu + kPacketOverhead)
     return fail("path MTU " + std::to_string(o.mtu) + " (-m) needs a port MTU of at least " +
                 std::to_string(o.mtu + kPacketOverhead) + "; " + o.dev + " has " + std::to_string(port_mtu) +
-                " (raise the interface MTU; af_packet also needs framesz=8192,blocksz=8192)");
+                " (raise the interface MTU; af_packet sizes its ring slots from it)");
   const auto& gids = ep->device().gids();
   if (size_t(o.gid_idx) >= gids.size())
     return fail("can't read sgid of index " + std::to_string(o.gid_idx) + ": " + o.ib_dev + " has " +

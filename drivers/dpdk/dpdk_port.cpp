@@ -10,9 +10,11 @@
 
 #include <cstdio>
 
+#include "mtu_plan.h"
 #include "open_ports.h"
 #include "port_setup.h"
 #include "probe_diagnosis.h"
+#include "teardown.h"
 #include "uroce/port/eal.h"
 
 namespace uroce {
@@ -47,9 +49,12 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const DpdkPortConfig& config, std::stri
 
   uint16_t port_id = 0;
   rte_device* probed = nullptr;
+  DpdkPortConfig effective = config;  // with the devargs the device was probed with
+  std::string slots_notice;
   if (!find_port(name, port_id)) {
     if (error = dpdk::unknown_device(config.dev); !error.empty()) return nullptr;
-    const int rc = rte_dev_probe(config.dev.c_str());
+    effective.dev = dpdk::af_packet_slots_for_mtu(config.dev, config.mtu, slots_notice);
+    const int rc = rte_dev_probe(effective.dev.c_str());
     if (rc < 0 && rc != -EEXIST) {
       error = dpdk::probe_failure(config.dev, rc);
       return nullptr;
@@ -75,8 +80,9 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const DpdkPortConfig& config, std::stri
     return nullptr;
   }
 
+  if (name.rfind("net_memif", 0) == 0) dpdk::remember_memif();
   dpdk::PortSetup setup;
-  if (!dpdk::setup_port(port_id, config.dev, config, setup, error)) {
+  if (!dpdk::setup_port(port_id, config.dev, effective, setup, error)) {
     dpdk::release_port(port_id);
     release_probed();
     return nullptr;
@@ -93,6 +99,8 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const DpdkPortConfig& config, std::stri
   port->pool_ = setup.pool;
   port->remove_on_close_ = probed;
   port->notices_ = std::move(setup.notices);
+  if (!slots_notice.empty()) port->notices_.insert(port->notices_.begin(), slots_notice);
+  if (setup.driver == "net_af_xdp") dpdk::remember_xdp(port_id, setup.if_index);
   for (const std::string& n : port->notices_) std::fprintf(stderr, "uroce: port %s: %s\n", config.dev.c_str(), n.c_str());
   return port;
 }
@@ -100,6 +108,7 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const DpdkPortConfig& config, std::stri
 DpdkPort::~DpdkPort() {
   rte_eth_dev_stop(port_id_);
   rte_eth_dev_close(port_id_);
+  dpdk::forget_xdp(port_id_);
   if (remove_on_close_) rte_dev_remove(remove_on_close_);
   if (pool_) rte_mempool_free(pool_);
   dpdk::release_port(port_id_);

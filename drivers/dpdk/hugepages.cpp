@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include "hugepages.h"
 #include "uroce/port/eal.h"
 
 namespace uroce {
@@ -50,6 +51,27 @@ uint64_t free_pages(uint64_t page_kb) {
 }
 
 }  // namespace
+
+namespace dpdk {
+
+std::string hugepage_state() {
+  std::string state = "default " + std::to_string(default_page_kb()) + "kB " +
+                      std::to_string(free_pages(default_page_kb())) + " free;";
+  std::ifstream mounts("/proc/mounts");
+  std::string line;
+  while (std::getline(mounts, line)) {
+    std::istringstream fields(line);
+    std::string src, dir, type, options;
+    if (!(fields >> src >> dir >> type >> options) || type != "hugetlbfs") continue;
+    uint64_t kb = option_page_kb(options);
+    if (kb == 0) kb = default_page_kb();
+    state += " " + dir + " " + std::to_string(kb) + "kB " + std::to_string(free_pages(kb)) + " free" +
+             (::access(dir.c_str(), W_OK) == 0 ? "" : " read-only") + ";";
+  }
+  return state;
+}
+
+}  // namespace dpdk
 
 bool eal_hugepages_available() {
   std::ifstream mounts("/proc/mounts");

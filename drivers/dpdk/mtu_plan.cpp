@@ -26,6 +26,8 @@ constexpr uint32_t kAfPacketRxOffset = 80;
 // af_packet: the PMD writes a transmitted frame this far into its slot
 // (TPACKET2_HDRLEN - sizeof(sockaddr_ll)).
 constexpr uint32_t kAfPacketTxOffset = 32;
+// af_packet: the PMD's ring slot (framesz) when none is given.
+constexpr uint32_t kAfPacketDefaultSlot = 2048;
 
 uint32_t devarg_u32(const std::string& devargs, const std::string& key, uint32_t dflt) {
   size_t pos = 0;
@@ -36,10 +38,22 @@ uint32_t devarg_u32(const std::string& devargs, const std::string& key, uint32_t
   return dflt;
 }
 
-// The MTU of the host interface behind a port (af_packet), 0 if unknown.
-uint32_t host_if_mtu(unsigned if_index) {
-  char name[IF_NAMESIZE] = {};
-  if (if_index == 0 || if_indextoname(if_index, name) == nullptr) return 0;
+bool has_devarg(const std::string& devargs, const std::string& key) {
+  for (size_t pos = 0; (pos = devargs.find(key + "=", pos)) != std::string::npos; pos += key.size())
+    if (pos > 0 && devargs[pos - 1] == ',') return true;
+  return false;
+}
+
+std::string devarg_str(const std::string& devargs, const std::string& key) {
+  for (size_t pos = 0; (pos = devargs.find(key + "=", pos)) != std::string::npos; pos += key.size()) {
+    if (pos == 0 || devargs[pos - 1] != ',') continue;
+    const size_t from = pos + key.size() + 1;
+    return devargs.substr(from, devargs.find(',', from) - from);
+  }
+  return "";
+}
+
+uint32_t if_mtu_by_name(const char* name) {
   const int s = ::socket(AF_INET, SOCK_DGRAM, 0);
   if (s < 0) return 0;
   ifreq ifr{};
@@ -49,9 +63,35 @@ uint32_t host_if_mtu(unsigned if_index) {
   return rc == 0 ? uint32_t(ifr.ifr_mtu) : 0;
 }
 
+// The MTU of the host interface behind a port (af_packet), 0 if unknown.
+uint32_t host_if_mtu(unsigned if_index) {
+  char name[IF_NAMESIZE] = {};
+  if (if_index == 0 || if_indextoname(if_index, name) == nullptr) return 0;
+  return if_mtu_by_name(name);
+}
+
 uint32_t round_up(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
 
 }  // namespace
+
+std::string af_packet_slots_for_mtu(const std::string& dev, uint16_t mtu, std::string& notice) {
+  if (dev.rfind("net_af_packet", 0) != 0 && dev.rfind("eth_af_packet", 0) != 0) return dev;
+  if (has_devarg(dev, "framesz") || has_devarg(dev, "blocksz")) return dev;
+  const std::string iface = devarg_str(dev, "iface");
+  const uint32_t if_mtu = iface.empty() ? 0 : if_mtu_by_name(iface.c_str());
+  const uint32_t carried = if_mtu && if_mtu < mtu ? if_mtu : mtu;
+  // The kernel writes a received frame kAfPacketRxOffset into its slot.
+  const uint32_t need = carried + kFrameOverhead + kAfPacketRxOffset;
+  if (need <= kAfPacketDefaultSlot) return dev;
+  // Blocks are whole pages, and the PMD addresses slot i at i * framesz,
+  // which holds only when a block is a whole number of slots: one slot per
+  // block of whole pages.
+  const uint32_t slot = round_up(need, uint32_t(::sysconf(_SC_PAGESIZE)));
+  const std::string added = "framesz=" + std::to_string(slot) + ",blocksz=" + std::to_string(slot);
+  notice = "MTU " + std::to_string(carried) + " needs af_packet ring slots of " + std::to_string(slot) +
+           " bytes (default 2048): added " + added;
+  return dev + "," + added;
+}
 
 uint16_t ethdev_max_mtu(const rte_eth_dev_info& info) {
   const uint32_t overhead = (info.max_mtu != UINT16_MAX && info.max_rx_pktlen > info.max_mtu)
@@ -82,7 +122,7 @@ bool plan_mtu(const rte_eth_dev_info& info, const std::string& devargs, uint16_t
   if (driver == "net_af_packet") {
     // Reports 1518-byte frames but carries what its ring slots (framesz)
     // and the interface MTU allow.
-    framesz = devarg_u32(devargs, "framesz", 2048);
+    framesz = devarg_u32(devargs, "framesz", kAfPacketDefaultSlot);
     pmd_max = framesz > kAfPacketRxOffset + kFrameOverhead ? framesz - kAfPacketRxOffset - kFrameOverhead : 0;
     why = "its ring slots (framesz=" + std::to_string(framesz) + "; raise framesz and blocksz)";
     if_mtu = host_if_mtu(info.if_index);

@@ -33,6 +33,7 @@ bool setup_port(uint16_t port_id, const std::string& label, const DpdkPortConfig
     return false;
   }
   out.driver = info.driver_name ? info.driver_name : "";
+  out.if_index = info.if_index;
 
   MtuPlan plan;
   if (!plan_mtu(info, config.dev, config.mtu, label, plan, error)) return false;

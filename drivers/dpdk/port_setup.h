@@ -16,6 +16,7 @@ namespace uroce::dpdk {
 struct PortSetup {
   uint16_t mtu = 0;
   std::string driver;
+  unsigned if_index = 0;  // the kernel interface behind the port, 0 if none
   wire::MacAddr mac{};
   rte_mempool* pool = nullptr;  // owned by the caller after success
   std::vector<std::string> notices;

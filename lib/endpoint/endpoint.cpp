@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "endpoint/exchange_route.h"
 #include "uroce/capture/capturing_port.h"
 #include "uroce/capture/pcap_file.h"
 #include "uroce/port/eal.h"
@@ -126,6 +127,7 @@ std::unique_ptr<Endpoint> Endpoint::open(const EndpointConfig& config, std::stri
   wire::IpAddr ip;
   DpdkPortConfig pc;
   if (!parse_ip(config.ip, ip, error) || !parse_port_config(config, pc, error)) return nullptr;
+  if (!endpoint::check_af_xdp_exchange(config.dev, config.ip, config.exchange_peer, error)) return nullptr;
   EalConfig eal;
   eal.args = config.eal_args;
   eal.quiet = true;

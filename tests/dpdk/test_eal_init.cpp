@@ -15,6 +15,9 @@
 #include <rte_log.h>
 #include <rte_mbuf.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <csignal>
 
 #include <chrono>
 #include <cstdlib>
@@ -118,8 +121,33 @@ void check_started(const ChildResult& r) {
 
 }  // namespace
 
+// A fresh directory for the notice's state file (UROCE_STATE_DIR), so that
+// the notice is due in the first child that starts EAL.
+std::string fresh_state_dir() {
+  char tmpl[] = "/tmp/uroce-eal-state-XXXXXX";
+  const char* d = mkdtemp(tmpl);
+  REQUIRE(d != nullptr);
+  return d;
+}
+
+void remove_state_dir(const std::string& dir) {
+  unlink((dir + "/hugepage-notice").c_str());
+  rmdir(dir.c_str());
+}
+
 TEST_CASE("eal_init from scratch: hugepages if available, else --no-huge with a one-line notice", "[eal]") {
+  const std::string state = fresh_state_dir();
+  setenv("UROCE_STATE_DIR", state.c_str(), 1);
   const ChildResult r = run_in_child([](const Report& report) { return init_and_report({.quiet = true}, report); });
+  // The notice is shown once per hugepage state: not in the next process,
+  // again when the recorded state is not this one.
+  const ChildResult again = run_in_child([](const Report& report) { return init_and_report({.quiet = true}, report); });
+  std::ofstream(state + "/hugepage-notice") << "some other hugepage state\n";
+  const ChildResult changed = run_in_child([](const Report& report) { return init_and_report({.quiet = true}, report); });
+  unsetenv("UROCE_STATE_DIR");
+  remove_state_dir(state);
+  check_started(again);
+  check_started(changed);
   check_started(r);
   const bool huge = hugepages_expected();
   INFO("hugepages expected: " << huge << "; stderr: " << r.err);
@@ -134,6 +162,10 @@ TEST_CASE("eal_init from scratch: hugepages if available, else --no-huge with a 
     CHECK(line.find("--no-huge") != std::string::npos);
     CHECK(line.find("nr_hugepages") != std::string::npos);
     CHECK(r.err.find(kNotice, at + 1) == std::string::npos);  // once
+    CHECK(line.find("shown once") != std::string::npos);
+    INFO("second process: " << again.err << "; state changed: " << changed.err);
+    CHECK(again.err.find(kNotice) == std::string::npos);
+    CHECK(changed.err.find(kNotice) != std::string::npos);
   }
   // Default file prefix uroce-<pid>, --log-level=error when quiet, and
   // lcore 0 on the CPUs the process already had.
@@ -280,6 +312,61 @@ TEST_CASE("TscClock after eal_init advances with wall time and never goes back",
   CHECK(ratio > 0.98);
   CHECK(ratio < 1.02);
   // The empty /var/run/dpdk/<prefix> EAL made is gone after exit().
+  CHECK(r.fact("runtime_dir").find("/uroce-") != std::string::npos);
+  CHECK(access(r.fact("runtime_dir").c_str(), F_OK) != 0);
+}
+
+}  // namespace uroce::test
+
+namespace uroce::test {
+
+TEST_CASE("eal_init removes the runtime directories of dead uroce processes, and only those", "[eal]") {
+  // Where EAL puts its runtime directories for this user.
+  const char* xdg = std::getenv("XDG_RUNTIME_DIR");
+  const std::string base = geteuid() == 0 ? "/var/run/dpdk" : std::string(xdg ? xdg : "/tmp") + "/dpdk";
+  mkdir(base.c_str(), 0700);
+  // A pid that is surely gone: a child that has exited and been reaped.
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  REQUIRE(dead > 0);
+  waitpid(dead, nullptr, 0);
+  const std::string stale = base + "/uroce-" + std::to_string(dead);
+  const std::string alive = base + "/uroce-" + std::to_string(getpid());  // this process, which lives on
+  const std::string other = base + "/uroce-x" + std::to_string(dead);     // not uroce-<pid>
+  for (const std::string& d : {stale, alive, other}) {
+    REQUIRE(mkdir(d.c_str(), 0700) == 0);
+    std::ofstream(d + "/fbarray_memseg-2048k-0-0") << "x";
+  }
+  const ChildResult r = run_in_child([](const Report& report) { return init_and_report({.quiet = true}, report); });
+  INFO("stderr: " << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(access(stale.c_str(), F_OK) != 0);
+  CHECK(access(alive.c_str(), F_OK) == 0);
+  CHECK(access(other.c_str(), F_OK) == 0);
+  for (const std::string& d : {stale, alive, other}) {
+    unlink((d + "/fbarray_memseg-2048k-0-0").c_str());
+    rmdir(d.c_str());
+  }
+}
+
+TEST_CASE("SIGTERM after eal_init: the process dies of it and its runtime directory is gone", "[eal]") {
+  const ChildResult r = run_in_child([](const Report& report) {
+    // Catch2 handles SIGTERM itself; eal_init takes only signals left at
+    // their default action.
+    signal(SIGTERM, SIG_DFL);
+    std::string error;
+    if (!eal_init({.quiet = true}, error)) {
+      report("error", error);
+      return 1;
+    }
+    report("runtime_dir", rte_eal_get_runtime_dir());
+    report("dir_exists", b(access(rte_eal_get_runtime_dir(), F_OK) == 0));
+    kill(getpid(), SIGTERM);
+    for (;;) pause();
+  });
+  INFO("stderr: " << r.err << " error: " << r.fact("error"));
+  CHECK(r.signal == SIGTERM);
+  CHECK(r.fact("dir_exists") == "1");
   CHECK(r.fact("runtime_dir").find("/uroce-") != std::string::npos);
   CHECK(access(r.fact("runtime_dir").c_str(), F_OK) != 0);
 }

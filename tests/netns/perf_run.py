@@ -44,14 +44,31 @@ def mac_of(ns, dev):
 
 
 def af_packet_vdev(dev, mtu, through_qdisc):
+    # No framesz/blocksz even for jumbo frames: the port derives its ring
+    # slots from the MTU (checked by the mtu4096 cases).
     v = f"net_af_packet0,iface={dev}"
-    if mtu > 1500:
-        # 4 KB RoCE frames do not fit the default 2048-byte ring slots.
-        v += ",framesz=8192,blocksz=8192,framecnt=512"
     if through_qdisc:
         # Default is qdisc_bypass=1 (PACKET_QDISC_BYPASS): TX would skip netem.
         v += ",qdisc_bypass=0"
     return v
+
+
+SLOTS_NOTICE = "needs af_packet ring slots of"
+
+
+def leftovers(ns_devs, pids):
+    """What finished uroce processes left behind: an XDP program still
+    attached to a data veth, an EAL runtime directory uroce-<pid>."""
+    found = []
+    for ns, dev in ns_devs:
+        _, out = run(["ip", "-n", ns, "-d", "link", "show", "dev", dev])
+        if re.search(r"prog/xdp|\bxdp\w*\b", out):
+            found.append(f"{dev} (netns {ns}) still has an XDP program attached:\n{out}")
+    for pid in pids:
+        d = f"/var/run/dpdk/uroce-{pid}"
+        if os.path.exists(d):
+            found.append(f"{d} was left behind")
+    return found
 
 
 def af_xdp_vdev(dev):

@@ -19,8 +19,8 @@ import harness
 from cases import CASES
 from captures import check_capture
 from harness import Failure, Harness, Skip
-from perf_run import (PairSpec, af_packet_vdev, af_xdp_vdev, check_pair, free_tcp_port, mac_of,
-                      memif_vdev, run_pair)
+from perf_run import (SLOTS_NOTICE, PairSpec, af_packet_vdev, af_xdp_vdev, check_pair, free_tcp_port,
+                      leftovers, mac_of, memif_vdev, run_pair)
 from topology import Topology
 
 DEADLINE_S = 45  # meson's timeout for these tests is 60 s
@@ -77,6 +77,15 @@ def run(name, perf, dump, oracle_py, work):
             if "Error attaching XDP program" in out:  # libxdp's words when the kernel says no
                 raise Skip("the kernel refused to attach an XDP program to the veth:\n" + out[-1500:])
         check_pair(server, client, case.kind, verify=True, memif=(case.port == "memif"), raw=case.raw)
+        if topo:
+            left = leftovers([(s.ns, s.dev), (c.ns, c.dev)], [server.proc.p.pid, client.proc.p.pid])
+            if left:
+                raise Failure("after the run:\n" + "\n".join(left))
+        if case.port == "af_packet" and case.mtu > 1500:
+            for sd in (server, client):
+                if SLOTS_NOTICE not in sd.proc.output():
+                    raise Failure(f"{sd.name}: jumbo af_packet without framesz/blocksz, but no line "
+                                  f"'... {SLOTS_NOTICE} ...':\n{sd.proc.describe()}")
         if case.client_says and case.client_says not in client.proc.output().splitlines():
             raise Failure(f"client: no line '{case.client_says}':\n{client.proc.describe()}")
         report, dropped, through = topo.impairment_report() if topo else ("", 0, 0)

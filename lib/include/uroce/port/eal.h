@@ -29,14 +29,31 @@ struct EalConfig {
 // else started it) returns true and does nothing.
 //
 // With hugepages (a mounted hugetlbfs with free pages): --in-memory.
-// Without: --no-huge -m 512 --no-shconf and a one-line notice on stderr.
+// Without: --no-huge -m 512 --no-shconf and a one-line notice on stderr,
+// shown once per hugepage state (docs/ports.md).
 // Always --no-telemetry. Unless the user passes -l/-c/--lcores, lcore 0
 // runs on the CPUs the process may already use (its affinity mask), so
 // `taskset` decides where a uroce process polls.
 //
+// It removes EAL runtime directories (/var/run/dpdk/uroce-<pid>) that
+// processes no longer alive left behind, and arranges that this process
+// leaves nothing behind either: at exit(), and on SIGINT, SIGTERM and
+// SIGHUP when the application has no handler of its own for them, the XDP
+// programs of its af_xdp ports are detached and its runtime directory is
+// removed (the process then ends as the signal would have ended it).
+//
 // On failure: false and a message with what EAL reported, the EAL command
 // line, and what to do.
 UROCE_API bool eal_init(const EalConfig& config, std::string& error);
+
+// The way out of a process that called eal_init: closes every ethdev port
+// still open (rte_eth_dev_close; af_xdp detaches its XDP program), runs
+// rte_eal_cleanup, and removes EAL's runtime directory. Ports of the memif
+// PMD are left open, and rte_eal_cleanup is skipped once one was opened:
+// DPDK 22.11 crashes when memif is torn down while its interrupt thread
+// handles the peer's disconnect. Call it last: no port, Device or mbuf may
+// be used afterwards.
+UROCE_API void eal_shutdown();
 
 // A hugetlbfs mount whose page size has free pages, writable by us.
 UROCE_API bool eal_hugepages_available();

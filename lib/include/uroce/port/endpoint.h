@@ -49,6 +49,12 @@ struct EndpointConfig {
   std::string pcap{};
   // Ethernet MTU asked of the port (clamped to what the PMD supports).
   uint16_t mtu = 1500;
+  // Where the application's own exchange (TCP through the kernel) connects
+  // to: the server's address on a client, empty on a server. An af_xdp
+  // port takes every frame of its queue from the kernel, so open() refuses
+  // an af_xdp port on the interface that this address, or the network of
+  // `ip`, is routed through (docs/ports.md).
+  std::string exchange_peer{};
   // Name, transport tuning, congestion control. port, clock and gids are
   // filled in by the endpoint.
   DeviceConfig device{};
