@@ -27,6 +27,15 @@ ibv_wr_opcode opcode_of(const Options& o) {
 uint32_t client_seed(size_t q) { return 0xC0 + uint32_t(q); }
 uint32_t server_seed(size_t q) { return 0x50 + uint32_t(q); }
 
+// Errors that a peer running another test causes: perftest's QPs allow only
+// their own verb, and only SEND tests post receives.
+std::string mismatch_hint(ibv_wc_status st) {
+  if (st == IBV_WC_REM_ACCESS_ERR || st == IBV_WC_REM_INV_REQ_ERR)
+    return ": the peer's QP does not allow this operation; it likely runs another test";
+  if (st == IBV_WC_RNR_RETRY_EXC_ERR) return ": the peer posted no receive; it likely runs another test";
+  return "";
+}
+
 }  // namespace
 
 BwClient::BwClient(Endpoint& e, const std::vector<PeerInfo>& peers, const Options& o, uint64_t size)
@@ -196,7 +205,7 @@ void BwClient::reap() {
     for (int i = 0; i < n; ++i) {
       if (wc[i].status != IBV_WC_SUCCESS) {
         r_.error = "completion with error: " + app::wc_status_text(wc[i].status) + " (wr_id " +
-                   std::to_string(wc[i].wr_id) + ")";
+                   std::to_string(wc[i].wr_id) + ")" + mismatch_hint(wc[i].status);
         return;
       }
       for (size_t q = 0; q < qps_.size(); ++q)
@@ -388,18 +397,21 @@ BwResult run_bw(Endpoint& client, Endpoint& server, const PollFn& poll, const Op
   }
   BwResult r = finish(ab, o);
   if (!ba) return r;
-  // perftest -b: each side reports what it sent plus what its peer sent.
-  const BwResult back = finish(*ba, o);
-  if (r.error.empty()) r.error = back.error;
+  return sum_of(r, finish(*ba, o));
+}
+
+BwResult sum_of(const BwResult& mine, const BwResult& peer) {
+  BwResult r = mine;
+  if (r.error.empty()) r.error = peer.error;
   r.bidirectional = true;
-  r.local_avg_bps = r.avg_bps;
-  r.local_msg_rate = r.msg_rate;
-  r.remote_avg_bps = back.avg_bps;
-  r.remote_msg_rate = back.msg_rate;
-  r.iters += back.iters;
-  r.avg_bps += back.avg_bps;
-  r.msg_rate += back.msg_rate;
-  r.peak_bps = r.peak_bps > 0 ? r.peak_bps + back.peak_bps : 0;
+  r.local_avg_bps = mine.avg_bps;
+  r.local_msg_rate = mine.msg_rate;
+  r.remote_avg_bps = peer.avg_bps;
+  r.remote_msg_rate = peer.msg_rate;
+  r.iters += peer.iters;
+  r.avg_bps += peer.avg_bps;
+  r.msg_rate += peer.msg_rate;
+  r.peak_bps = r.peak_bps > 0 ? r.peak_bps + peer.peak_bps : 0;
   return r;
 }
 

@@ -99,6 +99,10 @@ class BwServer {
 // receive at once; --reversed: the server's endpoint sends.
 BwResult run_bw(Endpoint& client, Endpoint& server, const PollFn& poll, const Options& o, uint64_t size);
 
+// -b: perftest's row, the sum of what this side sent (`mine`) and what its
+// peer sent (`peer`); each is kept for --report-both.
+BwResult sum_of(const BwResult& mine, const BwResult& peer);
+
 // -w / -y: perftest's verdict over the sizes run (passes when one size
 // reaches the limit); empty when passed, else perftest's error line.
 std::string check_limits(const Options& o, const std::vector<BwResult>& results);

@@ -14,6 +14,20 @@ namespace {
 constexpr int kAccess =
     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 
+// perftest's QP access flags: only what the test's verb needs. A peer that
+// runs another test then fails at its first operation (a remote access
+// error) instead of completing a test nobody asked for.
+int qp_access(Verb v) {
+  switch (v) {
+    case Verb::write: return IBV_ACCESS_REMOTE_WRITE;
+    case Verb::read: return IBV_ACCESS_REMOTE_READ;
+    case Verb::atomic: return IBV_ACCESS_REMOTE_ATOMIC;
+    case Verb::send: return IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+    case Verb::raw: break;
+  }
+  return kAccess;
+}
+
 std::string errno_text(const char* what, int err) { return std::string(what) + ": " + std::strerror(err); }
 
 }  // namespace
@@ -105,7 +119,7 @@ int Endpoint::connect(size_t i, const PeerInfo& remote, const Options& o, ibv_mt
   RcConnectOptions c;
   c.sq_psn = psns_[i];
   c.path_mtu = mtu;
-  c.access = kAccess;
+  c.access = qp_access(o.verb);
   c.timeout = o.qp_timeout;
   // perftest: this side's outstanding READs/atomics are the smaller of
   // both sides' -o.

@@ -532,11 +532,9 @@ int check_addresses(const Options& o) {
                  " GIDs: valid indexes 0.." + std::to_string(gids - 1) +
                  (o.loopback ? " (0: link-local, 1: IPv4, 2: IPv6)" : " (0: link-local, 1: the --ip address)"));
   if (o.ib_port != 1) return usage("-i " + std::to_string(o.ib_port) + ": a uroce device has one port: -i 1");
-  if ((o.bidirectional || o.reversed) && !o.loopback && o.verb != Verb::raw)
-    return usage(std::string(o.bidirectional ? "-b" : "--reversed") +
-                 " between two processes is not supported yet (it runs with --loopback)");
-  if (o.run_infinitely && !o.loopback)
-    return usage("--run_infinitely between two processes is not supported yet (it runs with --loopback)");
+  // perftest runs both sides infinitely with -b; each would need its SIGINT.
+  if (o.run_infinitely && o.bidirectional && !o.loopback)
+    return usage("--run_infinitely with -b between two processes is not supported yet (it runs with --loopback)");
   if (o.bidirectional && o.verb == Verb::raw) return usage("-b in raw_bw is not supported yet");
   if (o.reversed && o.verb == Verb::raw) return usage("--reversed in raw_bw is not supported yet");
   return -1;

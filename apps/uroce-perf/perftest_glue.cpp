@@ -58,7 +58,7 @@ exchange::PerftestBwReport report_of(const BwResult& r, const Options& o) {
   return p;
 }
 
-BwResult print_bw_report(const Options& o, const exchange::PerftestBwReport& p) {
+BwResult result_of(const Options& o, const exchange::PerftestBwReport& p) {
   const double unit = o.report_gbits ? 125e6 : 1048576.0;
   BwResult r;
   r.size = p.size;
@@ -66,6 +66,11 @@ BwResult print_bw_report(const Options& o, const exchange::PerftestBwReport& p) 
   r.peak_bps = p.bw_peak * unit;
   r.avg_bps = p.bw_avg * unit;
   r.msg_rate = p.msg_rate_avg * 1e6;
+  return r;
+}
+
+BwResult print_bw_report(const Options& o, const exchange::PerftestBwReport& p) {
+  const BwResult r = result_of(o, p);
   print_bw_row(o, r);
   return r;
 }

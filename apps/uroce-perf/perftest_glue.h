@@ -22,6 +22,8 @@ PeerInfo to_info(const exchange::PerftestDest& d);
 
 // What perftest's client sends in xchg_bw_reports, in its report unit.
 exchange::PerftestBwReport report_of(const BwResult& r, const Options& o);
+// A peer's report as a result (both in the report unit of -x, --report_gbits).
+BwResult result_of(const Options& o, const exchange::PerftestBwReport& p);
 // The server prints the client's report as it came (perftest does too);
 // returns it as a result for the JSON report.
 BwResult print_bw_report(const Options& o, const exchange::PerftestBwReport& p);

@@ -4,6 +4,7 @@
 #include <rte_mbuf.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -28,6 +29,8 @@ using exchange::Millis;
 using exchange::PerftestDest;
 using exchange::PerftestSession;
 
+volatile std::sig_atomic_t interrupted = 0;  // --run_infinitely: SIGINT ends the run
+
 int fail(const std::string& msg) {
   std::fprintf(stderr, "uroce-perf: %s\n", msg.c_str());
   return 1;
@@ -35,7 +38,11 @@ int fail(const std::string& msg) {
 
 class Remote {
  public:
-  explicit Remote(const Options& o) : o_(o), client_(!o.server.empty()) {}
+  // perftest's --reversed swaps the test roles, not the exchange's: the
+  // TCP server sends, the TCP client waits, and every exchange keeps its
+  // order (ctx_hand_shake goes by servername).
+  explicit Remote(const Options& o)
+      : o_(o), client_(!o.server.empty()), sender_(client_ != (o.reversed && o.kind == Kind::bw)) {}
   int run();
   void flush_capture() {
     std::string err;
@@ -51,18 +58,33 @@ class Remote {
   bool run_test(std::string& error);
   bool run_one_sided_bw(std::string& error);
   bool run_send_bw(std::string& error);
+  bool run_bidir_bw(std::string& error);
+  bool run_bidir_size(uint64_t size, std::string& error);
+  bool run_infinitely(std::string& error);
+  bool drive(BwClient& c, std::string& error);
+  void check_no_sends();
+  bool print_peer_report(const exchange::PerftestBwReport& peer, std::string& error);
   bool run_lat(std::string& error);
   bool close(std::string& error);
   bool prepare();
+  // A failed step of the exchange whose peer has gone: say what that means.
+  std::string peer_gone_hint(const std::string& error) const {
+    if (!ch_ || !ch_->peer_closed() || error.find("another test") != std::string::npos) return "";
+    return std::string(" (the ") + (client_ ? "server" : "client") +
+           " closed the connection: it failed or runs another test; see its output)";
+  }
   // What --verify established on this side, for the closing line.
   std::string verdict() const {
     if (!o_.verify) return "";
     return verified_here_ ? "; data verified" : "; no data to check on this side";
   }
   bool verified_here_ = false;
+  uint64_t serve_calls_ = 0;
   // perftest's latency rows: both ends of a ping-pong (SEND, WRITE), only
   // the client of READ and atomics (the server's NIC answers alone).
   bool lat_row_here() const { return client_ || o_.verb == Verb::send || o_.verb == Verb::write; }
+  // A SEND test's receiving side (-b: both), waiting for what the peer sends.
+  bool receives() const { return !sender_ || o_.bidirectional; }
   RunInfo run_info() const;
   bool while_client_runs(const std::function<bool()>& step);
   bool run_raw_size(uint64_t size, std::string& error);
@@ -76,7 +98,8 @@ class Remote {
   }
 
   const Options& o_;
-  bool client_;
+  bool client_;  // the TCP client (SERVER argument given)
+  bool sender_;  // runs the test's client side: the TCP client, or the server with --reversed
   // The port and device (uroce::Endpoint); ep_ is the benchmark's side on it.
   std::unique_ptr<uroce::Endpoint> port_end_;
   std::unique_ptr<Endpoint> ep_;
@@ -182,7 +205,7 @@ bool Remote::set_up(std::string& error) {
 bool Remote::prepare() {
   if (o_.kind == Kind::lat) {
     std::memset(ep_->buf(0), 0, ep_->buf_bytes());
-  } else if (!client_ && o_.verb != Verb::send && o_.verb != Verb::raw) {
+  } else if ((!sender_ || o_.bidirectional) && o_.verb != Verb::send && o_.verb != Verb::raw) {
     const std::vector<uint64_t> all = sizes(o_);
     server_ = std::make_unique<BwServer>(*ep_, o_, *std::max_element(all.begin(), all.end()));
     server_->start();
@@ -190,18 +213,18 @@ bool Remote::prepare() {
   return true;
 }
 
-// WRITE, READ, atomics: the client runs every size; the server's NIC
+// WRITE, READ, atomics: the sender runs every size; the other side's NIC
 // serves them while it waits on the closing barrier, then prints the
-// client's report.
+// sender's report.
 bool Remote::run_one_sided_bw(std::string& error) {
   const PerftestDest me = to_dest(ep_->info(0));
   const std::vector<uint64_t> all = sizes(o_);
   exchange::PerftestBwReport mine, peer;
-  if (client_) {
+  if (sender_) {
     for (uint64_t size : all) {
       BwClient c(*ep_, remote_, o_, size);
       c.start();
-      while (!c.step()) port_end_->poll();
+      if (!drive(c, error)) return false;
       bw_.push_back(c.finish());
       print_bw_row(o_, bw_.back());
       if (!bw_.back().error.empty()) return error = bw_.back().error, false;
@@ -209,17 +232,25 @@ bool Remote::run_one_sided_bw(std::string& error) {
     verified_here_ = o_.verify && o_.verb == Verb::read;
     mine = report_of(bw_.back(), o_);
   }
-  if (!client_) {
-    serving_ = [this] { server_->step(); };
+  if (!sender_) {
+    serving_ = [this] {
+      server_->step();
+      check_no_sends();
+    };
     watchdog_->reset();
   }
-  const bool ok = client_ ? session_->barrier(me, error) : while_client_runs([&] { return session_->barrier(me, error); });
+  const bool ok = sender_ ? session_->barrier(me, error) : while_client_runs([&] { return session_->barrier(me, error); });
   serving_ = nullptr;
   if (!ok || !session_->exchange_bw_reports(mine, false, peer, error)) return false;
-  if (client_) return true;
+  if (sender_) return true;
+  return print_peer_report(peer, error);
+}
+
+// The waiting side prints the sender's report and checks what it holds.
+bool Remote::print_peer_report(const exchange::PerftestBwReport& peer, std::string& error) {
   bw_.push_back(print_bw_report(o_, peer));
   if (!server_->error().empty()) return error = server_->error(), false;
-  // The atomic counter must equal what the client completed (its report,
+  // The atomic counter must equal what the sender completed (its report,
   // over all QPs; -q spreads -n evenly, -D does not).
   const bool can_check = o_.verb == Verb::write || (o_.verb == Verb::atomic && !o_.duration);
   if (o_.verify && can_check) {
@@ -229,16 +260,16 @@ bool Remote::run_one_sided_bw(std::string& error) {
   return error.empty();
 }
 
-// SEND: per size, the server posts its receives before a barrier and
+// SEND: per size, the receiver posts its receives before a barrier and
 // counts them; with -a a barrier also closes each size.
 bool Remote::run_send_bw(std::string& error) {
   const PerftestDest me = to_dest(ep_->info(0));
   for (uint64_t size : sizes(o_)) {
-    if (client_) {
+    if (sender_) {
       BwClient c(*ep_, remote_, o_, size);
       c.start();
       if (!session_->barrier(me, error)) return false;
-      while (!c.step()) port_end_->poll();
+      if (!drive(c, error)) return false;
       bw_.push_back(c.finish());
       print_bw_row(o_, bw_.back());
       if (!bw_.back().error.empty()) return error = bw_.back().error, false;
@@ -249,17 +280,29 @@ bool Remote::run_send_bw(std::string& error) {
       if (!session_->barrier(me, error)) return false;
       watchdog_->reset();
       // -n: every message; -D: the duration, then it keeps receiving while
-      // it waits for the client to finish (the next barrier or close).
+      // it waits for the sender to finish (the next barrier or close);
+      // --run_infinitely: until the sender closes.
       const uint64_t want = o_.iters * ep_->qp_count();
       const auto t0 = std::chrono::steady_clock::now();
       auto running = [&] {
+        if (o_.run_infinitely) return false;
         if (!o_.duration) return s.received() < want;
         return std::chrono::steady_clock::now() - t0 < std::chrono::seconds(o_.duration);
       };
-      while (running() && s.error().empty()) {
+      for (unsigned n = 1; running() && s.error().empty(); ++n) {
         s.step();
         port_end_->poll();
         watchdog_->check();
+        // The sender speaks on the exchange only once every message is
+        // here (-n): one that speaks before has run another test.
+        if (n % 4096 == 0 && !o_.duration && ch_->peer_spoke()) {
+          port_end_->poll();
+          s.step();  // what was acknowledged is in the CQ by now
+          if (s.received() < want)
+            return error = "the client spoke on the exchange after " + std::to_string(s.received()) + " of " +
+                           std::to_string(want) + " SENDs: it likely runs another test (write_bw, read_bw, atomic_bw)",
+                   false;
+        }
       }
       serving_ = [this] { send_server_->step(); };
       if (!s.error().empty()) return error = s.error(), false;
@@ -271,6 +314,111 @@ bool Remote::run_send_bw(std::string& error) {
     if (o_.all_sizes && !session_->barrier(me, error)) return false;
   }
   return true;
+}
+
+// -b: both sides send and serve at once, each size opened by a barrier
+// (perftest: after the receives are posted); with -a the one-sided tests
+// close it with another (perftest from version 4.6 on). The reports are
+// swapped and each side prints the sum, except SEND with -D, where each
+// prints its own.
+bool Remote::run_bidir_bw(std::string& error) {
+  for (uint64_t size : sizes(o_))
+    if (!run_bidir_size(size, error)) return false;
+  return true;
+}
+
+bool Remote::run_bidir_size(uint64_t size, std::string& error) {
+  const PerftestDest me = to_dest(ep_->info(0));
+  const bool send = o_.verb == Verb::send;
+  BwClient c(*ep_, remote_, o_, size);
+  c.start();
+  if (send) {
+    send_server_ = std::make_unique<BwServer>(*ep_, o_, size);
+    send_server_->start();
+  }
+  BwServer& rx = send ? *send_server_ : *server_;
+  // The peer may start first: its messages need this side's engine and
+  // receives from the barrier on.
+  serving_ = [&rx] { rx.step(); };
+  if (!session_->barrier(me, error)) return false;
+  const uint64_t want = o_.iters * ep_->qp_count();
+  bool sent = false;
+  while (!sent || (send && !o_.duration && rx.received() < want && rx.error().empty())) {
+    if (!sent) sent = c.step();
+    port_end_->poll();
+    rx.step();
+    if (sent) watchdog_->check();  // only the peer's messages are missing
+  }
+  BwResult mine = c.finish();
+  if (mine.error.empty()) mine.error = rx.error();
+  if (!mine.error.empty()) return print_bw_row(o_, mine), error = mine.error, false;
+  if (o_.all_sizes && !send && !while_client_runs([&] { return session_->barrier(me, error); })) return false;
+  if (send && o_.duration) {
+    bw_.push_back(mine);
+    print_bw_row(o_, mine);
+  } else {
+    exchange::PerftestBwReport peer;
+    if (!while_client_runs([&] { return session_->exchange_bw_reports(report_of(mine, o_), false, peer, error); }))
+      return false;
+    bw_.push_back(sum_of(mine, result_of(o_, peer)));
+    print_bw_row(o_, bw_.back());
+    // What the peer wrote or sent here is complete once its report came;
+    // READ was checked by finish(). The one-sided target is sized for the
+    // largest message: checked after it.
+    if (o_.verify && !o_.duration && (send || size == sizes(o_).back())) {
+      const std::string bad = o_.verb == Verb::read ? "" : rx.verify(std::vector<uint64_t>(ep_->qp_count(), o_.iters));
+      if (!bad.empty()) return error = bad, false;
+      verified_here_ = true;
+    }
+  }
+  if (send && o_.all_sizes && !while_client_runs([&] { return session_->barrier(me, error); })) return false;
+  return true;
+}
+
+// The sender's loop. Its frames leave whether or not the peer takes them:
+// the TCP connection shows that the peer is still there.
+bool Remote::drive(BwClient& c, std::string& error) {
+  for (unsigned n = 1; !c.step(); ++n) {
+    port_end_->poll();
+    if (n % 4096 == 0 && ch_->peer_closed())
+      return error = std::string("the ") + (client_ ? "server" : "client") +
+                     " closed the connection during the run: it failed or runs another test (see its output)",
+             false;
+  }
+  return true;
+}
+
+// A WRITE, READ or atomic test's passive side that answers SENDs with RNR
+// NAKs (no receive is posted) has a peer running a SEND test.
+void Remote::check_no_sends() {
+  if (++serve_calls_ % 4096) return;
+  if (device().counters().transport.send_rnr_err > 0)
+    throw std::runtime_error(std::string("the ") + (client_ ? "server" : "client") +
+                             " sends SENDs, which this test does not receive: it likely runs send_bw or send_lat");
+}
+
+// --run_infinitely, the sending side: a -D run after another, a row each,
+// until SIGINT; then the closing exchange as after any run, so that the
+// other side (which waits there) ends cleanly and prints the last row.
+bool Remote::run_infinitely(std::string& error) {
+  std::signal(SIGINT, [](int) { interrupted = 1; });
+  const PerftestDest me = to_dest(ep_->info(0));
+  if (o_.verb == Verb::send && !session_->barrier(me, error)) return false;
+  BwResult last;
+  while (!interrupted) {
+    BwClient c(*ep_, remote_, o_, o_.size);
+    c.start();
+    if (!drive(c, error)) return false;
+    BwResult r = c.finish();
+    if (!r.error.empty()) return print_bw_row(o_, r), error = r.error, false;
+    if (!interrupted) print_bw_row(o_, r), last = r;
+  }
+  std::signal(SIGINT, SIG_DFL);
+  if (last.size == 0) last.size = o_.size;
+  bw_.push_back(last);
+  if (o_.verb == Verb::send) return true;
+  exchange::PerftestBwReport peer;
+  return session_->barrier(me, error) && session_->exchange_bw_reports(report_of(last, o_), false, peer, error);
 }
 
 bool Remote::run_lat(std::string& error) {
@@ -365,6 +513,8 @@ bool Remote::run_test(std::string& error) {
   if (o_.kind == Kind::bw) print_bw_header(o_);
   else if (lat_row_here()) print_lat_header(o_);
   if (o_.kind == Kind::lat) return run_lat(error);
+  if (o_.bidirectional) return run_bidir_bw(error);
+  if (o_.run_infinitely && sender_) return run_infinitely(error);
   return o_.verb == Verb::send ? run_send_bw(error) : run_one_sided_bw(error);
 }
 
@@ -385,8 +535,10 @@ bool Remote::close(std::string& error) {
     if (!ok) error.clear();  // the test is complete; a peer already gone is done too
     return true;
   }
-  // read_lat: the server closes at once and waits there for the whole run.
-  if (!client_ && o_.kind == Kind::lat && (o_.verb == Verb::read || o_.verb == Verb::atomic))
+  // read_lat: the server closes at once and waits there for the whole run;
+  // so does a SEND receiver while the sender runs infinitely.
+  if ((!client_ && o_.kind == Kind::lat && (o_.verb == Verb::read || o_.verb == Verb::atomic)) ||
+      (o_.run_infinitely && !sender_))
     return while_client_runs([&] { return session_->close(to_dest(ep_->info(0)), error); });
   return session_->close(to_dest(ep_->info(0)), error);
 }
@@ -408,7 +560,7 @@ RunInfo Remote::run_info() const {
   r.device = o_.ib_dev.empty() ? port_end_->dpdk_port().name() + " (" + port_end_->dpdk_port().driver() + ")" : o_.ib_dev;
   // A raw test's MTU is its largest frame: the port MTU and the Ethernet header and FCS.
   r.mtu = o_.verb == Verb::raw ? port_end_->dpdk_port().mtu() + 18u : mtu_;
-  r.server = !client_;
+  r.server = !sender_;
   for (size_t q = 0; q < ep_->qp_count(); ++q) r.local.push_back(ep_->info(q));
   r.remote = remote_;
   return r;
@@ -426,7 +578,7 @@ int Remote::run() {
     print_banner(o_, run_info());
     const bool ok = run_test(error);
     if (o_.kind == Kind::bw || lat_row_here()) print_footer(o_);
-    if (!ok || !close(error)) return fail(error);
+    if (!ok || !close(error)) return fail(error + peer_gone_hint(error));
     // Neither side polls its port from here on; once both know that, the
     // ports can close (a memif peer still polling would crash).
     ch_->linger(Millis(2000));
@@ -434,7 +586,7 @@ int Remote::run() {
     return fail(e.what());
   }
   if (!write_json(o_, run_info(), bw_, lat_row_here() ? lat_ : std::vector<LatResult>{}, cc_stats_json(o_, client_ ? "client" : "server", *ep_), error)) return fail(error);
-  if (client_ && !check_limits(o_, bw_).empty()) return fail(check_limits(o_, bw_));  // -w / -y
+  if ((sender_ || o_.bidirectional) && !check_limits(o_, bw_).empty()) return fail(check_limits(o_, bw_));  // -w / -y
   const DeviceCounters c = device().counters();
   std::printf(" uroce: %lu packets sent, %lu received, %lu retransmitted%s\n",
               (unsigned long)c.transport.sent_pkts, (unsigned long)c.transport.rcvd_pkts,

@@ -140,6 +140,11 @@ bool TcpChannel::peer_closed() const {
   return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
+bool TcpChannel::peer_spoke() const {
+  pollfd p{impl_->sock.native_handle(), POLLIN | POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
 bool TcpChannel::linger(Millis timeout) {
   boost::system::error_code ec;
   impl_->sock.shutdown(tcp::socket::shutdown_send, ec);

@@ -65,6 +65,10 @@ class TcpChannel {
   // (frames that leave whether anyone receives them or not): a process
   // that dies closes its sockets.
   bool peer_closed() const;
+  // Without waiting: bytes from the peer wait to be read (or it closed).
+  // For a side busy with RDMA that expects nothing on the channel now: a
+  // peer that talks is at another step (runs another test).
+  bool peer_spoke() const;
 
   void set_timeout(Millis timeout) { timeout_ = timeout; }
   Millis timeout() const { return timeout_; }
