@@ -239,9 +239,12 @@ bool Remote::run_one_sided_bw(std::string& error) {
     };
     watchdog_->reset();
   }
+  // A SEND test's sender passes the barrier too (its per-size one): the
+  // RNR check goes on until the report comes.
   const bool ok = sender_ ? session_->barrier(me, error) : while_client_runs([&] { return session_->barrier(me, error); });
+  const bool swapped = ok && session_->exchange_bw_reports(mine, false, peer, error);
   serving_ = nullptr;
-  if (!ok || !session_->exchange_bw_reports(mine, false, peer, error)) return false;
+  if (!swapped) return false;
   if (sender_) return true;
   return print_peer_report(peer, error);
 }

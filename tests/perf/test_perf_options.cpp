@@ -184,6 +184,8 @@ TEST_CASE("flags another test type lists get perftest's treatment", "[perf][opti
   refused({"write_bw", "--loopback", "-A", "CMP_AND_SWAP"}, "atomic");
   refused({"write_bw", "--loopback", "--use-srq"}, "SRQ only");
   refused({"write_lat", "--loopback", "--run_infinitely"}, "only in BW tests");
+  // Between two processes: -b, --reversed and --run_infinitely run, not the last two together.
+  refused({"write_bw", "--dev", "net_null0", "--ip", "10.0.0.1", "-b", "--run_infinitely"}, "with -b between two processes");
   refused({"write_bw", "--loopback", "--latency_gap", "5"}, "only for latency tests");
   refused({"raw_bw", "--loopback", "-x", "0"}, "GID index isn't supported for Raw Ethernet");
   refused({"atomic_bw", "--loopback", "-s", "64"}, "cannot be changed for Atomic");
@@ -223,6 +225,9 @@ TEST_CASE("perftest's defaults and rules", "[perf][options]") {
   CHECK(parsed({"write_bw", "--loopback", "-D", "8"}).margin_s == 2);  // a quarter of -D
   CHECK(parsed({"write_bw", "--loopback", "-D", "8"}).no_peak);
   CHECK(parsed({"write_bw", "--loopback", "--run_infinitely"}).duration == 5);
+  CHECK(parsed({"write_bw", "--dev", "net_null0", "--ip", "10.0.0.1", "-b"}).bidirectional);
+  CHECK(parsed({"send_bw", "--dev", "net_null0", "--ip", "10.0.0.1", "--reversed", "10.0.0.2"}).reversed);
+  CHECK(parsed({"write_bw", "--dev", "net_null0", "--ip", "10.0.0.1", "--run_infinitely", "10.0.0.2"}).run_infinitely);
   CHECK(parsed({"send_bw", "--loopback", "-n", "100"}).rx_depth == 100);
   CHECK(parsed({"send_lat", "--loopback", "-U"}).report_histogram);  // -U implies -H
   CHECK(parsed({"write_bw", "--loopback", "--out_json"}).json_default_file);
