@@ -91,7 +91,7 @@ for side in ('client', 'server'):
     timeout 30 "$perf" write_bw >"$out" 2>&1
     [ $? = 2 ] && grep -q "loopback" "$out" || fail "client/server mode should explain it needs --dev and --ip, or --loopback"
     for case in "--loopback --dev net_null0|takes no --dev" "--dev net_null0 --ip 300.1.1.1|not an IPv4" \
-                "--dev net_null0 --ip 10.0.0.1 --mac zz|not a MAC" "--loopback -x 3|valid indexes 0..1" \
+                "--dev net_null0 --ip 10.0.0.1 --mac zz|not a MAC" "--loopback -x 3|valid indexes 0..2" \
                 "--loopback -e|not supported yet" "--loopback -R|rdma_cm"; do
       timeout 30 "$perf" send_bw ${case%%|*} >"$out" 2>&1
       rc=$?
@@ -197,7 +197,7 @@ PY
     [ "$(col 2)" -gt 1000 ] || fail "write_lat -D 1 should run for a second, not -n's 1000 iterations"
     run_ok atomic_lat --loopback --verify -n 200 -A CMP_AND_SWAP
     grep -qE '^ 8 +200 ' "$out" || fail "atomic_lat: expected a row of 200 8-byte round trips"
-    grep -q "Atomic Latency Test" "$out" || fail "atomic_lat: no banner"
+    grep -q "Atomic CMP_AND_SWAP Latency Test" "$out" || fail "atomic_lat -A CMP_AND_SWAP: no perftest banner ('Atomic CMP_AND_SWAP Latency Test')"
     run_ok send_bw --loopback --verify -n 300 -q 2 --use-srq
     run_ok read_lat --loopback --verify -n 100 -x 2 -d mydev0
     grep -q "Device         : mydev0" "$out" || fail "-d should name the device in the banner"
