@@ -388,15 +388,20 @@ BwResult run_bw(Endpoint& client, Endpoint& server, const PollFn& poll, const Op
   }
   BwResult r = finish(ab, o);
   if (!ba) return r;
-  // perftest -b: each side reports what it sent plus what its peer sent.
+  // perftest -b: each side reports the rates of what it sent plus what its
+  // peer sent, and its own count of messages (-n per QP: 20 for -n 20,
+  // tests/data/perftest/*_bidir).
   const BwResult back = finish(*ba, o);
   if (r.error.empty()) r.error = back.error;
   r.bidirectional = true;
+  r.local_iters = r.iters;
+  r.remote_iters = back.iters;
+  r.local_peak_bps = r.peak_bps;
+  r.remote_peak_bps = back.peak_bps;
   r.local_avg_bps = r.avg_bps;
   r.local_msg_rate = r.msg_rate;
   r.remote_avg_bps = back.avg_bps;
   r.remote_msg_rate = back.msg_rate;
-  r.iters += back.iters;
   r.avg_bps += back.avg_bps;
   r.msg_rate += back.msg_rate;
   r.peak_bps = r.peak_bps > 0 ? r.peak_bps + back.peak_bps : 0;

@@ -278,18 +278,37 @@ void print_bw_header(const Options& o) {
                                      : " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]");
 }
 
-void print_bw_row(const Options& o, const BwResult& r) {
-  const BwFigures f = bw_figures(o, r);
+namespace {
+
+void print_bw_figures(const Options& o, uint64_t size, uint64_t iters, const BwFigures& f) {
   if (o.output == OutputMode::bandwidth) {
     std::printf("%lf\n", f.avg);
   } else if (o.output == OutputMode::message_rate) {
     std::printf("%lf\n", f.rate);
   } else if (fine_figures(o, f)) {
-    std::printf(" %-7lu    %lu           %-7.6lf            %-7.6lf            %-7.6lf\n", (unsigned long)r.size,
-                (unsigned long)r.iters, f.peak, f.avg, f.rate);
+    std::printf(" %-7lu    %lu           %-7.6lf            %-7.6lf            %-7.6lf\n", (unsigned long)size,
+                (unsigned long)iters, f.peak, f.avg, f.rate);
   } else {
-    std::printf(" %-7lu    %-10lu       %-7.2lf            %-7.2lf\t\t   %-7.6lf\n", (unsigned long)r.size,
-                (unsigned long)r.iters, f.peak, f.avg, f.rate);
+    std::printf(" %-7lu    %-10lu       %-7.2lf            %-7.2lf\t\t   %-7.6lf\n", (unsigned long)size,
+                (unsigned long)iters, f.peak, f.avg, f.rate);
+  }
+}
+
+// --report-both: each direction in a table of its own after the sum.
+void print_direction(const Options& o, const char* title, uint64_t size, uint64_t iters, double peak_bps,
+                     double avg_bps, double msg_rate) {
+  std::printf("%s\n %s results: \n%s", kLine, title, kLine);
+  print_bw_header(o);
+  print_bw_figures(o, size, iters, {o.no_peak ? 0.0 : rate_unit(o, peak_bps), rate_unit(o, avg_bps), msg_rate / 1e6});
+}
+
+}  // namespace
+
+void print_bw_row(const Options& o, const BwResult& r) {
+  print_bw_figures(o, r.size, r.iters, bw_figures(o, r));
+  if (o.report_both && r.bidirectional && full_output(o)) {
+    print_direction(o, "Local", r.size, r.local_iters, r.local_peak_bps, r.local_avg_bps, r.local_msg_rate);
+    print_direction(o, "Remote", r.size, r.remote_iters, r.remote_peak_bps, r.remote_avg_bps, r.remote_msg_rate);
   }
   std::fflush(stdout);
 }

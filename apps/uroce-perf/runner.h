@@ -24,8 +24,11 @@ struct BwResult {
   double avg_bps = 0;
   double msg_rate = 0;     // messages per second
   // -b: what this side sent (local) and what the peer sent to it (remote);
-  // the fields above are their sum, as perftest reports.
+  // the rates above are their sum and `iters` this side's count, as
+  // perftest reports.
   bool bidirectional = false;
+  uint64_t local_iters = 0, remote_iters = 0;
+  double local_peak_bps = 0, remote_peak_bps = 0;
   double local_avg_bps = 0, remote_avg_bps = 0, local_msg_rate = 0, remote_msg_rate = 0;
   std::string error;       // a WC error or a verification failure
 };

@@ -40,6 +40,7 @@ CASES += [(t + "_nopeak", t, ["-N"]) for t in BW]
 CASES += [(t + "_out_bw", t, ["--output=bandwidth"]) for t in BW]
 CASES += [(t + "_out_rate", t, ["--output=message_rate"]) for t in BW]
 CASES += [(t + "_bidir", t, ["-b"]) for t in BW]
+CASES += [("send_bw_report_both", "send_bw", ["-b", "--report-both"])]
 CASES += [(t + s, t, [f]) for t in TESTS if t.endswith("_lat")
           for s, f in (("_H", "-H"), ("_U", "-U"), ("_C", "-C"), ("_out_lat", "--output=latency"))]
 JSON_CASES = [(t + "_json", t, []) for t in TESTS] + [(t + "_q2_json", t, ["-q", "2"]) for t in BW]
