@@ -400,15 +400,21 @@ BwResult run_bw(Endpoint& client, Endpoint& server, const PollFn& poll, const Op
   return sum_of(r, finish(*ba, o));
 }
 
+// perftest -b: each side reports the rates of what it sent plus what its
+// peer sent, and its own count of messages (-n per QP: 20 for -n 20,
+// tests/data/perftest/*_bidir).
 BwResult sum_of(const BwResult& mine, const BwResult& peer) {
   BwResult r = mine;
   if (r.error.empty()) r.error = peer.error;
   r.bidirectional = true;
+  r.local_iters = mine.iters;
+  r.remote_iters = peer.iters;
+  r.local_peak_bps = mine.peak_bps;
+  r.remote_peak_bps = peer.peak_bps;
   r.local_avg_bps = mine.avg_bps;
   r.local_msg_rate = mine.msg_rate;
   r.remote_avg_bps = peer.avg_bps;
   r.remote_msg_rate = peer.msg_rate;
-  r.iters += peer.iters;
   r.avg_bps += peer.avg_bps;
   r.msg_rate += peer.msg_rate;
   r.peak_bps = r.peak_bps > 0 ? r.peak_bps + peer.peak_bps : 0;

@@ -23,4 +23,13 @@ CycleClock::time_point CycleClock::now() noexcept {
   return time_point(duration(int64_t(((unsigned __int128)rte_rdtsc() * mult) >> 32)));
 }
 
+uint64_t CycleClock::cycles() noexcept {
+  if (ns_per_cycle_q32() == 0) return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+  return rte_rdtsc();
+}
+
+double CycleClock::cycles_per_usec() noexcept {
+  return ns_per_cycle_q32() == 0 ? 1000.0 : double(rte_get_tsc_hz()) / 1e6;
+}
+
 }  // namespace uroce::perf

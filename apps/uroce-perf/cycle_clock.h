@@ -18,6 +18,10 @@ struct CycleClock {
   using time_point = std::chrono::time_point<CycleClock>;
   static constexpr bool is_steady = true;
   static time_point now() noexcept;
+  // The raw count, for perftest's figures in cycles (-C); the steady
+  // clock's nanoseconds without a TSC frequency.
+  static uint64_t cycles() noexcept;
+  static double cycles_per_usec() noexcept;
 };
 
 }  // namespace uroce::perf

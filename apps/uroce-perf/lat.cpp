@@ -30,10 +30,6 @@ ibv_wc_opcode completion_of(const Options& o) {
 // server's NIC answers.
 bool one_sided(Verb v) { return v == Verb::read || v == Verb::atomic; }
 
-// -D: samples kept for at most this many iterations (8 bytes each); the
-// run goes on, and its count, beyond.
-constexpr uint64_t kMaxDurationSamples = uint64_t(16) << 20;
-
 }  // namespace
 
 void WcTally::reap(CompletionQueue& cq) {
@@ -58,8 +54,9 @@ bool WcTally::take(ibv_wc_opcode op) {
 LatSide::LatSide(Endpoint& e, const PeerInfo& peer, const Options& o, uint64_t size, bool client)
     : e_(e), peer_(peer), o_(o), size_(size), client_(client) {
   r_.size = size;
-  // Reserved before the run: no allocation in the measured loop.
-  r_.usec.reserve(o.duration ? std::min<uint64_t>(uint64_t(o.duration) * 2000000, kMaxDurationSamples) : o.iters);
+  // Reserved before the run: no allocation in the measured loop. -D keeps
+  // no stamps (perftest reports its average alone), so no bound is needed.
+  if (client && !o.duration) r_.posted.reserve(o.iters);
 }
 
 // -D: a side stops posting once the duration is over; a side still
@@ -71,20 +68,21 @@ bool LatSide::time_up(double grace) {
   return std::chrono::duration<double>(Clock::now() - start_).count() >= double(o_.duration) + grace;
 }
 
-// -D: only round trips between the margins are kept (perftest's -f).
-bool LatSide::in_window(Clock::time_point now) const {
-  if (!o_.duration) return true;
-  const double t = std::chrono::duration<double>(now - start_).count();
-  return t >= o_.margin_s && t < double(o_.duration) - o_.margin_s && r_.usec.size() < r_.usec.capacity();
-}
-
-void LatSide::sample(double usec) {
-  const Clock::time_point now = Clock::now();
-  if (in_window(now)) r_.usec.push_back(usec);
+// -D: only round trips that end between the margins count (perftest's
+// -f), with the time from the end of the one before the first.
+void LatSide::count_round_trip() {
+  const uint64_t now = Clock::cycles();
+  const double t = std::chrono::duration<double>(Clock::now() - start_).count();
+  if (t >= o_.margin_s && t < double(o_.duration) - o_.margin_s) {
+    if (r_.iters++ == 0) window_from_ = last_done_;
+    r_.window_cycles = now - window_from_;
+  }
+  last_done_ = now;
 }
 
 void LatSide::start(bool first_size) {
   start_ = Clock::now();
+  last_done_ = Clock::cycles();
   if (first_size) std::memset(e_.buf(0), 0, e_.buf_bytes());
   if (client_ || o_.verb == Verb::write) fill_pattern(e_.buf(0), size_, 0x33);
   else if (o_.verb == Verb::read) fill_pattern(in(), size_, 0x77);  // READ fetches this
@@ -169,21 +167,17 @@ LatSide::State LatSide::advance() {
         break;
       e_.buf(0)[size_ - 1] = marker();  // the message ends with the iteration's marker
       // Only the client reports; a TSC read is 20+ ns of the answer's path.
-      if (client_) t0_ = Clock::now();
+      if (client_ && r_.posted.size() < r_.posted.capacity()) r_.posted.push_back(Clock::cycles());
       post();
       state_ = one_sided(o_.verb) || !posts_first() ? State::wait_own : State::wait_peer;
       break;
     case State::wait_peer:
       if (!peer_arrived()) break;
-      // Half a round trip since this side's last post (the write_lat
-      // client has none before the server's first message).
-      if (client_ && (posts_first() || iter_ > 0))
-        sample(std::chrono::duration<double, std::micro>(Clock::now() - t0_).count() / 2);
       state_ = posts_first() ? State::wait_own : State::post;  // or answer it
       break;
     case State::wait_own:
       if (!tally_.take(completion_of(o_))) break;
-      if (client_ && one_sided(o_.verb)) sample(std::chrono::duration<double, std::micro>(Clock::now() - t0_).count());
+      if (client_ && o_.duration) count_round_trip();
       next();
       break;
     case State::done: break;
@@ -193,6 +187,7 @@ LatSide::State LatSide::advance() {
 
 LatResult LatSide::finish() {
   r_.error = tally_.error;
+  if (!o_.duration) r_.iters = iter_;
   if (!client_ || !o_.verify || !r_.error.empty()) return r_;
   if (o_.verb == Verb::read) check_pattern(in(), size_, 0x77, r_.error);
   else if (o_.verb == Verb::atomic) {

@@ -56,8 +56,7 @@ class LatSide {
   bool peer_arrived();
   void next();
   bool time_up(double grace);
-  bool in_window(Clock::time_point now) const;
-  void sample(double usec);
+  void count_round_trip();  // -D: the round trips between the margins and their time
 
   Endpoint& e_;
   PeerInfo peer_;
@@ -68,7 +67,8 @@ class LatSide {
   uint64_t iter_ = 0;
   bool posted_ = false;  // this iteration's message is out
   WcTally tally_;
-  Clock::time_point t0_, start_;
+  Clock::time_point start_;
+  uint64_t last_done_ = 0, window_from_ = 0;  // -D: TSC of the last round trip's end, of the window's start
   double next_progress_ = 3;
   uint64_t clock_reads_ = 0;
   Clock::time_point gap_from_{};

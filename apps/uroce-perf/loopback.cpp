@@ -45,6 +45,9 @@ bool Loopback::open(uint16_t mtu, const std::string& pcap_path, const cc::CcConf
   client->add_neighbor(ip_s, port_b->mac());
   server->add_neighbor(ip6_c, port_a->mac());
   client->add_neighbor(ip6_s, port_b->mac());
+  // The link-local GIDs (-x 0), which Linux would find by neighbour discovery.
+  server->add_neighbor(cc.gids[0], port_a->mac());
+  client->add_neighbor(cs.gids[0], port_b->mac());
   return true;
 }
 

@@ -84,7 +84,6 @@ class RawLatSide {
   bool ack_seen_ = false;        // --raw-acks: the ACK-sized frame of the next frame is here
   rte_mbuf* pending_ = nullptr;  // --raw-acks: a frame that came before its ACK-sized one
   uint64_t iter_ = 0;
-  Clock::time_point t0_;
   LatResult r_;
 };
 

@@ -5,7 +5,6 @@
 #include "report.h"
 
 #include <fcntl.h>
-#include <rte_cycles.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +15,8 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+
+#include "cycle_clock.h"
 
 namespace uroce::perf {
 namespace {
@@ -166,63 +167,82 @@ nlohmann::ordered_json lat_json(const Options& o, const LatResult& r) {
   return j;
 }
 
-// The samples in the unit printed: usec, or TSC cycles with -C.
-std::vector<double> samples(const Options& o, const LatResult& r) {
-  std::vector<double> v = r.usec;
-  if (o.report_cycles) {
-    const double per_usec = double(rte_get_tsc_hz()) / 1e6;
-    for (double& x : v) x *= per_usec;
-  }
-  return v;
+// A post answers the peer's in SEND, WRITE and raw: the gap between two
+// posts is a round trip, and perftest halves it; READ and atomics wait
+// for their own operation.
+double rtt_factor(const Options& o) { return o.verb == Verb::read || o.verb == Verb::atomic ? 1 : 2; }
+
+// Cycles per printed unit and round trip: usec, or TSC cycles with -C.
+double quotient(const Options& o) { return (o.report_cycles ? 1.0 : CycleClock::cycles_per_usec()) * rtt_factor(o); }
+
+// The gaps between consecutive posts, in cycles.
+std::vector<uint64_t> gaps(const LatResult& r) {
+  std::vector<uint64_t> d;
+  for (size_t i = 1; i < r.posted.size(); ++i) d.push_back(r.posted[i] - r.posted[i - 1]);
+  return d;
 }
 
-void print_samples(const Options& o, const std::vector<double>& v, size_t n) {
+void print_samples(const Options& o, const std::vector<uint64_t>& d, size_t n) {
   std::printf("#, %s\n", o.report_cycles ? "cycles" : "usec");
-  for (size_t i = 0; i < n && i < v.size(); ++i) std::printf("%zu, %g\n", i + 1, v[i]);
+  const double q = quotient(o);
+  for (size_t i = 0; i < n && i < d.size(); ++i) std::printf("%zu, %g\n", i + 1, double(d[i]) / q);
 }
 
+// perftest keeps a deviation and its square in an int; on x86 a double
+// out of an int's range converts to INT_MIN. Deviations beyond 46340
+// units (cycles with -C, or milliseconds-long outliers) so make its sum
+// negative and its stdev -nan, which the same samples give here.
+double perftest_int(double v) {
+  if (!(v > -2147483649.0 && v < 2147483648.0)) return -2147483648.0;
+  return std::trunc(v);
+}
 }  // namespace
 
 bool full_output(const Options& o) { return o.output == OutputMode::table; }
 
 LatStats lat_stats(const Options& o, const LatResult& r) {
   LatStats s;
-  std::vector<double> v = samples(o, r);
-  s.iters = v.size();
-  if (v.empty()) return s;
-  std::sort(v.begin(), v.end());
-  // perftest leaves the two largest samples out of every figure but t_max
-  // (the second largest), and its median of an even count is the mean of
-  // the two middle samples.
-  const size_t n = v.size() > 2 ? v.size() - 2 : v.size();
-  s.min = v.front();
-  s.max = v[std::min(n, v.size() - 1)];
-  s.typical = (n - 1) % 2 ? (v[n / 2] + v[n / 2 - 1]) / 2 : v[n / 2];
-  double sum = 0, sq = 0;
-  for (size_t i = 0; i < n; ++i) sum += v[i];
-  s.avg = sum / double(n);
-  // perftest squares whole units (its difference is an int): the same
-  // stdev for the same samples.
-  for (size_t i = 0; i < n; ++i) {
-    const double d = std::trunc(s.avg - v[i]);
-    sq += std::trunc(d * d);
+  s.iters = r.iters;
+  if (o.duration) {  // perftest: the counted round trips' time over their number, always in usec
+    const double usec = double(r.window_cycles) / CycleClock::cycles_per_usec();
+    if (r.iters && usec > 0) s.avg = usec / rtt_factor(o) / double(r.iters), s.tps = double(r.iters) / (usec / 1e6);
+    return s;
   }
-  s.stdev = std::sqrt(sq / double(n));
-  s.p99 = v[std::min(v.size() - 1, size_t(std::ceil(double(n) * 0.99)))];
-  s.p999 = v[std::min(v.size() - 1, size_t(std::ceil(double(n) * 0.999)))];
+  std::vector<uint64_t> d = gaps(r);
+  if (d.empty()) return s;
+  std::sort(d.begin(), d.end());
+  // perftest leaves the two largest gaps out of every figure but t_max
+  // (the second largest); its median of an even count is the mean of the
+  // two middle gaps, in whole cycles.
+  const size_t n = d.size() > 2 ? d.size() - 2 : d.size();
+  const double q = quotient(o);
+  auto at = [&](size_t i) { return double(d[std::min(i, d.size() - 1)]) / q; };
+  s.min = at(0);
+  s.max = at(n);
+  s.typical = double((n - 1) % 2 ? (d[n / 2] + d[n / 2 - 1]) / 2 : d[n / 2]) / q;
+  double sum = 0, sq = 0;
+  for (size_t i = 0; i < n; ++i) sum += at(i);
+  s.avg = sum / double(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double dev = perftest_int(s.avg - at(i));
+    sq += perftest_int(dev * dev);
+  }
+  s.stdev = sq < 0 ? -std::nan("") : std::sqrt(sq / double(n));
+  s.p99 = at(size_t(std::ceil(double(n) * 0.99)));
+  s.p999 = at(size_t(std::ceil(double(n) * 0.999)));
   return s;
 }
 
 void print_waiting_for_client(const Options& o) {
+  print_lead_line(o);  // in every --output mode, as perftest does
   if (!full_output(o)) return;
-  print_lead_line(o);
   std::printf("\n************************************\n* Waiting for client to connect... *\n************************************\n");
   std::fflush(stdout);
 }
 
 void print_banner(const Options& o, const RunInfo& run) {
+  if (!run.server) print_lead_line(o);  // in every --output mode, as perftest does
   if (!full_output(o)) return;
-  if (!run.server) print_lead_line(o);
   std::printf("%s", kLine);
   std::printf("                    ");
   for (const std::string& w : title_words(o)) std::printf("%s ", w.c_str());
@@ -258,18 +278,37 @@ void print_bw_header(const Options& o) {
                                      : " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]");
 }
 
-void print_bw_row(const Options& o, const BwResult& r) {
-  const BwFigures f = bw_figures(o, r);
+namespace {
+
+void print_bw_figures(const Options& o, uint64_t size, uint64_t iters, const BwFigures& f) {
   if (o.output == OutputMode::bandwidth) {
     std::printf("%lf\n", f.avg);
   } else if (o.output == OutputMode::message_rate) {
     std::printf("%lf\n", f.rate);
   } else if (fine_figures(o, f)) {
-    std::printf(" %-7lu    %lu           %-7.6lf            %-7.6lf            %-7.6lf\n", (unsigned long)r.size,
-                (unsigned long)r.iters, f.peak, f.avg, f.rate);
+    std::printf(" %-7lu    %lu           %-7.6lf            %-7.6lf            %-7.6lf\n", (unsigned long)size,
+                (unsigned long)iters, f.peak, f.avg, f.rate);
   } else {
-    std::printf(" %-7lu    %-10lu       %-7.2lf            %-7.2lf\t\t   %-7.6lf\n", (unsigned long)r.size,
-                (unsigned long)r.iters, f.peak, f.avg, f.rate);
+    std::printf(" %-7lu    %-10lu       %-7.2lf            %-7.2lf\t\t   %-7.6lf\n", (unsigned long)size,
+                (unsigned long)iters, f.peak, f.avg, f.rate);
+  }
+}
+
+// --report-both: each direction in a table of its own after the sum.
+void print_direction(const Options& o, const char* title, uint64_t size, uint64_t iters, double peak_bps,
+                     double avg_bps, double msg_rate) {
+  std::printf("%s\n %s results: \n%s", kLine, title, kLine);
+  print_bw_header(o);
+  print_bw_figures(o, size, iters, {o.no_peak ? 0.0 : rate_unit(o, peak_bps), rate_unit(o, avg_bps), msg_rate / 1e6});
+}
+
+}  // namespace
+
+void print_bw_row(const Options& o, const BwResult& r) {
+  print_bw_figures(o, r.size, r.iters, bw_figures(o, r));
+  if (o.report_both && r.bidirectional && full_output(o)) {
+    print_direction(o, "Local", r.size, r.local_iters, r.local_peak_bps, r.local_avg_bps, r.local_msg_rate);
+    print_direction(o, "Remote", r.size, r.remote_iters, r.remote_peak_bps, r.remote_avg_bps, r.remote_msg_rate);
   }
   std::fflush(stdout);
 }
@@ -286,19 +325,16 @@ void print_lat_header(const Options& o) {
 void print_lat_row(const Options& o, const LatResult& r) {
   const LatStats s = lat_stats(o, r);
   if (o.duration) {  // perftest's -D latency: the average and transactions per second only
-    const double tps = s.avg > 0 ? 1e6 / s.avg : 0;
     if (o.output == OutputMode::latency) std::printf("%lf\n", s.avg);
-    else std::printf(" %-7lu       %lu            %-7.2f        %-7.2f\n", (unsigned long)r.size, (unsigned long)s.iters, s.avg, tps);
+    else std::printf(" %-7lu       %lu            %-7.2f        %-7.2f\n", (unsigned long)r.size, (unsigned long)s.iters, s.avg, s.tps);
     std::fflush(stdout);
     return;
   }
-  const std::vector<double> v = samples(o, r);
-  if (o.report_unsorted) print_samples(o, v, v.size());
-  if (o.report_histogram) {
-    std::vector<double> sorted = v;
-    std::sort(sorted.begin(), sorted.end());
-    print_samples(o, sorted, sorted.size() > 2 ? sorted.size() - 2 : sorted.size());
-  }
+  // -U: the gaps as measured; -H: sorted, without the two largest.
+  std::vector<uint64_t> d = gaps(r);
+  if (o.report_unsorted) print_samples(o, d, d.size());
+  std::sort(d.begin(), d.end());
+  if (o.report_histogram) print_samples(o, d, d.size() > 2 ? d.size() - 2 : d.size());
   if ((o.report_unsorted || o.report_histogram) && full_output(o)) {
     std::printf("%s", kLine);
     print_lat_header(o);

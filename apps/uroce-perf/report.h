@@ -61,10 +61,12 @@ bool check_json_path(const Options& o, std::string& error);
 bool write_json(const Options& o, const RunInfo& run, const std::vector<BwResult>& bw,
                 const std::vector<LatResult>& lat, const nlohmann::json& cc, std::string& error);
 
-// perftest's latency figures of a run's samples (usec, or cycles with -C).
+// perftest's latency figures of a run's post stamps (usec, or cycles with -C;
+// -D: the average and tps alone).
 struct LatStats {
   uint64_t iters = 0;
   double min = 0, max = 0, typical = 0, avg = 0, stdev = 0, p99 = 0, p999 = 0;
+  double tps = 0;  // -D: round trips per second
 };
 LatStats lat_stats(const Options& o, const LatResult& r);
 

@@ -91,7 +91,7 @@ for side in ('client', 'server'):
     timeout 30 "$perf" write_bw >"$out" 2>&1
     [ $? = 2 ] && grep -q "loopback" "$out" || fail "client/server mode should explain it needs --dev and --ip, or --loopback"
     for case in "--loopback --dev net_null0|takes no --dev" "--dev net_null0 --ip 300.1.1.1|not an IPv4" \
-                "--dev net_null0 --ip 10.0.0.1 --mac zz|not a MAC" "--loopback -x 3|valid indexes 0..1" \
+                "--dev net_null0 --ip 10.0.0.1 --mac zz|not a MAC" "--loopback -x 3|valid indexes 0..2" \
                 "--loopback -e|not supported yet" "--loopback -R|rdma_cm"; do
       timeout 30 "$perf" send_bw ${case%%|*} >"$out" 2>&1
       rc=$?
@@ -189,15 +189,22 @@ PY
   flags)
     # perftest flags that change the run (options.cpp's table; perf-options checks the rest).
     col() { awk -v c="$1" '/^ [0-9]+ +[0-9]+ /{print $c; exit}' "$out"; }
-    run_ok write_bw --loopback --verify -n 300 -b
-    [ "$(col 2)" = 600 ] || fail "-b: both directions' 300 messages should be counted (600)"
+    # -b: perftest's row is the sum of both directions' rates over this
+    # side's own count; --report-both adds each direction's table.
+    run_ok write_bw --loopback --verify -n 300 -b --report-both
+    [ "$(row_count)" = 3 ] || fail "-b --report-both: expected the sum, local and remote rows"
+    grep -qx " Local results: " "$out" && grep -qx " Remote results: " "$out" || fail "--report-both: no Local/Remote titles"
+    awk '/^ [0-9]+ +[0-9]+ /{ n++; it[n] = $2; avg[n] = $4 }
+         END { d = avg[1] - avg[2] - avg[3]; exit !(n == 3 && it[1] == 300 && it[2] == 300 && it[3] == 300 &&
+                                                    avg[2] > 0 && avg[3] > 0 && d < 0.021 && d > -0.021) }' "$out" \
+      || fail "-b: every row should count -n's 300, and the sum's average be local + remote"
     run_ok write_bw --loopback --verify -n 300 -N
     [ "$(col 3)" = 0.00 ] || fail "-N: the peak should be 0.00"
     run_ok write_lat --loopback --verify -D 1
     [ "$(col 2)" -gt 1000 ] || fail "write_lat -D 1 should run for a second, not -n's 1000 iterations"
     run_ok atomic_lat --loopback --verify -n 200 -A CMP_AND_SWAP
     grep -qE '^ 8 +200 ' "$out" || fail "atomic_lat: expected a row of 200 8-byte round trips"
-    grep -q "Atomic Latency Test" "$out" || fail "atomic_lat: no banner"
+    grep -q "Atomic CMP_AND_SWAP Latency Test" "$out" || fail "atomic_lat -A CMP_AND_SWAP: no perftest banner ('Atomic CMP_AND_SWAP Latency Test')"
     run_ok send_bw --loopback --verify -n 300 -q 2 --use-srq
     run_ok read_lat --loopback --verify -n 100 -x 2 -d mydev0
     grep -q "Device         : mydev0" "$out" || fail "-d should name the device in the banner"
@@ -218,6 +225,13 @@ PY
     kill -INT $pid
     wait $pid || fail "--run_infinitely should end with 0 on SIGINT"
     [ "$(row_count)" -ge 2 ] || fail "--run_infinitely -D 1 should print a row a second"
+    # Each row is its own second: a count that no earlier row has (a
+    # reprinted row would repeat it) and a message rate that is that
+    # count over one second.
+    awk '/^ 4096 +[0-9]+ /{ n++; if ($2 in seen) bad = 1; seen[$2] = 1
+                             r = $2 / ($5 * 1e6); if (r < 0.9 || r > 1.1) bad = 1 }
+         END { exit !(n >= 2 && !bad) }' "$out" \
+      || fail "--run_infinitely: each row should count its own -D interval"
     timeout 30 "$perf" write_lat --loopback --odp -n 5 >"$out" 2>&1 || fail "--odp should be ignored"
     grep -q "^uroce-perf: --odp ignored: " "$out" || fail "--odp: no line saying it is ignored" ;;
   *) echo "unknown case $case_"; exit 2 ;;

@@ -12,6 +12,11 @@ prints the client's lines). A line's shape is the line with:
     (integers, fractions, GID bytes) with the spaces after it by "N "
     (perftest pads figures to a width, so the spaces after a figure depend
     on its digits; tabs and every other space stay);
+  - a figure printed as "nan" or "-nan" (with the spaces after it) by "N "
+    too: it is printf's rendering of a value, not of the layout; perftest
+    prints a -nan stdev when a deviation's square overflows its int
+    arithmetic (cycles of a millisecond round trip over rxe), which
+    uroce-perf reproduces for the same samples (perf-report checks that);
   - the value of the banner's Device field replaced by DEV.
 uroce's own lines after the table (" uroce..." and the cc lines) are left
 out. JSON cases (--out_json) compare the keys of test_info and results
@@ -35,18 +40,21 @@ CASES += [(t + "_nopeak", t, ["-N"]) for t in BW]
 CASES += [(t + "_out_bw", t, ["--output=bandwidth"]) for t in BW]
 CASES += [(t + "_out_rate", t, ["--output=message_rate"]) for t in BW]
 CASES += [(t + "_bidir", t, ["-b"]) for t in BW]
+CASES += [("send_bw_report_both", "send_bw", ["-b", "--report-both"])]
 CASES += [(t + s, t, [f]) for t in TESTS if t.endswith("_lat")
           for s, f in (("_H", "-H"), ("_U", "-U"), ("_C", "-C"), ("_out_lat", "--output=latency"))]
 JSON_CASES = [(t + "_json", t, []) for t in TESTS] + [(t + "_q2_json", t, ["-q", "2"]) for t in BW]
 
 HEX = re.compile(r"0x[0-9a-fA-F]+")
 NUM = re.compile(r"(?<![A-Za-z_])[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)? *")
+NAN = re.compile(r"(?<![A-Za-z_])-?nan *")
 DEV = re.compile(r"(Device         : )[^\t\n]*")
 
 
 def shape(line):
     line = DEV.sub(r"\1DEV", line)
     line = HEX.sub("H", line)
+    line = NAN.sub("N ", line)
     return NUM.sub("N ", line)
 
 
