@@ -88,6 +88,7 @@ class Remote {
   RunInfo run_info() const;
   bool while_client_runs(const std::function<bool()>& step);
   bool run_raw_size(uint64_t size, std::string& error);
+  static BwResult send_server_result(uint64_t size, uint64_t received, std::chrono::steady_clock::duration took);
   PacketPort& port() { return port_end_->packet_port(); }
   DpdkPort& dpdk_port() { return port_end_->dpdk_port(); }
   Device& device() { return port_end_->device(); }
@@ -191,13 +192,15 @@ bool Remote::connect_qps(std::string& error) {
 }
 
 // perftest's steps 2-4 (docs/exchange.md): records, connect, records again
-// and a barrier; the latency tests swap QP 0's record once more first.
+// and a barrier; the latency tests swap QP 0's record once more first. The
+// send tests swap QP 0's record between the two rounds instead (with -q 2
+// the order shows: the second round must start after that swap).
 bool Remote::set_up(std::string& error) {
   const PerftestDest me = to_dest(ep_->info(0));
   PerftestDest ignored;
   if (o_.kind == Kind::lat && o_.verb != Verb::send && !session_->hand_shake(me, ignored, error)) return false;
   if (!swap_dests(error) || !connect_qps(error)) return false;
-  if (o_.kind == Kind::lat && o_.verb == Verb::send) return prepare() && session_->barrier(me, error) && swap_dests(error);
+  if (o_.verb == Verb::send) return prepare() && session_->barrier(me, error) && swap_dests(error);
   return swap_dests(error) && prepare() && session_->barrier(me, error);
 }
 
@@ -287,13 +290,16 @@ bool Remote::run_send_bw(std::string& error) {
       // --run_infinitely: until the sender closes.
       const uint64_t want = o_.iters * ep_->qp_count();
       const auto t0 = std::chrono::steady_clock::now();
+      auto first = t0;  // the first receive: perftest's server clock starts there
       auto running = [&] {
         if (o_.run_infinitely) return false;
         if (!o_.duration) return s.received() < want;
         return std::chrono::steady_clock::now() - t0 < std::chrono::seconds(o_.duration);
       };
       for (unsigned n = 1; running() && s.error().empty(); ++n) {
+        const bool none_yet = s.received() == 0;
         s.step();
+        if (none_yet && s.received() > 0) first = std::chrono::steady_clock::now();
         port_end_->poll();
         watchdog_->check();
         // The sender speaks on the exchange only once every message is
@@ -309,6 +315,10 @@ bool Remote::run_send_bw(std::string& error) {
       }
       serving_ = [this] { send_server_->step(); };
       if (!s.error().empty()) return error = s.error(), false;
+      if (!o_.duration) {
+        bw_.push_back(send_server_result(size, s.received(), std::chrono::steady_clock::now() - first));
+        print_bw_row(o_, bw_.back());
+      }
       if (o_.verify && !o_.duration) {
         if ((error = s.verify({})) != "") return false;
         verified_here_ = true;
@@ -422,6 +432,20 @@ bool Remote::run_infinitely(std::string& error) {
   if (o_.verb == Verb::send) return true;
   exchange::PerftestBwReport peer;
   return session_->barrier(me, error) && session_->exchange_bw_reports(report_of(last, o_), false, peer, error);
+}
+
+// perftest's send_bw server prints a row too: no peak, the average over
+// the time from its first receive to its last.
+BwResult Remote::send_server_result(uint64_t size, uint64_t received, std::chrono::steady_clock::duration took) {
+  BwResult r;
+  r.size = size;
+  r.iters = received;
+  r.seconds = std::chrono::duration<double>(took).count();
+  if (r.seconds > 0) {
+    r.avg_bps = double(size) * double(received) / r.seconds;
+    r.msg_rate = double(received) / r.seconds;
+  }
+  return r;
 }
 
 bool Remote::run_lat(std::string& error) {

@@ -341,9 +341,9 @@ void print_lat_row(const Options& o, const LatResult& r) {
   }
   if (o.output == OutputMode::latency)
     std::printf("%lf\n", s.avg);
-  else
+  else  // #iterations is -n, as perftest prints it, though n - 1 gaps are measured
     std::printf(" %-7lu %lu          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%-7.2f\t\t%-7.2f \t\t%-7.2f\n",
-                (unsigned long)r.size, (unsigned long)s.iters, s.min, s.max, s.typical, s.avg, s.stdev, s.p99, s.p999);
+                (unsigned long)r.size, (unsigned long)o.iters, s.min, s.max, s.typical, s.avg, s.stdev, s.p99, s.p999);
   std::fflush(stdout);
 }
 

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 import net
+import perf_output
 import wire_check
 from captures import uroce_dump
 from harness import Failure
@@ -22,7 +23,9 @@ from procs import Proc, wait_all, wait_listening
 
 TOOL_TIMEOUT_S = 25
 ITERS_LINE = re.compile(r"^(\d+) iters in [\d.]+ seconds", re.M)
-PERF_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+[\d.]+", re.M)
+# The tool's stderr follows its stdout after this line, as in the recorded
+# perftest outputs (tests/data/perftest), so the two can be told apart.
+STDERR_MARK = "echo '--- stderr'; cat /tmp/tool.err"
 
 
 @dataclass
@@ -36,8 +39,8 @@ class Outcome:
 
 
 def _tool_server(vm, tool, port):
-    vm.run("rm -f /tmp/tool.rc /tmp/tool.out; "
-           f"(timeout {TOOL_TIMEOUT_S} {tool} > /tmp/tool.out 2>&1; echo $? > /tmp/tool.rc) & "
+    vm.run("rm -f /tmp/tool.rc /tmp/tool.out /tmp/tool.err; "
+           f"(timeout {TOOL_TIMEOUT_S} {tool} > /tmp/tool.out 2> /tmp/tool.err; echo $? > /tmp/tool.rc) & "
            f"uix-listen {port} 20")
 
 
@@ -46,9 +49,10 @@ def _tool_server_result(vm):
     slow guest still answers), with ps and dmesg when it did not finish."""
     return vm.run("read -r up _ < /proc/uptime; end=$((${up%.*} + " + str(TOOL_TIMEOUT_S + 5) + ")); "
                   "while [ ! -s /tmp/tool.rc ]; do read -r up _ < /proc/uptime; "
-                  "if [ ${up%.*} -ge $end ]; then cat /tmp/tool.out; echo '--- the tool did not finish; ps:'; ps; "
+                  "if [ ${up%.*} -ge $end ]; then cat /tmp/tool.out; " + STDERR_MARK + "; "
+                  "echo '--- the tool did not finish; ps:'; ps; "
                   "echo '--- dmesg:'; dmesg | tail -n 30; exit 124; fi; sleep 0.1; done; "
-                  "cat /tmp/tool.out; exit $(cat /tmp/tool.rc)", timeout_s=TOOL_TIMEOUT_S + 20, check=False)
+                  "cat /tmp/tool.out; " + STDERR_MARK + "; exit $(cat /tmp/tool.rc)", timeout_s=TOOL_TIMEOUT_S + 20, check=False)
 
 
 def _describe(up, tool_rc, tool_out, tool):
@@ -91,7 +95,7 @@ def _run(h, vm, n, sc, d, res, cap, argv, tool, port, before, t0, t_run, dump):
         up = Proc(h, "uroce", argv, os.path.join(d, "uroce.out"), ns=n.ns)
         res.procs.append(up)
         wait_listening(up, n.ns, port, 20)
-        cid = vm.send(f"timeout {TOOL_TIMEOUT_S} {tool} {net.BR_IP}")
+        cid = vm.send(f"timeout {TOOL_TIMEOUT_S} {tool} {net.BR_IP} 2> /tmp/tool.err; rc=$?; {STDERR_MARK}; exit $rc")
         tool_rc, tool_out = vm.result(cid, TOOL_TIMEOUT_S + 15, f"running {tool}")
         wait_all([up], 10)
     t_ran = time.monotonic()
@@ -145,13 +149,12 @@ def _check_output(sc, uroce_out, tool_out, up, tool_rc, tool):
         return
     if not UROCE_LINE.search(uroce_out):
         fail("uroce-perf printed no ' uroce: N packets sent, ...' line")
-    # perftest's result row (#bytes #iterations ...) comes from its client;
-    # uroce-perf prints the same table.
-    client_out = uroce_out if sc.vm == "server" else tool_out
-    sizes = [int(m.group(1)) for m in PERF_ROW.finditer(client_out)]
-    want = int(sc.uroce[sc.uroce.index("-s") + 1])
-    if want not in sizes:
-        fail(f"the client printed no result row for {want} bytes")
+    qps = int(sc.uroce[sc.uroce.index("-q") + 1]) if "-q" in sc.uroce else 1
+    size = int(sc.uroce[sc.uroce.index("-s") + 1])
+    problems = perf_output.compare(sc.uroce[1], uroce_out, tool_out, sc.vm == "client", qps, sc.iters, size,
+                                    "--report_gbits" in sc.uroce)
+    if problems:
+        fail("uroce-perf's output does not match perftest's:\n" + "\n".join(problems))
 
 
 def _check_loss(sc, uroce_out, delta, netem):

@@ -15,6 +15,7 @@ PP_ITERS = 10     # ibv_rc_pingpong round trips
 BW_ITERS = 8      # perftest -n for the bandwidth tests
 LAT_ITERS = 8     # and for the latency tests
 LOSS_ITERS = 40   # enough messages that netem's loss hits both directions
+BW_QPS = 2        # perftest -q for the bandwidth tests (the latency tests take no -q)
 NETEM = "delay 1ms reorder 10% loss 4%"
 
 
@@ -27,7 +28,7 @@ class Scenario:
     uroce: list            # uroce's app name and arguments (no --dev/--ip/server)
     pmtu: int
     netem: str = ""        # netem arguments inside the VM during the run
-    iters: int = 0         # what both sides must report
+    iters: int = 0         # what both sides must report (perftest's BW row: -n times -q)
     checks: list = field(default_factory=list)
 
 
@@ -72,6 +73,28 @@ PERF_TESTS = [
 ]
 
 
+def perftest_flags(test, gid_idx):
+    """perftest's usual flags, the same on both sides: -F (no cpufreq
+    warning; a no-op in uroce-perf), -x the GID of the port's IPv4 address
+    (1 on rxe, whose GID 0 is the link-local address, and 1 on uroce, whose
+    GID table has Linux's shape), -d the device (uroce-perf prints it in the
+    banner). Only the bandwidth tests take --report_gbits and -q."""
+    flags = ["-F", "-x", gid_idx, "-d", "rxe0"]
+    if test.endswith("_bw"):
+        flags += ["--report_gbits", "-q", str(BW_QPS)]
+    return flags
+
+
+def _perf_pair(name, test, binary, common, mtu, **kw):
+    """Both roles of one perftest scenario, with perftest's row count: a
+    bandwidth test's #iterations is -n times the number of QPs."""
+    n = int(common[common.index("-n") + 1])
+    iters = n * BW_QPS if test.endswith("_bw") else n
+    tool = " ".join([binary] + perftest_flags(test, "$GID_IDX") + common)
+    uroce = ["uroce-perf", test] + perftest_flags(test, "1") + common
+    return _both(name, "perf", tool, uroce, mtu, iters=iters, **kw)
+
+
 def perf():
     out = []
     for test, binary, extra, size, mtu in PERF_TESTS:
@@ -79,8 +102,7 @@ def perf():
         common = ["-s", str(size), "-n", str(n), "-m", str(mtu)] + extra
         tag = "-".join([test] + ([extra[1].lower()] if extra else []) + ([f"m{mtu}"] if mtu != 1024 else [])
                        + [f"s{size}"])
-        tool = f"{binary} -d rxe0 -x $GID_IDX -F " + " ".join(common)
-        out += _both(tag, "perf", tool, ["uroce-perf", test] + common, mtu, iters=n)
+        out += _perf_pair(tag, test, binary, common, mtu)
     return out
 
 
@@ -88,9 +110,7 @@ def loss():
     out = []
     for test, binary in (("write_bw", "ib_write_bw"), ("read_bw", "ib_read_bw")):
         common = ["-s", "5000", "-n", str(LOSS_ITERS), "-m", "1024"]
-        tool = f"{binary} -d rxe0 -x $GID_IDX -F " + " ".join(common)
-        out += _both(f"loss-{test}", "perf", tool, ["uroce-perf", test] + common, 1024, netem=NETEM,
-                     iters=LOSS_ITERS)
+        out += _perf_pair(f"loss-{test}", test, binary, common, 1024, netem=NETEM)
     return out
 
 
