@@ -56,7 +56,7 @@ LatSide::LatSide(Endpoint& e, const PeerInfo& peer, const Options& o, uint64_t s
   r_.size = size;
   // Reserved before the run: no allocation in the measured loop. -D keeps
   // no stamps (perftest reports its average alone), so no bound is needed.
-  if (client && !o.duration) r_.posted.reserve(o.iters);
+  if (measures() && !o.duration) r_.posted.reserve(o.iters);
 }
 
 // -D: a side stops posting once the duration is over; a side still
@@ -166,8 +166,8 @@ LatSide::State LatSide::advance() {
           std::chrono::duration<double, std::micro>(Clock::now() - gap_from_).count() < o_.latency_gap_us)
         break;
       e_.buf(0)[size_ - 1] = marker();  // the message ends with the iteration's marker
-      // Only the client reports; a TSC read is 20+ ns of the answer's path.
-      if (client_ && r_.posted.size() < r_.posted.capacity()) r_.posted.push_back(Clock::cycles());
+      // Only a side that reports stamps; a TSC read is 20+ ns of the answer's path.
+      if (measures() && r_.posted.size() < r_.posted.capacity()) r_.posted.push_back(Clock::cycles());
       post();
       state_ = one_sided(o_.verb) || !posts_first() ? State::wait_own : State::wait_peer;
       break;

@@ -50,6 +50,10 @@ class LatSide {
   // side that posts when its peer also does would overwrite its first
   // marker before the peer saw it.
   bool posts_first() const { return o_.verb == Verb::write ? !client_ : client_; }
+  // perftest's SEND and WRITE servers time their own posts of the
+  // ping-pong and print a row as the client does; READ and atomic servers
+  // only answer.
+  bool measures() const { return client_ || o_.verb == Verb::send || o_.verb == Verb::write; }
   uint8_t* in() { return e_.buf(0) + e_.exposed_offset(); }  // where the peer's bytes land
   State advance();  // at most one transition; returns the new state
   void post();
