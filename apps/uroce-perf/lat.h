@@ -50,7 +50,8 @@ class LatSide {
   // side that posts when its peer also does would overwrite its first
   // marker before the peer saw it.
   bool posts_first() const { return o_.verb == Verb::write ? !client_ : client_; }
-  uint8_t* in() { return e_.buf(0) + e_.exposed_offset(); }  // where the peer's bytes land
+  // Where the peer's bytes land (a UD receive's payload: past the GRH slot).
+  uint8_t* in() { return e_.buf(0) + e_.exposed_offset() + e_.grh_room(); }
   State advance();  // at most one transition; returns the new state
   void post();
   bool peer_arrived();

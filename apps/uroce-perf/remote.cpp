@@ -58,6 +58,7 @@ class Remote {
   bool run_test(std::string& error);
   bool run_one_sided_bw(std::string& error);
   bool run_send_bw(std::string& error);
+  void print_receiver_row(const BwServer& s, uint64_t want);
   bool run_bidir_bw(std::string& error);
   bool run_bidir_size(uint64_t size, std::string& error);
   bool run_infinitely(std::string& error);
@@ -97,7 +98,7 @@ class Remote {
     if (watchdog_) watchdog_->check();
   }
 
-  const Options& o_;
+  Options o_;    // a copy: -c UD caps its sizes at the path MTU agreed with the peer
   bool client_;  // the TCP client (SERVER argument given)
   bool sender_;  // runs the test's client side: the TCP client, or the server with --reversed
   // The port and device (uroce::Endpoint); ep_ is the benchmark's side on it.
@@ -137,10 +138,9 @@ bool Remote::open(std::string& error) {
     return error = "-m " + std::to_string(mtu_) + " does not fit port " + dpdk_port().name() + " (MTU " +
                    std::to_string(dpdk_port().mtu()) + ")",
            false;
-  uint64_t biggest = 0;
-  for (uint64_t s : sizes(o_)) biggest = std::max(biggest, s);
+  cap_ud_sizes(o_, mtu_);  // again once the peer's MTU is known
   std::random_device rd;
-  ep_ = Endpoint::create(device(), o_, (2 * biggest + 4095) / 4096 * 4096, rd() ^ uint32_t(getpid()), error);
+  ep_ = Endpoint::create(device(), o_, buffer_bytes(o_), rd() ^ uint32_t(getpid()), error);
   return ep_ != nullptr;
 }
 
@@ -155,9 +155,12 @@ bool Remote::connect_exchange(std::string& error) {
                                                              : exchange::PerftestRole::kServer);
   exchange::PerftestSysData sys, peer_sys;
   int peer_mtu = 0;
-  return session_->exchange_versions(error) && session_->exchange_sys_data(sys, peer_sys, error) &&
-         session_->exchange_mtu(mtu_enum(mtu_), peer_mtu, error) &&
-         (mtu_ = mtu_bytes(PerftestSession::agree_mtu(mtu_enum(mtu_), peer_mtu)), true);
+  if (!session_->exchange_versions(error) || !session_->exchange_sys_data(sys, peer_sys, error) ||
+      !session_->exchange_mtu(mtu_enum(mtu_), peer_mtu, error))
+    return false;
+  mtu_ = mtu_bytes(PerftestSession::agree_mtu(mtu_enum(mtu_), peer_mtu));
+  cap_ud_sizes(o_, mtu_);
+  return true;
 }
 
 // One ctx_hand_shake per QP; the records received are the peer's QPs.
@@ -297,10 +300,15 @@ bool Remote::run_send_bw(std::string& error) {
         port_end_->poll();
         watchdog_->check();
         // The sender speaks on the exchange only once every message is
-        // here (-n): one that speaks before has run another test.
+        // here (-n): one that speaks before has run another test. UD:
+        // it has sent them all, and what is missing now was lost.
         if (n % 4096 == 0 && !o_.duration && ch_->peer_spoke()) {
           port_end_->poll();
           s.step();  // what was acknowledged is in the CQ by now
+          if (ep_->ud()) {
+            s.drain(want, [this] { port_end_->poll(); });
+            break;
+          }
           if (s.received() < want)
             return error = "the client spoke on the exchange after " + std::to_string(s.received()) + " of " +
                            std::to_string(want) + " SENDs: it likely runs another test (write_bw, read_bw, atomic_bw)",
@@ -309,6 +317,7 @@ bool Remote::run_send_bw(std::string& error) {
       }
       serving_ = [this] { send_server_->step(); };
       if (!s.error().empty()) return error = s.error(), false;
+      if (!o_.run_infinitely) print_receiver_row(s, want);
       if (o_.verify && !o_.duration) {
         if ((error = s.verify({})) != "") return false;
         verified_here_ = true;
@@ -317,6 +326,16 @@ bool Remote::run_send_bw(std::string& error) {
     if (o_.all_sizes && !session_->barrier(me, error)) return false;
   }
   return true;
+}
+
+// perftest's SEND receiver prints a row of its own: what arrived, from the
+// first message to the last.
+void Remote::print_receiver_row(const BwServer& s, uint64_t want) {
+  bw_.push_back(s.result());
+  print_bw_row(o_, bw_.back());
+  if (!o_.duration && s.received() < want)
+    std::printf(" uroce: %lu B: %lu of %lu UD messages lost on the way\n", (unsigned long)s.result().size,
+                (unsigned long)(want - s.received()), (unsigned long)want);
 }
 
 // -b: both sides send and serve at once, each size opened by a barrier
@@ -351,8 +370,13 @@ bool Remote::run_bidir_size(uint64_t size, std::string& error) {
     port_end_->poll();
     rx.step();
     if (sent) watchdog_->check();  // only the peer's messages are missing
+    if (sent && ep_->ud()) {       // UD: what does not come soon was lost
+      rx.drain(want, [this] { port_end_->poll(); });
+      break;
+    }
   }
   BwResult mine = c.finish();
+  if (send && !o_.duration && rx.received() < want) mine.lost = want - rx.received();
   if (mine.error.empty()) mine.error = rx.error();
   if (!mine.error.empty()) return print_bw_row(o_, mine), error = mine.error, false;
   if (o_.all_sizes && !send && !while_client_runs([&] { return session_->barrier(me, error); })) return false;
@@ -365,6 +389,9 @@ bool Remote::run_bidir_size(uint64_t size, std::string& error) {
       return false;
     bw_.push_back(sum_of(mine, result_of(o_, peer)));
     print_bw_row(o_, bw_.back());
+    if (mine.lost)
+      std::printf(" uroce: %lu B: %lu of %lu UD messages from the peer lost on the way\n", (unsigned long)size,
+                  (unsigned long)mine.lost, (unsigned long)want);
     // What the peer wrote or sent here is complete once its report came;
     // READ was checked by finish(). The one-sided target is sized for the
     // largest message: checked after it.

@@ -28,6 +28,7 @@ struct BwResult {
   bool bidirectional = false;
   double local_avg_bps = 0, remote_avg_bps = 0, local_msg_rate = 0, remote_msg_rate = 0;
   std::string error;       // a WC error or a verification failure
+  uint64_t lost = 0;       // UD: messages sent that never arrived
 };
 
 struct LatResult {
