@@ -670,13 +670,9 @@ int parse_options(int argc, char** argv, Options& o) {
   // perftest's default when -I is not given (ctx_set_max_inline): its
   // "optimal" inline sizes for WRITE and SEND latency tests
   // (DEF_INLINE_WRITE, DEF_INLINE_SEND_RC_UC, DEF_INLINE_SEND_UD), none
-  // for everything else; UD inlines at most MAX_INLINE_UD.
+  // for everything else. (-I stops at uroce's 512, below UD's 1024.)
   if (!p.has("inline_size") && o.kind == Kind::lat)
     o.inline_size = o.verb == Verb::write ? 220 : o.verb != Verb::send ? 0 : o.conn == Conn::ud ? 188 : 236;
-  if (o.conn == Conn::ud && o.inline_size > 1024) {
-    std::fprintf(stderr, "Setting inline size to 1024 (Max inline size in UD)\n");
-    o.inline_size = 1024;
-  }
   if (o.run_infinitely && o.kind == Kind::lat) return usage("run_infinitely exists only in BW tests for now.");
   if (const int rc = check_rate_limit(p); rc >= 0) return rc;
   if (const int rc = force_dependencies(p); rc >= 0) return rc;
