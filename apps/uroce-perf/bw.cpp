@@ -177,7 +177,11 @@ void BwClient::post(size_t q) {
       const bool last = !o_.duration && idx + 1 == o_.iters;
       w.send_flags = (o_.duration || (idx + 1) % o_.cq_mod == 0 || last) ? IBV_SEND_SIGNALED : 0;
       if (size_ <= o_.inline_size && (o_.verb == Verb::send || o_.verb == Verb::write)) w.send_flags |= IBV_SEND_INLINE;
-      if (o_.verb == Verb::atomic) {
+      if (e_.ud()) {
+        w.wr.ud.ah = e_.ah(q);
+        w.wr.ud.remote_qpn = peer.qpn;
+        w.wr.ud.remote_qkey = kUdQkey;
+      } else if (o_.verb == Verb::atomic) {
         w.wr.atomic.remote_addr = peer.vaddr;
         w.wr.atomic.rkey = peer.rkey;
         w.wr.atomic.compare_add = o_.cmp_and_swap ? idx : 1;  // CAS chain: k -> k+1
@@ -317,19 +321,62 @@ void BwServer::step() {
   if (o_.verb != Verb::send) return;
   ibv_wc wc[32];
   int n;
+  uint64_t got = 0;
+  // A UD receive's byte_len counts the GRH slot too.
+  const uint64_t expected = size_ + e_.grh_room();
   while ((n = e_.recv_cq().poll(32, wc)) > 0) {
+    if (!got_first_) {
+      got_first_ = true;
+      first_rx_ = Clock::now();
+    }
     for (int i = 0; i < n; ++i) {
       if (wc[i].status != IBV_WC_SUCCESS) {
         if (error_.empty()) error_ = "receive completion with error: " + app::wc_status_text(wc[i].status);
         continue;
       }
-      if (o_.verify && wc[i].byte_len != size_ && error_.empty())
-        error_ = "received " + std::to_string(wc[i].byte_len) + " bytes, expected " + std::to_string(size_);
+      if (o_.verify && wc[i].byte_len != expected && error_.empty())
+        error_ = "received " + std::to_string(wc[i].byte_len) + " bytes, expected " + std::to_string(expected);
       ++received_;
+      ++got;
       --e_.recvs_outstanding;
       post_recv(wc[i].wr_id, wc[i].wr_id);
     }
   }
+  if (got) stamp(Clock::now(), got);
+}
+
+// One clock read per batch of receives, not per message.
+void BwServer::stamp(Clock::time_point now, uint64_t n) {
+  last_rx_ = now;
+  if (!o_.duration) return;
+  const double t = std::chrono::duration<double>(now - first_rx_).count();
+  if (t >= o_.margin_s && t < double(o_.duration) - double(o_.margin_s)) in_window_ += n;
+}
+
+void BwServer::drain(uint64_t sent, const PollFn& poll) {
+  constexpr auto kQuiet = std::chrono::milliseconds(200);
+  auto last = std::chrono::steady_clock::now();
+  for (uint64_t before = received_; received_ < sent && error_.empty();) {
+    poll();
+    step();
+    const auto now = std::chrono::steady_clock::now();
+    if (received_ != before) before = received_, last = now;
+    else if (now - last > kQuiet) break;
+  }
+}
+
+BwResult BwServer::result() const {
+  BwResult r;
+  r.size = size_;
+  r.error = error_;
+  r.iters = o_.duration ? in_window_ : received_;
+  r.seconds = o_.duration ? double(o_.duration) - 2.0 * double(o_.margin_s)
+                          : std::chrono::duration<double>(last_rx_ - first_rx_).count();
+  if (r.seconds > 0) {
+    r.avg_bps = double(r.iters) * double(size_) / r.seconds;
+    r.msg_rate = double(r.iters) / r.seconds;
+  }
+  return r;
 }
 
 std::string BwServer::verify(const std::vector<uint64_t>& completed) const {
@@ -368,8 +415,15 @@ struct Direction {
   bool done = false;
 };
 
-BwResult finish(Direction& d, const Options& o) {
+// The sender's figures stop at its last completion; then the receiver
+// takes what is still on the way (UD: its completions come before the
+// datagrams arrive).
+BwResult finish(Direction& d, const Options& o, const PollFn& poll) {
   BwResult r = d.client.finish();
+  uint64_t sent = 0;
+  for (uint64_t n : r.per_qp) sent += n;
+  if (o.verb == Verb::send) d.server.drain(sent, poll);
+  if (d.server.received() < sent && o.verb == Verb::send) r.lost = sent - d.server.received();
   if (r.error.empty() && !d.server.error().empty()) r.error = d.server.error();
   if (o.verify && r.error.empty()) r.error = d.server.verify(r.per_qp);
   return r;
@@ -377,7 +431,8 @@ BwResult finish(Direction& d, const Options& o) {
 
 }  // namespace
 
-BwResult run_bw(Endpoint& client, Endpoint& server, const PollFn& poll, const Options& o, uint64_t size) {
+BwResult run_bw(Endpoint& client, Endpoint& server, const PollFn& poll, const Options& o, uint64_t size,
+                BwResult* receiver) {
   // --reversed: perftest swaps the roles; the server's side sends.
   Endpoint& from = o.reversed ? server : client;
   Endpoint& to = o.reversed ? client : server;
@@ -395,9 +450,10 @@ BwResult run_bw(Endpoint& client, Endpoint& server, const PollFn& poll, const Op
     ab.server.step();
     if (ba) ba->server.step();
   }
-  BwResult r = finish(ab, o);
+  BwResult r = finish(ab, o, poll);
+  if (receiver) *receiver = ab.server.result();
   if (!ba) return r;
-  return sum_of(r, finish(*ba, o));
+  return sum_of(r, finish(*ba, o, poll));
 }
 
 // perftest -b: each side reports the rates of what it sent plus what its
@@ -415,6 +471,7 @@ BwResult sum_of(const BwResult& mine, const BwResult& peer) {
   r.local_msg_rate = mine.msg_rate;
   r.remote_avg_bps = peer.avg_bps;
   r.remote_msg_rate = peer.msg_rate;
+  r.lost += peer.lost;
   r.avg_bps += peer.avg_bps;
   r.msg_rate += peer.msg_rate;
   r.peak_bps = r.peak_bps > 0 ? r.peak_bps + peer.peak_bps : 0;

@@ -82,22 +82,39 @@ class BwServer {
   std::string verify(const std::vector<uint64_t>& completed) const;
   const std::string& error() const { return error_; }
   uint64_t received() const { return received_; }
+  // Steps with `poll` until `sent` messages are here, or none came for a
+  // while (UD loses datagrams; RC has them all when the sender is done).
+  void drain(uint64_t sent, const PollFn& poll);
+  // perftest's SEND receiver row: the messages received over the time
+  // from the first receive to the last (-D: those between the margins,
+  // over the measured time); no peak, as perftest's server prints none.
+  BwResult result() const;
 
  private:
+  using Clock = CycleClock;
   void post_recv(size_t q, uint64_t id);
-  uint8_t* target(size_t q) { return e_.buf(q) + e_.exposed_offset(); }
-  const uint8_t* target(size_t q) const { return const_cast<Endpoint&>(e_).buf(q) + e_.exposed_offset(); }
+  void stamp(Clock::time_point now, uint64_t n);
+  // Where the message lands: past the GRH slot for UD.
+  uint8_t* target(size_t q) { return e_.buf(q) + e_.exposed_offset() + e_.grh_room(); }
+  const uint8_t* target(size_t q) const {
+    return const_cast<Endpoint&>(e_).buf(q) + e_.exposed_offset() + e_.grh_room();
+  }
 
   Endpoint& e_;
   const Options& o_;
   uint64_t size_;
   uint64_t received_ = 0;
+  uint64_t in_window_ = 0;  // -D: received between the margins
+  bool got_first_ = false;
+  Clock::time_point first_rx_{}, last_rx_{};
   std::string error_;
 };
 
 // Both sides in one loop over `poll` (--loopback); -b: both send and
 // receive at once; --reversed: the server's endpoint sends.
-BwResult run_bw(Endpoint& client, Endpoint& server, const PollFn& poll, const Options& o, uint64_t size);
+// `receiver`, when given: the receiving side's row (SEND, one direction).
+BwResult run_bw(Endpoint& client, Endpoint& server, const PollFn& poll, const Options& o, uint64_t size,
+                BwResult* receiver = nullptr);
 
 // -b: perftest's row, the sum of what this side sent (`mine`) and what its
 // peer sent (`peer`); each is kept for --report-both.

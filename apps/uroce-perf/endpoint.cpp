@@ -3,6 +3,7 @@
 
 #include <rte_eal.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -32,6 +33,12 @@ std::string errno_text(const char* what, int err) { return std::string(what) + "
 
 }  // namespace
 
+uint64_t buffer_bytes(const Options& o) {
+  uint64_t biggest = 0;
+  for (uint64_t s : sizes(o)) biggest = std::max(biggest, s);
+  return (2 * (biggest + kGrhBytes) + 4095) / 4096 * 4096;
+}
+
 std::unique_ptr<Endpoint> Endpoint::create(Device& dev, const Options& o, uint64_t buf_bytes, uint32_t psn_seed,
                                            std::string& error) {
   std::unique_ptr<Endpoint> e(new Endpoint());
@@ -41,6 +48,7 @@ std::unique_ptr<Endpoint> Endpoint::create(Device& dev, const Options& o, uint64
   // peer's data lands in the second.
   e->exposed_offset_ = o.kind == Kind::lat || o.bidirectional ? buf_bytes / 2 : 0;
   e->opts_ = o;
+  e->ud_ = o.conn == Conn::ud;
   if (o.gid_index >= int(dev.gids().size()))
     return error = "-x " + std::to_string(o.gid_index) + ": the device has GIDs 0.." +
                    std::to_string(dev.gids().size() - 1),
@@ -80,7 +88,7 @@ std::unique_ptr<Endpoint> Endpoint::create(Device& dev, const Options& o, uint64
     init.send_cq = e->cq_.get();
     init.recv_cq = e->rcq_.get();
     init.srq = e->srq_.get();
-    init.qp_type = IBV_QPT_RC;
+    init.qp_type = e->ud_ ? IBV_QPT_UD : IBV_QPT_RC;
     init.cap.max_send_wr = depth;
     init.cap.max_recv_wr = rx_depth;
     init.cap.max_send_sge = init.cap.max_recv_sge = 1;
@@ -88,6 +96,7 @@ std::unique_ptr<Endpoint> Endpoint::create(Device& dev, const Options& o, uint64
     auto qp = e->pd_->create_qp(init, err);
     if (!qp) return error = errno_text("create_qp", err), nullptr;
     e->qps_.push_back(std::move(qp));
+    e->ahs_.emplace_back();
     e->psns_.push_back((psn_seed * 2654435761u + i * 977) & 0xFFFFFF);  // like lrand48 & 0xffffff
   }
   return e;
@@ -95,6 +104,7 @@ std::unique_ptr<Endpoint> Endpoint::create(Device& dev, const Options& o, uint64
 
 Endpoint::~Endpoint() {
   qps_.clear();
+  ahs_.clear();
   srq_.reset();
   for (auto& mr : mrs_) pd_->dereg_mr(mr);
 }
@@ -116,6 +126,7 @@ PeerInfo Endpoint::info(size_t qp) const {
 }
 
 int Endpoint::connect(size_t i, const PeerInfo& remote, const Options& o, ibv_mtu mtu) {
+  if (ud_) return connect_ud(i, remote, o);
   RcConnectOptions c;
   c.sq_psn = psns_[i];
   c.path_mtu = mtu;
@@ -132,6 +143,33 @@ int Endpoint::connect(size_t i, const PeerInfo& remote, const Options& o, ibv_mt
   c.min_rnr_timer = 12;  // perftest's MIN_RNR_TIMER
   std::string ignored;   // the caller names the QP and the errno
   return uroce::connect_rc(*qps_[i], {remote.qpn, remote.psn, remote.gid}, c, ignored);
+}
+
+// perftest's UD QP: INIT with its Q_Key, RTR and RTS with nothing of the
+// peer; the peer's QPN goes in each WR, its address in the AH (a GRH with
+// hop limit 255, the -x source GID and --tclass).
+int Endpoint::connect_ud(size_t i, const PeerInfo& remote, const Options& o) {
+  QueuePair& qp = *qps_[i];
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.pkey_index = 0;
+  a.port_num = 1;
+  a.qkey = kUdQkey;
+  if (int err = qp.modify(a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY)) return err;
+  a = ibv_qp_attr{};
+  a.qp_state = IBV_QPS_RTR;
+  if (int err = qp.modify(a, IBV_QP_STATE)) return err;
+  a.qp_state = IBV_QPS_RTS;
+  a.sq_psn = psns_[i];
+  if (int err = qp.modify(a, IBV_QP_STATE | IBV_QP_SQ_PSN)) return err;
+  RcConnectOptions path;
+  path.sgid_index = uint8_t(gid_index_);
+  path.hop_limit = 0xFF;
+  path.sl = o.sl;
+  if (o.tclass >= 0) path.traffic_class = uint8_t(o.tclass);
+  int err = 0;
+  ahs_[i] = pd_->create_ah(roce_address(remote.gid, path), err);
+  return ahs_[i] ? 0 : err;
 }
 
 }  // namespace uroce::perf

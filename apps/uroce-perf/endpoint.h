@@ -21,6 +21,16 @@ struct PeerInfo {
   wire::IpAddr gid;
 };
 
+// perftest's Q_Key of every UD QP (DEF_QKEY).
+constexpr uint32_t kUdQkey = 0x11111111;
+// A UD receive starts with a 40-byte slot for the GRH (perftest's
+// UD_ADDITION); the payload follows it.
+constexpr uint64_t kGrhBytes = 40;
+
+// Bytes per QP for the largest size: two halves (latency tests, -b), each
+// with room for a UD receive's GRH, in whole pages.
+uint64_t buffer_bytes(const Options& o);
+
 class Endpoint {
  public:
   // buf_bytes per QP; nullptr and a message on failure.
@@ -29,8 +39,14 @@ class Endpoint {
   ~Endpoint();
 
   PeerInfo info(size_t qp) const;
-  // INIT -> RTR -> RTS towards `remote`; 0 or an errno.
+  // INIT -> RTR -> RTS towards `remote`; 0 or an errno. UD: no peer in
+  // the QP; the address handle of QP `qp` (ah()) leads to `remote`.
   int connect(size_t qp, const PeerInfo& remote, const Options& o, ibv_mtu mtu);
+  bool ud() const { return ud_; }
+  AddressHandle* ah(size_t qp) { return ahs_[qp].get(); }
+  // Where a received message's payload starts, after the receive's start:
+  // past the GRH slot for UD.
+  uint64_t grh_room() const { return ud_ ? kGrhBytes : 0; }
 
   Device& device() { return *dev_; }
   CompletionQueue& cq() { return *cq_; }  // send completions
@@ -60,7 +76,9 @@ class Endpoint {
  private:
   Endpoint() = default;
   const MemoryRegion& mr(size_t qp) const { return *mrs_[mrs_.size() > 1 ? qp : 0]; }
+  int connect_ud(size_t qp, const PeerInfo& remote, const Options& o);
   int gid_index_ = 0;
+  bool ud_ = false;
   Options opts_;
   Device* dev_ = nullptr;
   uint64_t buf_bytes_ = 0;
@@ -71,6 +89,7 @@ class Endpoint {
   std::unique_ptr<SharedReceiveQueue> srq_;
   std::vector<std::unique_ptr<MemoryRegion>> mrs_;
   std::vector<std::unique_ptr<QueuePair>> qps_;
+  std::vector<std::unique_ptr<AddressHandle>> ahs_;  // UD: one per QP, to its peer QP
 };
 
 }  // namespace uroce::perf

@@ -114,11 +114,18 @@ void LatSide::post() {
   w.num_sge = 1;
   w.send_flags = IBV_SEND_SIGNALED;
   if (size_ <= o_.inline_size && o_.verb != Verb::read) w.send_flags |= IBV_SEND_INLINE;
-  w.wr.rdma.remote_addr = peer_.vaddr;  // the peer's exposed half
-  w.wr.rdma.rkey = peer_.rkey;
+  if (e_.ud()) {
+    w.wr.ud.ah = e_.ah(0);
+    w.wr.ud.remote_qpn = peer_.qpn;
+    w.wr.ud.remote_qkey = kUdQkey;
+  } else {
+    w.wr.rdma.remote_addr = peer_.vaddr;  // the peer's exposed half
+    w.wr.rdma.rkey = peer_.rkey;
+  }
   // A SEND server echoes what arrived; a READ lands in the exposed half;
   // everything else goes out of this side's own first half.
-  if (o_.verb == Verb::read || (o_.verb == Verb::send && !client_)) sge.addr += e_.exposed_offset();
+  if (o_.verb == Verb::send && !client_) sge.addr = reinterpret_cast<uintptr_t>(in());
+  else if (o_.verb == Verb::read) sge.addr += e_.exposed_offset();
   const SendWr* bad = nullptr;
   if (e_.qp(0).post_send(&w, &bad) != 0 && tally_.error.empty()) tally_.error = "post_send failed";
 }

@@ -54,7 +54,8 @@ class LatSide {
   // ping-pong and print a row as the client does; READ and atomic servers
   // only answer.
   bool measures() const { return client_ || o_.verb == Verb::send || o_.verb == Verb::write; }
-  uint8_t* in() { return e_.buf(0) + e_.exposed_offset(); }  // where the peer's bytes land
+  // Where the peer's bytes land (a UD receive's payload: past the GRH slot).
+  uint8_t* in() { return e_.buf(0) + e_.exposed_offset() + e_.grh_room(); }
   State advance();  // at most one transition; returns the new state
   void post();
   bool peer_arrived();

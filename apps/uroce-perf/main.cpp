@@ -39,12 +39,6 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-uint64_t buffer_bytes(const Options& o) {
-  uint64_t biggest = 0;
-  for (uint64_t s : sizes(o)) biggest = std::max(biggest, s);
-  return (2 * biggest + 4095) / 4096 * 4096;  // LAT tests use two halves
-}
-
 // raw_bw / raw_lat on the loopback link's ports; the engines stay idle.
 int run_raw(const Options& o, Loopback& lb, const RunInfo& run) {
   rte_mempool* pool =
@@ -77,13 +71,28 @@ int run_raw(const Options& o, Loopback& lb, const RunInfo& run) {
   return 0;
 }
 
-int run_loopback(const Options& o) {
+// What perftest's SEND server prints as its row, for the side a loopback
+// run does not print (-b: each side's row is the sum already).
+void print_receiver(const Options& o, const BwResult& rx) {
+  if (o.verb != Verb::send || o.bidirectional || !full_output(o)) return;
+  const double unit = o.report_gbits ? 125e6 : 1048576.0;
+  std::printf(" uroce: receiver: %lu B, %lu messages, BW average %.2f %s, MsgRate %.6f Mpps\n",
+              (unsigned long)rx.size, (unsigned long)rx.iters, rx.avg_bps / unit, o.report_gbits ? "Gb/sec" : "MB/sec",
+              rx.msg_rate / 1e6);
+}
+
+void print_lost(const BwResult& r) {
+  if (r.lost) std::printf(" uroce: %lu B: %lu UD messages lost on the way\n", (unsigned long)r.size, (unsigned long)r.lost);
+}
+
+int run_loopback(Options o) {
   EalConfig eal;
   eal.args = split(o.eal);
   eal.quiet = true;
   std::string error;
   if (!eal_init(eal, error)) return fail(error);
   const uint32_t mtu = o.mtu ? o.mtu : 1024;
+  cap_ud_sizes(o, mtu);
   Loopback lb;
   // Jumbo link when the path MTU needs it, like a real setup would.
   if (!lb.open(mtu > 1024 ? 9000 : 1500, o.pcap, o.cc, error)) return fail(error);
@@ -111,6 +120,7 @@ int run_loopback(const Options& o) {
   const PollFn poll = [&] { lb.poll(); };
   std::vector<BwResult> bw;
   std::vector<LatResult> lat;
+  std::vector<BwResult> receivers;  // SEND: the receiving side's figures
   std::string failure;
   o.kind == Kind::bw ? print_bw_header(o) : print_lat_header(o);
   if (o.run_infinitely) {
@@ -125,8 +135,10 @@ int run_loopback(const Options& o) {
   for (uint64_t size : sizes(o)) {
     if (o.run_infinitely) break;
     if (o.kind == Kind::bw) {
-      bw.push_back(run_bw(*client, *server, poll, o, size));
+      BwResult rx;
+      bw.push_back(run_bw(*client, *server, poll, o, size, &rx));
       print_bw_row(o, bw.back());
+      receivers.push_back(rx);
       failure = bw.back().error;
     } else {
       lat.push_back(run_lat(*client, *server, poll, o, size));
@@ -136,6 +148,8 @@ int run_loopback(const Options& o) {
     if (!failure.empty()) break;
   }
   print_footer(o);
+  for (const BwResult& r : bw) print_lost(r);
+  for (const BwResult& r : receivers) print_receiver(o, r);
   nlohmann::json cc = cc_stats_json(o, "client", *client);
   cc.update(cc_stats_json(o, "server", *server));
   if (!write_json(o, run, bw, lat, cc, error)) return fail(error);

@@ -421,6 +421,11 @@ int force_dependencies(Parse& p) {
   const bool cq_mod_given = p.has("cq-mod");
   if (o.kind == Kind::bw && !o.duration && !o.run_infinitely && o.tx_depth > o.iters) o.tx_depth = uint32_t(o.iters);
   if (o.verb == Verb::send && !o.duration && o.rx_depth > o.iters) o.rx_depth = uint32_t(o.iters);
+  if (o.conn == Conn::ud && o.use_srq && !o.duration && !o.run_infinitely && o.iters <= 100) o.rx_depth = 100;
+  // perftest's UD receiver keeps a receive posted for every message, up
+  // to UC_MAX_RX, when -r is the default: a datagram finding none is lost.
+  if (o.conn == Conn::ud && !o.duration && !o.run_infinitely && o.rx_depth == 512)
+    o.rx_depth = uint32_t(std::min<uint64_t>(o.iters, 16000));
   // perftest: no CQ moderation for messages above 8 KiB unless asked for
   // (not with -a, UD or events).
   if (o.size > 8192 && o.conn != Conn::ud && !o.all_sizes && !cq_mod_given && o.kind == Kind::bw) o.cq_mod = 1;
@@ -470,8 +475,7 @@ int check_connection(const Options& o) {
       return usage("-c UC is not supported yet: uroce's transport has RC and UD queue pairs, no UC");
     case Conn::ud:
       if (o.verb != Verb::send) return usage("-c UD: UD connection only possible in SEND verb");
-      return usage("-c UD is not supported yet in uroce-perf (uroce has UD queue pairs; the benchmark loops "
-                   "post RC work requests only)");
+      return -1;
     case Conn::xrc: return usage("-c XRC: uroce has no XRC (shared receive domains across processes)");
     case Conn::dc: return usage("-c DC: DC is a ConnectX (mlx5) transport; uroce has RC and UD");
     case Conn::srd: return usage("-c SRD: SRD is AWS EFA's transport; uroce has RC and UD");
@@ -667,9 +671,10 @@ int parse_options(int argc, char** argv, Options& o) {
   if (const int rc = check_connection(o); rc >= 0) return rc;
   // perftest's default when -I is not given (ctx_set_max_inline): its
   // "optimal" inline sizes for WRITE and SEND latency tests
-  // (DEF_INLINE_WRITE, DEF_INLINE_SEND_RC_UC), none for everything else.
+  // (DEF_INLINE_WRITE, DEF_INLINE_SEND_RC_UC, DEF_INLINE_SEND_UD), none
+  // for everything else. (-I stops at uroce's 512, below UD's 1024.)
   if (!p.has("inline_size") && o.kind == Kind::lat)
-    o.inline_size = o.verb == Verb::write ? 220 : o.verb == Verb::send ? 236 : 0;
+    o.inline_size = o.verb == Verb::write ? 220 : o.verb != Verb::send ? 0 : o.conn == Conn::ud ? 188 : 236;
   if (o.run_infinitely && o.kind == Kind::lat) return usage("run_infinitely exists only in BW tests for now.");
   if (const int rc = check_rate_limit(p); rc >= 0) return rc;
   if (const int rc = force_dependencies(p); rc >= 0) return rc;
@@ -685,8 +690,20 @@ int parse_options(int argc, char** argv, Options& o) {
 std::vector<uint64_t> sizes(const Options& o) {
   if (!o.all_sizes || o.verb == Verb::atomic) return {o.size};
   std::vector<uint64_t> v;
-  for (uint64_t s = 2; s <= (uint64_t(1) << 23); s <<= 1) v.push_back(s);
+  const uint64_t last = o.ud_max_size ? o.ud_max_size : uint64_t(1) << 23;
+  for (uint64_t s = 2; s <= last; s <<= 1) v.push_back(s);
   return v;
+}
+
+void cap_ud_sizes(Options& o, uint32_t path_mtu) {
+  if (o.conn != Conn::ud) return;
+  if (!o.all_sizes) {
+    o.size = std::min<uint64_t>(o.size, path_mtu);  // silently, as perftest does
+    return;
+  }
+  if (o.ud_max_size != 0 && o.ud_max_size <= path_mtu) return;
+  std::fprintf(stderr, " Max msg size in UD is MTU %u\n Changing to this MTU\n", path_mtu);
+  o.ud_max_size = path_mtu;
 }
 
 }  // namespace uroce::perf

@@ -93,6 +93,8 @@ struct Options {
   bool loopback = false;            // --loopback
   bool raw_acks = false;            // --raw-acks: raw_lat with an ACK-sized frame ahead of each frame
   uint32_t timeout_s = 10;          // --timeout: connect, each exchange step, ARP, a silent peer
+  // -c UD with -a: the largest size, the path MTU once known (cap_ud_sizes).
+  uint64_t ud_max_size = 0;
   // Congestion control: --cc, then --cc-config FILE, then each --cc-param.
   cc::CcConfig cc;
 };
@@ -118,7 +120,13 @@ std::string perftest_binary(const std::string& test);
 // use (2); 0 for --help/--version (already printed); -1 to go on.
 int parse_options(int argc, char** argv, Options& o);
 
-// The message sizes to run: -a gives 2..2^23 (perftest), else -s.
+// The message sizes to run: -a gives 2..2^23 (perftest), else -s; with
+// -c UD no size above the path MTU (cap_ud_sizes).
 std::vector<uint64_t> sizes(const Options& o);
+
+// -c UD: a datagram is one packet, so perftest caps the message size at
+// the path MTU once it is known: -s above it becomes the MTU, and -a stops
+// there (with perftest's two lines on stderr). Nothing for RC.
+void cap_ud_sizes(Options& o, uint32_t path_mtu);
 
 }  // namespace uroce::perf

@@ -58,6 +58,7 @@ class Remote {
   bool run_test(std::string& error);
   bool run_one_sided_bw(std::string& error);
   bool run_send_bw(std::string& error);
+  void print_receiver_row(const BwServer& s, uint64_t want);
   bool run_bidir_bw(std::string& error);
   bool run_bidir_size(uint64_t size, std::string& error);
   bool run_infinitely(std::string& error);
@@ -88,7 +89,6 @@ class Remote {
   RunInfo run_info() const;
   bool while_client_runs(const std::function<bool()>& step);
   bool run_raw_size(uint64_t size, std::string& error);
-  static BwResult send_server_result(uint64_t size, uint64_t received, std::chrono::steady_clock::duration took);
   PacketPort& port() { return port_end_->packet_port(); }
   DpdkPort& dpdk_port() { return port_end_->dpdk_port(); }
   Device& device() { return port_end_->device(); }
@@ -98,7 +98,7 @@ class Remote {
     if (watchdog_) watchdog_->check();
   }
 
-  const Options& o_;
+  Options o_;    // a copy: -c UD caps its sizes at the path MTU agreed with the peer
   bool client_;  // the TCP client (SERVER argument given)
   bool sender_;  // runs the test's client side: the TCP client, or the server with --reversed
   // The port and device (uroce::Endpoint); ep_ is the benchmark's side on it.
@@ -138,10 +138,9 @@ bool Remote::open(std::string& error) {
     return error = "-m " + std::to_string(mtu_) + " does not fit port " + dpdk_port().name() + " (MTU " +
                    std::to_string(dpdk_port().mtu()) + ")",
            false;
-  uint64_t biggest = 0;
-  for (uint64_t s : sizes(o_)) biggest = std::max(biggest, s);
+  cap_ud_sizes(o_, mtu_);  // again once the peer's MTU is known
   std::random_device rd;
-  ep_ = Endpoint::create(device(), o_, (2 * biggest + 4095) / 4096 * 4096, rd() ^ uint32_t(getpid()), error);
+  ep_ = Endpoint::create(device(), o_, buffer_bytes(o_), rd() ^ uint32_t(getpid()), error);
   return ep_ != nullptr;
 }
 
@@ -156,9 +155,12 @@ bool Remote::connect_exchange(std::string& error) {
                                                              : exchange::PerftestRole::kServer);
   exchange::PerftestSysData sys, peer_sys;
   int peer_mtu = 0;
-  return session_->exchange_versions(error) && session_->exchange_sys_data(sys, peer_sys, error) &&
-         session_->exchange_mtu(mtu_enum(mtu_), peer_mtu, error) &&
-         (mtu_ = mtu_bytes(PerftestSession::agree_mtu(mtu_enum(mtu_), peer_mtu)), true);
+  if (!session_->exchange_versions(error) || !session_->exchange_sys_data(sys, peer_sys, error) ||
+      !session_->exchange_mtu(mtu_enum(mtu_), peer_mtu, error))
+    return false;
+  mtu_ = mtu_bytes(PerftestSession::agree_mtu(mtu_enum(mtu_), peer_mtu));
+  cap_ud_sizes(o_, mtu_);
+  return true;
 }
 
 // One ctx_hand_shake per QP; the records received are the peer's QPs.
@@ -290,23 +292,25 @@ bool Remote::run_send_bw(std::string& error) {
       // --run_infinitely: until the sender closes.
       const uint64_t want = o_.iters * ep_->qp_count();
       const auto t0 = std::chrono::steady_clock::now();
-      auto first = t0;  // the first receive: perftest's server clock starts there
       auto running = [&] {
         if (o_.run_infinitely) return false;
         if (!o_.duration) return s.received() < want;
         return std::chrono::steady_clock::now() - t0 < std::chrono::seconds(o_.duration);
       };
       for (unsigned n = 1; running() && s.error().empty(); ++n) {
-        const bool none_yet = s.received() == 0;
         s.step();
-        if (none_yet && s.received() > 0) first = std::chrono::steady_clock::now();
         port_end_->poll();
         watchdog_->check();
         // The sender speaks on the exchange only once every message is
-        // here (-n): one that speaks before has run another test.
+        // here (-n): one that speaks before has run another test. UD:
+        // it has sent them all, and what is missing now was lost.
         if (n % 4096 == 0 && !o_.duration && ch_->peer_spoke()) {
           port_end_->poll();
           s.step();  // what was acknowledged is in the CQ by now
+          if (ep_->ud()) {
+            s.drain(want, [this] { port_end_->poll(); });
+            break;
+          }
           if (s.received() < want)
             return error = "the client spoke on the exchange after " + std::to_string(s.received()) + " of " +
                            std::to_string(want) + " SENDs: it likely runs another test (write_bw, read_bw, atomic_bw)",
@@ -315,10 +319,7 @@ bool Remote::run_send_bw(std::string& error) {
       }
       serving_ = [this] { send_server_->step(); };
       if (!s.error().empty()) return error = s.error(), false;
-      if (!o_.duration) {
-        bw_.push_back(send_server_result(size, s.received(), std::chrono::steady_clock::now() - first));
-        print_bw_row(o_, bw_.back());
-      }
+      if (!o_.run_infinitely) print_receiver_row(s, want);
       if (o_.verify && !o_.duration) {
         if ((error = s.verify({})) != "") return false;
         verified_here_ = true;
@@ -327,6 +328,16 @@ bool Remote::run_send_bw(std::string& error) {
     if (o_.all_sizes && !session_->barrier(me, error)) return false;
   }
   return true;
+}
+
+// perftest's SEND receiver prints a row of its own: what arrived, from the
+// first message to the last.
+void Remote::print_receiver_row(const BwServer& s, uint64_t want) {
+  bw_.push_back(s.result());
+  print_bw_row(o_, bw_.back());
+  if (!o_.duration && s.received() < want)
+    std::printf(" uroce: %lu B: %lu of %lu UD messages lost on the way\n", (unsigned long)s.result().size,
+                (unsigned long)(want - s.received()), (unsigned long)want);
 }
 
 // -b: both sides send and serve at once, each size opened by a barrier
@@ -361,8 +372,13 @@ bool Remote::run_bidir_size(uint64_t size, std::string& error) {
     port_end_->poll();
     rx.step();
     if (sent) watchdog_->check();  // only the peer's messages are missing
+    if (sent && ep_->ud()) {       // UD: what does not come soon was lost
+      rx.drain(want, [this] { port_end_->poll(); });
+      break;
+    }
   }
   BwResult mine = c.finish();
+  if (send && !o_.duration && rx.received() < want) mine.lost = want - rx.received();
   if (mine.error.empty()) mine.error = rx.error();
   if (!mine.error.empty()) return print_bw_row(o_, mine), error = mine.error, false;
   if (o_.all_sizes && !send && !while_client_runs([&] { return session_->barrier(me, error); })) return false;
@@ -375,6 +391,9 @@ bool Remote::run_bidir_size(uint64_t size, std::string& error) {
       return false;
     bw_.push_back(sum_of(mine, result_of(o_, peer)));
     print_bw_row(o_, bw_.back());
+    if (mine.lost)
+      std::printf(" uroce: %lu B: %lu of %lu UD messages from the peer lost on the way\n", (unsigned long)size,
+                  (unsigned long)mine.lost, (unsigned long)want);
     // What the peer wrote or sent here is complete once its report came;
     // READ was checked by finish(). The one-sided target is sized for the
     // largest message: checked after it.
@@ -432,20 +451,6 @@ bool Remote::run_infinitely(std::string& error) {
   if (o_.verb == Verb::send) return true;
   exchange::PerftestBwReport peer;
   return session_->barrier(me, error) && session_->exchange_bw_reports(report_of(last, o_), false, peer, error);
-}
-
-// perftest's send_bw server prints a row too: no peak, the average over
-// the time from its first receive to its last.
-BwResult Remote::send_server_result(uint64_t size, uint64_t received, std::chrono::steady_clock::duration took) {
-  BwResult r;
-  r.size = size;
-  r.iters = received;
-  r.seconds = std::chrono::duration<double>(took).count();
-  if (r.seconds > 0) {
-    r.avg_bps = double(size) * double(received) / r.seconds;
-    r.msg_rate = double(received) / r.seconds;
-  }
-  return r;
 }
 
 bool Remote::run_lat(std::string& error) {

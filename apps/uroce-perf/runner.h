@@ -31,6 +31,7 @@ struct BwResult {
   double local_peak_bps = 0, remote_peak_bps = 0;
   double local_avg_bps = 0, remote_avg_bps = 0, local_msg_rate = 0, remote_msg_rate = 0;
   std::string error;       // a WC error or a verification failure
+  uint64_t lost = 0;       // UD: messages sent that never arrived
 };
 
 // perftest's measure: the TSC at each of the client's posts. A sample is

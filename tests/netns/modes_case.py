@@ -19,6 +19,14 @@ usage: modes_case.py SCENARIO UROCE_PERF WORKDIR
         client write_bw / server read_bw, client send_bw / server write_bw,
         client write_bw / server send_bw: both exit 1 within a few seconds,
         one of them saying the peer likely runs another test
+  send_bw-rows
+        perftest's send_bw receiver prints a row of its own: both sides print
+        one row with the size and the iterations
+  ud-send_bw, ud-bidir-send_bw, ud-send_lat, ud-size-above-mtu
+        -c UD (-q 2 for send_bw): the rows have the size (send_bw: both); a
+        send_bw receiver's row counts what arrived, and any message missing
+        is on a ' uroce: ... lost' line; -s above the path MTU runs at the
+        MTU (perftest's cap); the receiving sides verify the payload
 
 Exit 0 pass, 1 fail, 77 skip (not root).
 """
@@ -50,7 +58,16 @@ SCENARIOS = {
     "test-mismatch-write-read": ("read_bw", "write_bw", ["-n", "1000"], [], []),
     "test-mismatch-send-write": ("write_bw", "send_bw", ["-n", "1000"], [], []),
     "test-mismatch-write-send": ("send_bw", "write_bw", ["-n", "1000"], [], []),
+    "send_bw-rows": ("send_bw", "send_bw", ["-n", "2000", "-s", "4096", "--verify"], [], []),
+    "ud-send_bw": ("send_bw", "send_bw", ["-c", "UD", "-q", "2", "-n", "2000", "-s", "1024", "-m", "1024",
+                                          "--verify"], [], []),
+    "ud-bidir-send_bw": ("send_bw", "send_bw", ["-c", "UD", "-b", "-n", "2000", "-s", "1000", "-m", "1024",
+                                                "--verify"], [], []),
+    "ud-send_lat": ("send_lat", "send_lat", ["-c", "UD", "-n", "1000", "-s", "1024", "-m", "1024", "--verify"],
+                    [], []),
+    "ud-size-above-mtu": ("send_bw", "send_bw", ["-c", "UD", "-n", "1000", "-s", "4096", "-m", "1024"], [], []),
 }
+LOST = re.compile(r"^ uroce: (\d+) B: (\d+) of (\d+) UD messages (?:from the peer )?lost", re.M)
 
 
 def start(h, work, perf, name, spec, topo):
@@ -90,10 +107,37 @@ def check_bidir(name, srv, cli):
         print(f"  {p.name}: row {r[0]}, data verified")
 
 
+def arg(name, flag):
+    common = SCENARIOS[name][2]
+    return common[common.index(flag) + 1]
+
+
+def check_rows(name, srv, cli):
+    """Both print one row of the size (UD: capped at -m) and the iterations;
+    a UD receiver's may be short by what a ' uroce: ... lost' line counts."""
+    both_ok(srv, cli)
+    size = min(int(arg(name, "-s")), int(arg(name, "-m"))) if "-c" in SCENARIOS[name][2] else int(arg(name, "-s"))
+    n = int(arg(name, "-n")) * int(arg(name, "-q") if "-q" in SCENARIOS[name][2] else 1)
+    if "-b" in SCENARIOS[name][2]:
+        n *= 2
+    # A latency server's row has no samples yet (perftest's counts its own
+    # round trips): only the client's is checked there.
+    for p in (srv, cli) if SCENARIOS[name][0].endswith("_bw") else (cli,):
+        r = rows(p)
+        lost = sum(int(m.group(2)) for m in LOST.finditer(p.output()))
+        if len(r) != 1 or r[0][0] != size:
+            raise Failure(f"{p.name}: expected one row of {size} B, got {r}:\n" + p.describe())
+        if r[0][1] != n and not (p is srv and r[0][1] + lost == n):
+            raise Failure(f"{p.name}: row of {r[0][1]} iterations, expected {n} ({lost} lost):\n" + p.describe())
+        print(f"  {p.name}: row {r[0]}" + (f", {lost} UD messages lost" if lost else ""))
+    if "--verify" in SCENARIOS[name][2] and "; data verified" not in (srv.output() + cli.output()):
+        raise Failure("--verify: no side said '; data verified':\n" + srv.describe() + "\n" + cli.describe())
+
+
 def check_reversed(name, srv, cli):
     both_ok(srv, cli)
-    # uroce-perf's SEND receiver prints no row of its own yet (perftest's does).
-    for p in (srv, cli) if "write" in name else (srv,):
+    # Both print a row: the sender's, and perftest's SEND receiver's own.
+    for p in (srv, cli):
         if len(rows(p)) != 1:
             raise Failure(f"{p.name}: expected one row:\n" + p.describe())
     if "; data verified" not in cli.output():
@@ -167,8 +211,10 @@ def main():
                 wait_all([srv, cli], 40)
                 if name.startswith("bidir"):
                     check_bidir(name, srv, cli)
-                else:
+                elif name.startswith("reversed"):
                     check_reversed(name, srv, cli)
+                else:
+                    check_rows(name, srv, cli)
         print(f"PASS: modes-{name}")
 
     harness.main_wrapper(body)

@@ -50,6 +50,30 @@ case $case_ in
         run_ok send_bw --loopback --verify -n 50 -m $m -s $s
       done
     done ;;
+  ud)
+    # -c UD: one AH per QP, the payload after the GRH slot (--verify checks it)
+    for a in "-q 4 -s 1024 -n 2000" "--use-srq -q 2 -s 700 -n 500" "-b -s 1000 -n 1000" "-l 4 -s 64 -n 1000" \
+             "-m 4096 -s 4096 -n 500"; do
+      run_ok send_bw --loopback --verify -c UD $a
+      [ "$(row_count)" = 1 ] || fail "send_bw -c UD $a: expected one result row"
+      grep -q "Connection type : UD" "$out" || fail "send_bw -c UD $a: no 'Connection type : UD'"
+    done
+    run_ok send_bw --loopback --verify -c UD -q 2 -s 1024 -n 1000
+    grep -qE '^ 1024 +2000 ' "$out" || fail "send_bw -c UD -q 2 -n 1000: expected a row of 1024 B x 2000"
+    grep -qE '^ uroce: receiver: 1024 B, 2000 messages, BW average [0-9.]+ MB/sec' "$out" \
+      || fail "send_bw -c UD: no receiver line with its 2000 messages"
+    run_ok send_lat --loopback --verify -c UD -s 1024 -n 500
+    grep -qE '^ 1024 +500 ' "$out" || fail "send_lat -c UD: expected a row of 1024 B x 500"
+    grep -q "Max inline data : 188\[B\]" "$out" || fail "send_lat -c UD: perftest's UD inline default is 188"
+    # perftest caps a UD message at the path MTU: -s above it runs at the
+    # MTU, -a stops there with two lines on stderr
+    run_ok send_bw --loopback --verify -c UD -s 4096 -n 100
+    grep -qE '^ 1024 +100 ' "$out" || fail "-c UD -s 4096 at MTU 1024 should run 1024-byte messages"
+    run_ok send_lat --loopback --verify -c UD -a -n 50 -m 2048
+    [ "$(row_count)" = 11 ] || fail "-c UD -a -m 2048: expected 11 rows (2 .. 2048), got $(row_count)"
+    grep -q "Max msg size in UD is MTU 2048" "$out" || fail "-c UD -a: no 'Max msg size in UD is MTU 2048' line"
+    timeout 60 "$perf" write_bw --loopback -c UD >"$out" 2>&1; rc=$?
+    [ $rc = 2 ] && grep -q "UD connection only possible in SEND verb" "$out" || fail "write_bw -c UD: want exit 2, got $rc" ;;
   all-sizes)
     run_ok write_bw --loopback --verify -a -n 20
     [ "$(row_count)" = 23 ] || fail "-a should give 23 rows (2 .. 2^23), got $(row_count)" ;;

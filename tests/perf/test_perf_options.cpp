@@ -189,7 +189,6 @@ TEST_CASE("flags another test type lists get perftest's treatment", "[perf][opti
   refused({"write_bw", "--loopback", "--latency_gap", "5"}, "only for latency tests");
   refused({"raw_bw", "--loopback", "-x", "0"}, "GID index isn't supported for Raw Ethernet");
   refused({"atomic_bw", "--loopback", "-s", "64"}, "cannot be changed for Atomic");
-  refused({"send_bw", "--loopback", "-c", "UD"}, "UD");
   refused({"write_bw", "--loopback", "-c", "UD"}, "UD connection only possible in SEND verb");
   refused({"write_bw", "--loopback", "-c", "XRC"}, "XRC");
   refused({"read_bw", "--loopback", "-c", "UC"}, "UC connection not possible in READ/ATOMIC");
@@ -235,6 +234,23 @@ TEST_CASE("perftest's defaults and rules", "[perf][options]") {
   CHECK(parsed({"write_bw", "--loopback", "--out_json"}).json_default_file);
   CHECK(parsed({"write_bw", "--loopback", "--rate_limit", "2"}).burst_size == 128);
   CHECK(parsed({"write_bw", "--loopback", "-F"}).cpu_freq_f);
+  // -c UD: perftest's receive depth (a receive per message up to 16000),
+  // and its UD inline default for send_lat
+  CHECK(parsed({"send_bw", "--loopback", "-c", "UD"}).rx_depth == 1000);
+  CHECK(parsed({"send_bw", "--loopback", "-c", "UD", "-n", "40000"}).rx_depth == 16000);
+  CHECK(parsed({"send_bw", "--loopback", "-c", "UD", "-r", "64"}).rx_depth == 64);
+  CHECK(parsed({"send_lat", "--loopback", "-c", "UD"}).inline_size == 188);
+  // ... and its size cap at the path MTU: -s above it becomes the MTU, -a stops there
+  Options ud = parsed({"send_bw", "--loopback", "-c", "UD", "-s", "4096"});
+  cap_ud_sizes(ud, 1024);
+  CHECK(sizes(ud) == std::vector<uint64_t>{1024});
+  Options ud_all = parsed({"send_bw", "--loopback", "-c", "UD", "-a"});
+  cap_ud_sizes(ud_all, 2048);
+  CHECK(sizes(ud_all).size() == 11);
+  CHECK(sizes(ud_all).back() == 2048);
+  Options rc = parsed({"send_bw", "--loopback", "-s", "4096"});
+  cap_ud_sizes(rc, 1024);
+  CHECK(rc.size == 4096);
 }
 
 TEST_CASE("usage errors of uroce-perf's own options", "[perf][options]") {
