@@ -82,6 +82,10 @@ def start(h, work, perf, name, spec, topo):
     return srv, cli
 
 
+# A latency row: #bytes #iterations t_min ...
+LAT_ROW = re.compile(r"^ +\d+ +\d+ +([0-9.]+) ", re.M)
+
+
 def rows(p):
     return [(int(m.group(1)), int(m.group(2))) for m in ROW.finditer(p.output())]
 
@@ -118,17 +122,21 @@ def check_rows(name, srv, cli):
     both_ok(srv, cli)
     size = min(int(arg(name, "-s")), int(arg(name, "-m"))) if "-c" in SCENARIOS[name][2] else int(arg(name, "-s"))
     n = int(arg(name, "-n")) * int(arg(name, "-q") if "-q" in SCENARIOS[name][2] else 1)
-    if "-b" in SCENARIOS[name][2]:
-        n *= 2
-    # A latency server's row has no samples yet (perftest's counts its own
-    # round trips): only the client's is checked there.
-    for p in (srv, cli) if SCENARIOS[name][0].endswith("_bw") else (cli,):
+    # -b: perftest's #iterations is this side's own count, the rates both directions'.
+    # perftest's SEND and WRITE latency servers time their own posts and
+    # print a row too; READ and atomic servers print none.
+    test = SCENARIOS[name][0]
+    for p in (srv, cli) if test.endswith("_bw") or test in ("send_lat", "write_lat") else (cli,):
         r = rows(p)
         lost = sum(int(m.group(2)) for m in LOST.finditer(p.output()))
         if len(r) != 1 or r[0][0] != size:
             raise Failure(f"{p.name}: expected one row of {size} B, got {r}:\n" + p.describe())
         if r[0][1] != n and not (p is srv and r[0][1] + lost == n):
             raise Failure(f"{p.name}: row of {r[0][1]} iterations, expected {n} ({lost} lost):\n" + p.describe())
+        if test.endswith("_lat"):
+            m = LAT_ROW.search(p.output())
+            if not m or float(m.group(1)) <= 0:
+                raise Failure(f"{p.name}: the latency row has no measured t_min:\n" + p.describe())
         print(f"  {p.name}: row {r[0]}" + (f", {lost} UD messages lost" if lost else ""))
     if "--verify" in SCENARIOS[name][2] and "; data verified" not in (srv.output() + cli.output()):
         raise Failure("--verify: no side said '; data verified':\n" + srv.describe() + "\n" + cli.describe())
