@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "hugepages.h"
 #include "uroce/port/eal.h"
@@ -50,6 +51,29 @@ uint64_t free_pages(uint64_t page_kb) {
   return (in >> n) ? n : 0;
 }
 
+struct HugetlbMount {
+  std::string dir;
+  uint64_t page_kb = 0;
+  bool writable = false;
+};
+
+// The hugetlbfs mounts of /proc/mounts, each with its page size (the
+// mount's pagesize= option, else the default) and whether we may use it.
+std::vector<HugetlbMount> hugetlb_mounts() {
+  std::vector<HugetlbMount> out;
+  std::ifstream mounts("/proc/mounts");
+  std::string line;
+  while (std::getline(mounts, line)) {
+    std::istringstream fields(line);
+    std::string src, dir, type, options;
+    if (!(fields >> src >> dir >> type >> options) || type != "hugetlbfs") continue;
+    uint64_t kb = option_page_kb(options);
+    if (kb == 0) kb = default_page_kb();
+    out.push_back({dir, kb, ::access(dir.c_str(), W_OK) == 0});
+  }
+  return out;
+}
+
 }  // namespace
 
 namespace dpdk {
@@ -57,33 +81,17 @@ namespace dpdk {
 std::string hugepage_state() {
   std::string state = "default " + std::to_string(default_page_kb()) + "kB " +
                       std::to_string(free_pages(default_page_kb())) + " free;";
-  std::ifstream mounts("/proc/mounts");
-  std::string line;
-  while (std::getline(mounts, line)) {
-    std::istringstream fields(line);
-    std::string src, dir, type, options;
-    if (!(fields >> src >> dir >> type >> options) || type != "hugetlbfs") continue;
-    uint64_t kb = option_page_kb(options);
-    if (kb == 0) kb = default_page_kb();
-    state += " " + dir + " " + std::to_string(kb) + "kB " + std::to_string(free_pages(kb)) + " free" +
-             (::access(dir.c_str(), W_OK) == 0 ? "" : " read-only") + ";";
-  }
+  for (const HugetlbMount& m : hugetlb_mounts())
+    state += " " + m.dir + " " + std::to_string(m.page_kb) + "kB " + std::to_string(free_pages(m.page_kb)) +
+             " free" + (m.writable ? "" : " read-only") + ";";
   return state;
 }
 
 }  // namespace dpdk
 
 bool eal_hugepages_available() {
-  std::ifstream mounts("/proc/mounts");
-  std::string line;
-  while (std::getline(mounts, line)) {
-    std::istringstream fields(line);
-    std::string src, dir, type, options;
-    if (!(fields >> src >> dir >> type >> options) || type != "hugetlbfs") continue;
-    uint64_t kb = option_page_kb(options);
-    if (kb == 0) kb = default_page_kb();
-    if (kb != 0 && free_pages(kb) > 0 && ::access(dir.c_str(), W_OK) == 0) return true;
-  }
+  for (const HugetlbMount& m : hugetlb_mounts())
+    if (m.page_kb != 0 && free_pages(m.page_kb) > 0 && m.writable) return true;
   return false;
 }
 

@@ -31,28 +31,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' TERM INT
 
-fail() {
-  echo "FAIL: $*"
-  for f in "$work"/*.out; do [ -f "$f" ] && { echo "--- $f"; cat "$f"; }; done
-  exit 1
-}
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
-inb() { nsenter --net=/proc/$HOLDER/ns/net -- "$@"; }
+. "$(dirname "$0")/../common/netns_b.sh"
 
 # This script's namespace is A; B belongs to a `sleep` holder.
 setup_links() {
-  unshare --net -- sleep 280 </dev/null >/dev/null 2>&1 &
-  HOLDER=$!
-  local mine; mine=$(readlink /proc/self/ns/net)
-  for _ in $(seq 200); do
-    [ "$(readlink /proc/$HOLDER/ns/net 2>/dev/null)" != "$mine" ] && break
-    sleep 0.01
-  done
-  [ "$(readlink /proc/$HOLDER/ns/net)" != "$mine" ] || fail "namespace B was not created"
-  for ns in "" inb; do
-    $ns sh -c 'echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6; echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6'
-    $ns ip link set lo up || fail "ip link set lo up"
-  done
+  start_namespace_b
   # No kernel addresses on the data link: the kernel stays out of the RoCE traffic.
   ip link add tea type veth peer name teb netns "$HOLDER" || fail "ip link add tea/teb"
   ip link add tca type veth peer name tcb netns "$HOLDER" || fail "ip link add tca/tcb"

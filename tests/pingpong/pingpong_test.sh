@@ -42,33 +42,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' TERM INT
 
-fail() {
-  echo "FAIL: $*"
-  for f in "$work"/*.out; do [ -f "$f" ] && { echo "--- $f"; cat "$f"; }; done
-  exit 1
-}
-
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
+. "$(dirname "$0")/../common/netns_b.sh"
 
 # --- the two namespaces and the links -------------------------------------
 
-inb() { nsenter --net=/proc/$HOLDER/ns/net -- "$@"; }
-
 setup_links() {
-  # unshare execs sleep: $! is the holder itself, and killing it ends B.
-  unshare --net -- sleep 280 </dev/null >/dev/null 2>&1 &
-  HOLDER=$!
-  # unshare() happens just after the fork: wait until B is a namespace of its own.
-  local mine; mine=$(readlink /proc/self/ns/net)
-  for _ in $(seq 200); do
-    [ "$(readlink /proc/$HOLDER/ns/net 2>/dev/null)" != "$mine" ] && break
-    sleep 0.01
-  done
-  [ "$(readlink /proc/$HOLDER/ns/net)" != "$mine" ] || fail "namespace B was not created"
-  for ns in "" inb; do  # IPv6 off: no router solicitations on the test links
-    $ns sh -c 'echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6; echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6'
-    $ns ip link set lo up || fail "ip link set lo up"
-  done
+  start_namespace_b
   # RoCE link, jumbo-capable: no IP addresses, so the kernel neither
   # answers ARP nor replies to the RoCE packets.
   ip link add ppa mtu 9000 type veth peer name ppb mtu 9000 netns "$HOLDER" || fail "ip link add ppa/ppb"
