@@ -22,6 +22,8 @@ import sys
 TYPES = {"api/types"}
 ALLOWED = {
     "apps":          {"apps", "api/objects", "exchange"} | TYPES,
+    # C ABI libraries (drop-in libibverbs): the public API only.
+    "abi":           {"abi", "api/objects"} | TYPES,
     "endpoint":      {"endpoint", "api/objects", "capture", "drivers/dpdk"} | TYPES,
     "verbs":         {"verbs", "api/objects", "engine", "transport", "memory", "cc", "wire"} | TYPES,
     "engine":        {"engine", "transport", "memory", "cc", "wire"} | TYPES,

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "config.h"
+
+#include <infiniband/verbs.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "uroce/wire/eth.h"
+#include "uroce/wire/ip_addr.h"
+
+namespace uroce::abi {
+namespace {
+
+std::string trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return {};
+  const size_t e = s.find_last_not_of(" \t\r");
+  return s.substr(b, e - b + 1);
+}
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+DeviceSettings& device_named(Settings& s, const std::string& name) {
+  for (DeviceSettings& d : s.devices)
+    if (d.name == name) return d;
+  s.devices.push_back(DeviceSettings{});
+  s.devices.back().name = name;
+  return s.devices.back();
+}
+
+bool parse_mtu(const std::string& text, uint16_t& mtu) {
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || v < 68 || v > 9600) return false;
+  mtu = static_cast<uint16_t>(v);
+  return true;
+}
+
+bool set_device_key(DeviceSettings& d, const std::string& key, const std::string& value, std::string& error) {
+  if (key == "dev") d.dev = value;
+  else if (key == "ip") d.ip = value;
+  else if (key == "mac") d.mac = value;
+  else if (key == "mtu") {
+    if (!parse_mtu(value, d.mtu)) return error = "mtu '" + value + "' is not in 68..9600", false;
+  } else {
+    return error = "unknown key '" + key + "' (dev, ip, mac, mtu)", false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> split_args(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string word;
+  while (in >> word) out.push_back(word);
+  return out;
+}
+
+bool parse_ini(const std::string& text, const std::string& origin, Settings& out, std::string& error) {
+  std::istringstream in(text);
+  std::string line, section;
+  for (int n = 1; std::getline(in, line); ++n) {
+    const std::string where = origin + ":" + std::to_string(n) + ": ";
+    const size_t hash = line.find_first_of(";#");
+    line = trim(hash == std::string::npos ? line : line.substr(0, hash));
+    if (line.empty()) continue;
+    if (line.front() == '[') {
+      if (line.back() != ']') return error = where + "unterminated section header", false;
+      section = trim(line.substr(1, line.size() - 2));
+      if (section != "eal" && section.rfind("device ", 0) != 0)
+        return error = where + "unknown section [" + section + "] ([eal], [device NAME])", false;
+      if (section != "eal") {
+        const std::string name = trim(section.substr(7));
+        if (name.empty() || name.size() >= IBV_SYSFS_NAME_MAX)
+          return error = where + "bad device name '" + name + "'", false;
+        device_named(out, name);
+      }
+      continue;
+    }
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) return error = where + "expected key = value", false;
+    const std::string key = trim(line.substr(0, eq)), value = trim(line.substr(eq + 1));
+    if (section == "eal") {
+      if (key != "args") return error = where + "unknown key '" + key + "' in [eal] (args)", false;
+      out.eal_args = split_args(value);
+    } else if (!section.empty()) {
+      if (!set_device_key(device_named(out, trim(section.substr(7))), key, value, error))
+        return error = where + error, false;
+    } else {
+      return error = where + "key outside a section", false;
+    }
+  }
+  return true;
+}
+
+bool validate_device(const DeviceSettings& d, std::string& error) {
+  const std::string who = "device " + d.name + ": ";
+  if (d.dev.empty()) return error = who + "no port (UROCE_DEV or dev=)", false;
+  if (d.dev.find_first_of(" \t") != std::string::npos)
+    return error = who + "port '" + d.dev + "' contains a space", false;
+  if (d.dev.front() == ',' || d.dev.back() == ',')
+    return error = who + "port '" + d.dev + "' is not a PCI address or vdev string", false;
+  wire::IpAddr ip;
+  if (d.ip.empty()) return error = who + "no address (UROCE_IP or ip=)", false;
+  if (!wire::IpAddr::parse(d.ip, ip)) return error = who + "address '" + d.ip + "' is not IPv4 or IPv6", false;
+  wire::MacAddr mac;
+  if (!d.mac.empty() && !wire::MacAddr::parse(d.mac, mac))
+    return error = who + "mac '" + d.mac + "' is not a MAC address", false;
+  return true;
+}
+
+bool load_settings(Settings& out, std::string& error) {
+  out = Settings{};
+  const std::string file = env("UROCE_CONFIG");
+  if (!file.empty()) {
+    std::ifstream in(file);
+    if (!in) return error = "UROCE_CONFIG: cannot read " + file, false;
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!parse_ini(text.str(), file, out, error)) return false;
+  }
+  const std::string eal = env("UROCE_EAL");
+  if (!eal.empty()) out.eal_args = split_args(eal);
+  const std::string dev = env("UROCE_DEV"), ip = env("UROCE_IP"), mac = env("UROCE_MAC"), mtu = env("UROCE_MTU");
+  if (!dev.empty() || !ip.empty() || !mac.empty() || !mtu.empty()) {
+    DeviceSettings& d = device_named(out, "uroce0");
+    if (!dev.empty()) d.dev = dev;
+    if (!ip.empty()) d.ip = ip;
+    if (!mac.empty()) d.mac = mac;
+    if (!mtu.empty() && !parse_mtu(mtu, d.mtu)) return error = "UROCE_MTU '" + mtu + "' is not in 68..9600", false;
+  }
+  for (const DeviceSettings& d : out.devices)
+    if (!validate_device(d, error)) return false;
+  return true;
+}
+
+}  // namespace uroce::abi

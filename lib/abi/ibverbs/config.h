@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Which devices the drop-in libibverbs shows, read from the environment
+// that uroce-run sets (docs/verbs-abi.md):
+//   UROCE_DEV     DPDK port of uroce0: PCI address or vdev string
+//   UROCE_IP      uroce0's address (IPv4 or IPv6): GID 1
+//   UROCE_MAC     overrides the port's MAC (optional)
+//   UROCE_MTU     Ethernet MTU asked of the port (optional, default 1500)
+//   UROCE_EAL     extra EAL arguments, split on spaces (optional)
+//   UROCE_CONFIG  an INI file: [eal] args=..., and one [device NAME]
+//                 section per device with dev=, ip=, mac=, mtu=
+// The variables describe uroce0 and win over the file's [device uroce0].
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace uroce::abi {
+
+struct DeviceSettings {
+  std::string name;
+  std::string dev;
+  std::string ip;
+  std::string mac;
+  uint16_t mtu = 1500;
+};
+
+struct Settings {
+  std::vector<std::string> eal_args;
+  std::vector<DeviceSettings> devices;
+};
+
+// Reads UROCE_CONFIG (if set) and the UROCE_* variables. False with a
+// message naming the variable, file line or value at fault.
+bool load_settings(Settings& out, std::string& error);
+
+// Parses INI text into `out` (the part of load_settings that reads a file).
+bool parse_ini(const std::string& text, const std::string& origin, Settings& out, std::string& error);
+
+// Checks one device's values without opening anything: dev non-empty and
+// free of spaces, ip an address, mac a MAC, mtu in 68..9600.
+bool validate_device(const DeviceSettings& d, std::string& error);
+
+// Splits on runs of spaces.
+std::vector<std::string> split_args(const std::string& text);
+
+}  // namespace uroce::abi

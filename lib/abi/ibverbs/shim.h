@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The objects the drop-in libibverbs hands out: each public verbs struct
+// (ibv_device, ibv_context, ibv_pd, ...) is the first member of a record
+// that also holds the uroce object behind it, so a pointer the application
+// passes back converts to the record with a cast (the struct sits at
+// offset 0). Only uroce's public C++ API is used below this layer.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "uroce/port/endpoint.h"
+#include "uroce/verbs/verbs.h"
+
+namespace uroce::abi {
+
+struct Context;
+struct Srq;
+
+// struct ibv_device, followed by a non-NULL pointer where rdma-core keeps
+// its provider's ops: providers loaded by other libraries (libmlx5,
+// libefa) compare that pointer with their own and leave the device alone.
+struct DeviceRec {
+  ibv_device dev{};
+  const void* foreign_ops = nullptr;
+  int index = 0;
+  DeviceSettings settings;
+  // The open port and device, shared by every context of this device.
+  std::mutex open_mutex;
+  std::unique_ptr<Endpoint> endpoint;
+  int open_count = 0;
+};
+
+struct Context {
+  verbs_context vctx{};  // its last member is the ibv_context handed out
+  DeviceRec* rec = nullptr;
+  int async_pipe[2] = {-1, -1};
+  // Control calls (create, destroy, modify, query) on this device's
+  // objects: the engine parks for each, one caller at a time.
+  std::mutex control;
+  // Live SRQs, to name the one an asynchronous event is about.
+  std::vector<Srq*> srqs;
+  Device& device() { return rec->endpoint->device(); }
+};
+
+struct Pd {
+  ibv_pd pd{};
+  std::unique_ptr<ProtectionDomain> impl;
+};
+
+struct Mr {
+  ibv_mr mr{};
+  std::unique_ptr<MemoryRegion> impl;
+};
+
+// Threaded mode lets one application thread poll a CQ and post to a QP at
+// a time; verbs promises any number: the mutexes bridge the two.
+struct Cq {
+  ibv_cq cq{};
+  std::unique_ptr<CompletionQueue> impl;
+  std::mutex poll_mutex;
+};
+
+struct Srq {
+  ibv_srq srq{};
+  std::unique_ptr<SharedReceiveQueue> impl;
+};
+
+struct Qp {
+  ibv_qp qp{};
+  std::unique_ptr<QueuePair> impl;
+  std::mutex send_mutex;
+  std::mutex recv_mutex;
+};
+
+struct Ah {
+  ibv_ah ah{};
+  std::unique_ptr<AddressHandle> impl;
+};
+
+inline Context* ctx_of(ibv_context* c) { return reinterpret_cast<Context*>(verbs_get_ctx(c)); }
+inline DeviceRec* rec_of(ibv_device* d) { return reinterpret_cast<DeviceRec*>(d); }
+inline Pd* pd_of(ibv_pd* p) { return reinterpret_cast<Pd*>(p); }
+inline Cq* cq_of(ibv_cq* c) { return reinterpret_cast<Cq*>(c); }
+inline Qp* qp_of(ibv_qp* q) { return reinterpret_cast<Qp*>(q); }
+inline Srq* srq_of(ibv_srq* s) { return reinterpret_cast<Srq*>(s); }
+
+// One line on stderr, prefixed "uroce libibverbs: "; `once` keys lines
+// that a program would otherwise repeat.
+void log_line(const std::string& text);
+void log_once(const char* key, const std::string& text);
+
+// The devices of this process's settings, built on first use.
+std::vector<DeviceRec*>& devices();
+// Whether `path` is the ibdev_path of one of uroce's devices.
+DeviceRec* device_by_ibdev_path(const std::string& path);
+// The node GUID (EUI-64 of the port's MAC), in network byte order.
+uint64_t node_guid_be(const DeviceRec& rec);
+
+// The data path ops placed in ibv_context::ops (verbs.cpp).
+void fill_data_ops(ibv_context_ops& ops);
+// Port attributes, whole (verbs_context::query_port honours its size).
+int fill_port_attr(Context& ctx, uint8_t port, ibv_port_attr& attr);
+
+}  // namespace uroce::abi

@@ -1,0 +1,455 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Protection domains, memory regions, CQs, QPs, SRQs and address handles
+// over uroce's verbs objects, and the data path ops that verbs.h's inline
+// ibv_post_send / ibv_post_recv / ibv_poll_cq call through ibv_context.
+#include <errno.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "exports.h"
+#include "shim.h"
+
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+
+namespace uroce::abi {
+namespace {
+
+// Work requests convert to uroce's in chunks on the stack: no allocation
+// per post.
+constexpr int kChunk = 16;
+
+// A modify to RTR or an address handle waits while the engine thread
+// resolves the peer's MAC (EHOSTUNREACH until then), as long as the
+// device's neighbour timeout.
+constexpr auto kResolveWait = std::chrono::milliseconds(3500);
+
+template <class Fn>
+int retry_unreachable(Fn&& fn) {
+  const auto until = std::chrono::steady_clock::now() + kResolveWait;
+  for (;;) {
+    const int rc = fn();
+    if (rc != EHOSTUNREACH || std::chrono::steady_clock::now() >= until) return rc;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+void to_send_wr(const ibv_send_wr& in, SendWr& out) {
+  out.wr_id = in.wr_id;
+  out.next = nullptr;
+  out.sg_list = in.sg_list;
+  out.num_sge = in.num_sge;
+  out.opcode = in.opcode;
+  out.send_flags = in.send_flags;
+  out.imm_data = in.imm_data;
+  out.invalidate_rkey = in.invalidate_rkey;
+  switch (in.opcode) {
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+      out.wr.atomic.remote_addr = in.wr.atomic.remote_addr;
+      out.wr.atomic.compare_add = in.wr.atomic.compare_add;
+      out.wr.atomic.swap = in.wr.atomic.swap;
+      out.wr.atomic.rkey = in.wr.atomic.rkey;
+      break;
+    default:
+      out.wr.rdma.remote_addr = in.wr.rdma.remote_addr;
+      out.wr.rdma.rkey = in.wr.rdma.rkey;
+      break;
+  }
+}
+
+void to_ud_wr(const ibv_send_wr& in, SendWr& out) {
+  out.wr.ud.ah = in.wr.ud.ah ? reinterpret_cast<Ah*>(in.wr.ud.ah)->impl.get() : nullptr;
+  out.wr.ud.remote_qpn = in.wr.ud.remote_qpn;
+  out.wr.ud.remote_qkey = in.wr.ud.remote_qkey;
+}
+
+int post_send_op(ibv_qp* q, ibv_send_wr* wr, ibv_send_wr** bad) {
+  Qp* qp = qp_of(q);
+  const bool ud = q->qp_type == IBV_QPT_UD;
+  std::lock_guard<std::mutex> lock(qp->send_mutex);
+  while (wr) {
+    SendWr chunk[kChunk];
+    ibv_send_wr* src[kChunk];
+    int n = 0;
+    for (; wr && n < kChunk; wr = wr->next, ++n) {
+      src[n] = wr;
+      to_send_wr(*wr, chunk[n]);
+      if (ud) to_ud_wr(*wr, chunk[n]);
+      if (n) chunk[n - 1].next = &chunk[n];
+    }
+    const SendWr* failed = nullptr;
+    const int rc = qp->impl->post_send(chunk, &failed);
+    if (rc) {
+      *bad = failed ? src[failed - chunk] : src[0];
+      return rc;
+    }
+  }
+  return 0;
+}
+
+template <class Post>
+int post_recv_chunks(ibv_recv_wr* wr, ibv_recv_wr** bad, Post&& post) {
+  while (wr) {
+    RecvWr chunk[kChunk];
+    ibv_recv_wr* src[kChunk];
+    int n = 0;
+    for (; wr && n < kChunk; wr = wr->next, ++n) {
+      src[n] = wr;
+      chunk[n].wr_id = wr->wr_id;
+      chunk[n].next = nullptr;
+      chunk[n].sg_list = wr->sg_list;
+      chunk[n].num_sge = wr->num_sge;
+      if (n) chunk[n - 1].next = &chunk[n];
+    }
+    const RecvWr* failed = nullptr;
+    const int rc = post(chunk, &failed);
+    if (rc) {
+      *bad = failed ? src[failed - chunk] : src[0];
+      return rc;
+    }
+  }
+  return 0;
+}
+
+int post_recv_op(ibv_qp* q, ibv_recv_wr* wr, ibv_recv_wr** bad) {
+  Qp* qp = qp_of(q);
+  std::lock_guard<std::mutex> lock(qp->recv_mutex);
+  return post_recv_chunks(wr, bad, [&](const RecvWr* c, const RecvWr** f) { return qp->impl->post_recv(c, f); });
+}
+
+// SRQ posts are control calls in threaded mode (the engine parks).
+int post_srq_recv_op(ibv_srq* s, ibv_recv_wr* wr, ibv_recv_wr** bad) {
+  Srq* srq = srq_of(s);
+  std::lock_guard<std::mutex> lock(ctx_of(s->context)->control);
+  return post_recv_chunks(wr, bad, [&](const RecvWr* c, const RecvWr** f) { return srq->impl->post_recv(c, f); });
+}
+
+int poll_cq_op(ibv_cq* c, int n, ibv_wc* wc) {
+  Cq* cq = cq_of(c);
+  std::lock_guard<std::mutex> lock(cq->poll_mutex);
+  return cq->impl->poll(n, wc);
+}
+
+int req_notify_cq_op(ibv_cq*, int) {
+  log_once("notify", "ibv_req_notify_cq: completion events are not supported yet (poll the CQ)");
+  return EOPNOTSUPP;
+}
+
+Context& ctx_of_pd(ibv_pd* p) { return *ctx_of(p->context); }
+
+void fill_qp_cap(const QueuePair& qp, ibv_qp_cap& cap) {
+  ibv_qp_attr attr{};
+  QpInitAttr init;
+  if (qp.query(attr, IBV_QP_CAP, init) == 0) cap = init.cap;
+}
+
+}  // namespace
+
+void fill_data_ops(ibv_context_ops& ops) {
+  ops.post_send = post_send_op;
+  ops.post_recv = post_recv_op;
+  ops.post_srq_recv = post_srq_recv_op;
+  ops.poll_cq = poll_cq_op;
+  ops.req_notify_cq = req_notify_cq_op;
+}
+
+}  // namespace uroce::abi
+
+using namespace uroce;
+using namespace uroce::abi;
+
+extern "C" {
+
+UROCE_V11(ibv_alloc_pd) ibv_pd* uroce_v11_ibv_alloc_pd(ibv_context* c) {
+  Context* ctx = ctx_of(c);
+  auto* pd = new Pd;
+  {
+    std::lock_guard<std::mutex> lock(ctx->control);
+    pd->impl = ctx->device().alloc_pd();
+  }
+  if (!pd->impl) return delete pd, errno = ENOMEM, nullptr;
+  pd->pd.context = c;
+  pd->pd.handle = pd->impl->handle();
+  return &pd->pd;
+}
+
+UROCE_V11(ibv_dealloc_pd) int uroce_v11_ibv_dealloc_pd(ibv_pd* p) {
+  Pd* pd = pd_of(p);
+  {
+    std::lock_guard<std::mutex> lock(ctx_of_pd(p).control);
+    pd->impl.reset();
+  }
+  delete pd;
+  return 0;
+}
+
+UROCE_EXPORT ibv_mr* ibv_reg_mr_iova2(ibv_pd* p, void* addr, size_t length, uint64_t iova, unsigned int access) {
+  // uroce addresses regions by their virtual address: remote peers use
+  // `addr` itself, so an IOVA elsewhere cannot be honoured.
+  if (iova != reinterpret_cast<uintptr_t>(addr)) {
+    log_once("iova", "ibv_reg_mr_iova: an IOVA other than the address is not supported");
+    return errno = EOPNOTSUPP, nullptr;
+  }
+  // The optional flags (relaxed ordering) are hints a device may ignore.
+  const int flags = static_cast<int>(access & ~unsigned(IBV_ACCESS_OPTIONAL_RANGE));
+  auto* mr = new Mr;
+  int err = 0;
+  {
+    std::lock_guard<std::mutex> lock(ctx_of_pd(p).control);
+    mr->impl = pd_of(p)->impl->reg_mr(addr, length, flags, err);
+  }
+  if (!mr->impl) return delete mr, errno = err ? err : ENOMEM, nullptr;
+  mr->mr.context = p->context;
+  mr->mr.pd = p;
+  mr->mr.addr = addr;
+  mr->mr.length = length;
+  mr->mr.lkey = mr->impl->lkey();
+  mr->mr.rkey = mr->impl->rkey();
+  return &mr->mr;
+}
+
+UROCE_V11(ibv_reg_mr) ibv_mr* uroce_v11_ibv_reg_mr(ibv_pd* p, void* addr, size_t length, int access) {
+  return ibv_reg_mr_iova2(p, addr, length, reinterpret_cast<uintptr_t>(addr), static_cast<unsigned>(access));
+}
+
+UROCE_EXPORT ibv_mr* ibv_reg_mr_iova(ibv_pd* p, void* addr, size_t length, uint64_t iova, int access) {
+  return ibv_reg_mr_iova2(p, addr, length, iova, static_cast<unsigned>(access));
+}
+
+UROCE_V11(ibv_dereg_mr) int uroce_v11_ibv_dereg_mr(ibv_mr* m) {
+  auto* mr = reinterpret_cast<Mr*>(m);
+  int rc;
+  {
+    std::lock_guard<std::mutex> lock(ctx_of(m->context)->control);
+    rc = mr->impl->pd().dereg_mr(mr->impl);
+  }
+  if (rc) return rc;
+  delete mr;
+  return 0;
+}
+
+UROCE_V11(ibv_create_cq) ibv_cq* uroce_v11_ibv_create_cq(ibv_context* c, int cqe, void* cq_context,
+                                                         ibv_comp_channel* channel, int) {
+  if (channel) {
+    log_once("channel", "ibv_create_cq: completion channels are not supported yet");
+    return errno = EOPNOTSUPP, nullptr;
+  }
+  Context* ctx = ctx_of(c);
+  auto* cq = new Cq;
+  int err = 0;
+  {
+    std::lock_guard<std::mutex> lock(ctx->control);
+    cq->impl = ctx->device().create_cq(cqe, err);
+  }
+  if (!cq->impl) return delete cq, errno = err ? err : ENOMEM, nullptr;
+  cq->cq.context = c;
+  cq->cq.cq_context = cq_context;
+  cq->cq.cqe = static_cast<int>(cq->impl->capacity());
+  pthread_mutex_init(&cq->cq.mutex, nullptr);
+  pthread_cond_init(&cq->cq.cond, nullptr);
+  return &cq->cq;
+}
+
+UROCE_V11(ibv_destroy_cq) int uroce_v11_ibv_destroy_cq(ibv_cq* c) {
+  Cq* cq = cq_of(c);
+  {
+    std::lock_guard<std::mutex> lock(ctx_of(c->context)->control);
+    cq->impl.reset();
+  }
+  pthread_mutex_destroy(&c->mutex);
+  pthread_cond_destroy(&c->cond);
+  delete cq;
+  return 0;
+}
+
+UROCE_V11(ibv_create_qp) ibv_qp* uroce_v11_ibv_create_qp(ibv_pd* p, ibv_qp_init_attr* init) {
+  if (init->qp_type == IBV_QPT_UC) {
+    log_once("uc", "ibv_create_qp: UC QPs are not supported yet");
+    return errno = EOPNOTSUPP, nullptr;
+  }
+  if (init->qp_type != IBV_QPT_RC && init->qp_type != IBV_QPT_UD) return errno = EOPNOTSUPP, nullptr;
+  if (!init->send_cq || !init->recv_cq) return errno = EINVAL, nullptr;
+  QpInitAttr attr;
+  attr.send_cq = cq_of(init->send_cq)->impl.get();
+  attr.recv_cq = cq_of(init->recv_cq)->impl.get();
+  attr.srq = init->srq ? srq_of(init->srq)->impl.get() : nullptr;
+  attr.cap = init->cap;
+  attr.qp_type = init->qp_type;
+  attr.sq_sig_all = init->sq_sig_all;
+  auto* qp = new Qp;
+  int err = 0;
+  {
+    std::lock_guard<std::mutex> lock(ctx_of_pd(p).control);
+    qp->impl = pd_of(p)->impl->create_qp(attr, err);
+    if (qp->impl) fill_qp_cap(*qp->impl, init->cap);
+  }
+  if (!qp->impl) return delete qp, errno = err ? err : ENOMEM, nullptr;
+  ibv_qp& q = qp->qp;
+  q.context = p->context;
+  q.qp_context = init->qp_context;
+  q.pd = p;
+  q.send_cq = init->send_cq;
+  q.recv_cq = init->recv_cq;
+  q.srq = init->srq;
+  q.qp_num = qp->impl->qp_num();
+  q.handle = q.qp_num;
+  q.state = IBV_QPS_RESET;
+  q.qp_type = init->qp_type;
+  pthread_mutex_init(&q.mutex, nullptr);
+  pthread_cond_init(&q.cond, nullptr);
+  return &q;
+}
+
+UROCE_V11(ibv_modify_qp) int uroce_v11_ibv_modify_qp(ibv_qp* q, ibv_qp_attr* attr, int mask) {
+  Qp* qp = qp_of(q);
+  Context* ctx = ctx_of(q->context);
+  const int rc = retry_unreachable([&] {
+    std::lock_guard<std::mutex> lock(ctx->control);
+    return qp->impl->modify(*attr, mask);
+  });
+  if (rc == 0) q->state = qp->impl->state();
+  return rc;
+}
+
+UROCE_V11(ibv_query_qp) int uroce_v11_ibv_query_qp(ibv_qp* q, ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init) {
+  Qp* qp = qp_of(q);
+  QpInitAttr ia;
+  int rc;
+  {
+    std::lock_guard<std::mutex> lock(ctx_of(q->context)->control);
+    rc = qp->impl->query(*attr, mask, ia);
+  }
+  if (rc) return rc;
+  if (init) {
+    std::memset(init, 0, sizeof *init);
+    init->qp_context = q->qp_context;
+    init->send_cq = q->send_cq;
+    init->recv_cq = q->recv_cq;
+    init->srq = q->srq;
+    init->cap = ia.cap;
+    init->qp_type = q->qp_type;
+    init->sq_sig_all = ia.sq_sig_all;
+  }
+  return 0;
+}
+
+UROCE_V11(ibv_destroy_qp) int uroce_v11_ibv_destroy_qp(ibv_qp* q) {
+  Qp* qp = qp_of(q);
+  {
+    std::lock_guard<std::mutex> lock(ctx_of(q->context)->control);
+    qp->impl.reset();
+  }
+  pthread_mutex_destroy(&q->mutex);
+  pthread_cond_destroy(&q->cond);
+  delete qp;
+  return 0;
+}
+
+UROCE_V11(ibv_create_srq) ibv_srq* uroce_v11_ibv_create_srq(ibv_pd* p, ibv_srq_init_attr* init) {
+  SrqInitAttr attr;
+  attr.max_wr = init->attr.max_wr;
+  attr.max_sge = init->attr.max_sge;
+  auto* srq = new Srq;
+  int err = 0;
+  {
+    std::lock_guard<std::mutex> lock(ctx_of_pd(p).control);
+    srq->impl = pd_of(p)->impl->create_srq(attr, err);
+    if (srq->impl && init->attr.srq_limit) {
+      ibv_srq_attr limit{};
+      limit.srq_limit = init->attr.srq_limit;
+      err = srq->impl->modify(limit, IBV_SRQ_LIMIT);
+      if (err) srq->impl.reset();
+    }
+  }
+  if (!srq->impl) return delete srq, errno = err ? err : ENOMEM, nullptr;
+  init->attr.max_wr = srq->impl->max_wr();
+  init->attr.max_sge = srq->impl->max_sge();
+  {
+    std::lock_guard<std::mutex> lock(ctx_of_pd(p).control);
+    ctx_of_pd(p).srqs.push_back(srq);
+  }
+  srq->srq.context = p->context;
+  srq->srq.srq_context = init->srq_context;
+  srq->srq.pd = p;
+  pthread_mutex_init(&srq->srq.mutex, nullptr);
+  pthread_cond_init(&srq->srq.cond, nullptr);
+  return &srq->srq;
+}
+
+UROCE_V11(ibv_modify_srq) int uroce_v11_ibv_modify_srq(ibv_srq* s, ibv_srq_attr* attr, int mask) {
+  std::lock_guard<std::mutex> lock(ctx_of(s->context)->control);
+  return srq_of(s)->impl->modify(*attr, mask);
+}
+
+UROCE_V11(ibv_query_srq) int uroce_v11_ibv_query_srq(ibv_srq* s, ibv_srq_attr* attr) {
+  std::lock_guard<std::mutex> lock(ctx_of(s->context)->control);
+  return srq_of(s)->impl->query(*attr);
+}
+
+UROCE_V11(ibv_destroy_srq) int uroce_v11_ibv_destroy_srq(ibv_srq* s) {
+  Srq* srq = srq_of(s);
+  {
+    std::lock_guard<std::mutex> lock(ctx_of(s->context)->control);
+    srq->impl.reset();
+    std::vector<Srq*>& v = ctx_of(s->context)->srqs;
+    v.erase(std::remove(v.begin(), v.end(), srq), v.end());
+  }
+  pthread_mutex_destroy(&s->mutex);
+  pthread_cond_destroy(&s->cond);
+  delete srq;
+  return 0;
+}
+
+UROCE_V11(ibv_create_ah) ibv_ah* uroce_v11_ibv_create_ah(ibv_pd* p, ibv_ah_attr* attr) {
+  auto* ah = new Ah;
+  Context& ctx = ctx_of_pd(p);
+  const int err = retry_unreachable([&] {
+    int e = 0;
+    std::lock_guard<std::mutex> lock(ctx.control);
+    ah->impl = pd_of(p)->impl->create_ah(*attr, e);
+    return ah->impl ? 0 : (e ? e : ENOMEM);
+  });
+  if (err) return delete ah, errno = err, nullptr;
+  ah->ah.context = p->context;
+  ah->ah.pd = p;
+  return &ah->ah;
+}
+
+UROCE_V11(ibv_destroy_ah) int uroce_v11_ibv_destroy_ah(ibv_ah* a) {
+  auto* ah = reinterpret_cast<Ah*>(a);
+  {
+    std::lock_guard<std::mutex> lock(ctx_of(a->context)->control);
+    ah->impl.reset();
+  }
+  delete ah;
+  return 0;
+}
+
+// Events: only the SRQ limit is produced by the device; it is taken
+// without blocking when one is waiting.
+UROCE_V11(ibv_get_async_event) int uroce_v11_ibv_get_async_event(ibv_context* c, ibv_async_event* ev) {
+  Context* ctx = ctx_of(c);
+  for (;;) {
+    AsyncEvent e;
+    {
+      std::lock_guard<std::mutex> lock(ctx->control);
+      if (ctx->device().get_async_event(e)) {
+        std::memset(ev, 0, sizeof *ev);
+        ev->event_type = e.event_type;
+        for (Srq* s : ctx->srqs)
+          if (s->impl.get() == e.srq) ev->element.srq = &s->srq;
+        return 0;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+UROCE_V11(ibv_ack_async_event) void uroce_v11_ibv_ack_async_event(ibv_async_event*) {}
+
+}  // extern "C"
