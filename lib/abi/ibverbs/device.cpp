@@ -4,13 +4,15 @@
 // uroce::Endpoint and runs its engine on a thread of its own.
 #include <errno.h>
 #include <fcntl.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <set>
 
 #include "exports.h"
@@ -46,15 +48,23 @@ void build_devices(std::vector<DeviceRec*>& out) {
 }
 
 // The MAC before the port is open: the override, else the kernel
-// interface an af_packet or af_xdp vdev names ("iface=NAME").
+// interface an af_packet or af_xdp vdev names ("iface=NAME"), asked of
+// the kernel in this process's network namespace (sysfs may show
+// another's).
 bool settings_mac(const DeviceSettings& s, wire::MacAddr& mac) {
   if (!s.mac.empty()) return wire::MacAddr::parse(s.mac, mac);
   const size_t at = s.dev.find("iface=");
   if (at == std::string::npos) return false;
   const std::string iface = s.dev.substr(at + 6, s.dev.find(',', at) - (at + 6));
-  std::ifstream in("/sys/class/net/" + iface + "/address");
-  std::string text;
-  return in >> text && wire::MacAddr::parse(text, mac);
+  ifreq req{};
+  if (iface.empty() || iface.size() >= sizeof req.ifr_name) return false;
+  std::memcpy(req.ifr_name, iface.data(), iface.size());
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const bool ok = ioctl(fd, SIOCGIFHWADDR, &req) == 0;
+  close(fd);
+  if (ok) std::memcpy(mac.bytes.data(), req.ifr_hwaddr.sa_data, 6);
+  return ok;
 }
 
 // Engines still running when the program exits without closing its

@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// uroce-run [--dev SPEC] [--ip ADDR] [--mac MAC] [--mtu N] [--eal "ARGS"]
+//           [--config FILE] -- PROGRAM [ARGS...]
+//
+// Checks the settings, puts them in the UROCE_* variables the drop-in
+// libibverbs reads, puts the drop-in's directory first in LD_LIBRARY_PATH
+// and executes PROGRAM: an unmodified verbs program then finds uroce0.
+// Exit 2 for a usage error, before PROGRAM starts; 127 if it cannot start.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "uroce/wire/eth.h"
+#include "uroce/wire/ip_addr.h"
+
+namespace {
+
+const char kUsage[] =
+    "usage: uroce-run [--dev SPEC] [--ip ADDR] [--mac MAC] [--mtu N] [--eal \"ARGS\"] [--config FILE]\n"
+    "                 -- PROGRAM [ARGS...]\n"
+    "Runs PROGRAM with uroce's libibverbs.so.1 in front of the system's: device uroce0 is\n"
+    "the DPDK port SPEC (a PCI address or a vdev string such as net_af_packet0,iface=eth1)\n"
+    "with address ADDR (IPv4 or IPv6; GID 1). --config FILE describes more devices\n"
+    "(docs/verbs-abi.md). Options left out keep the UROCE_* variables already set.\n";
+
+struct Options {
+  std::string dev, ip, mac, mtu, eal, config;
+  bool dev_set = false, ip_set = false, mac_set = false, mtu_set = false, eal_set = false, config_set = false;
+  std::vector<char*> program;
+};
+
+int usage_error(const std::string& msg) {
+  std::fprintf(stderr, "uroce-run: %s\n%s", msg.c_str(), kUsage);
+  return 2;
+}
+
+// "--name VALUE" or "--name=VALUE"; true when argv[i] is this option.
+bool take(const char* name, int argc, char** argv, int& i, std::string& value, bool& set, std::string& error) {
+  const std::string a = argv[i], n = name;
+  if (a.rfind(n + "=", 0) == 0) {
+    value = a.substr(n.size() + 1);
+  } else if (a == n) {
+    if (i + 1 >= argc) return error = n + " needs a value", true;
+    value = argv[++i];
+  } else {
+    return false;
+  }
+  set = true;
+  return true;
+}
+
+bool parse(int argc, char** argv, Options& o, std::string& error) {
+  int i = 1;
+  for (; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a == "-h" || a == "--help") return error = "help", false;
+    if (take("--dev", argc, argv, i, o.dev, o.dev_set, error) || take("--ip", argc, argv, i, o.ip, o.ip_set, error) ||
+        take("--mac", argc, argv, i, o.mac, o.mac_set, error) || take("--mtu", argc, argv, i, o.mtu, o.mtu_set, error) ||
+        take("--eal", argc, argv, i, o.eal, o.eal_set, error) ||
+        take("--config", argc, argv, i, o.config, o.config_set, error)) {
+      if (!error.empty()) return false;
+      continue;
+    }
+    if (a.size() > 1 && a[0] == '-') return error = "unknown option " + a, false;
+    break;  // the program, without "--"
+  }
+  for (; i < argc; ++i) o.program.push_back(argv[i]);
+  if (o.program.empty()) return error = "no program to run (give it after --)", false;
+  o.program.push_back(nullptr);
+  return true;
+}
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+// The settings as the drop-in will see them, checked the way it checks
+// them (lib/abi/ibverbs/config.cpp) so mistakes show before PROGRAM runs.
+bool validate(const Options& o, std::string& error) {
+  const std::string dev = o.dev_set ? o.dev : env("UROCE_DEV");
+  const std::string ip = o.ip_set ? o.ip : env("UROCE_IP");
+  const std::string mac = o.mac_set ? o.mac : env("UROCE_MAC");
+  const std::string mtu = o.mtu_set ? o.mtu : env("UROCE_MTU");
+  const std::string config = o.config_set ? o.config : env("UROCE_CONFIG");
+  if (!config.empty() && !std::ifstream(config)) return error = "--config: cannot read " + config, false;
+  if (dev.empty() && ip.empty() && config.empty())
+    return error = "no device: give --dev and --ip (or --config)", false;
+  if (!dev.empty() || !ip.empty()) {
+    if (dev.empty()) return error = "--ip without --dev", false;
+    if (dev.find_first_of(" \t") != std::string::npos || dev.front() == ',' || dev.back() == ',')
+      return error = "--dev '" + dev + "' is not a PCI address or vdev string", false;
+    if (ip.empty()) return error = "--dev without --ip", false;
+  }
+  uroce::wire::IpAddr addr;
+  if (!ip.empty() && !uroce::wire::IpAddr::parse(ip, addr))
+    return error = "--ip '" + ip + "' is not an IPv4 or IPv6 address", false;
+  uroce::wire::MacAddr m;
+  if (!mac.empty() && !uroce::wire::MacAddr::parse(mac, m))
+    return error = "--mac '" + mac + "' is not a MAC address", false;
+  if (!mtu.empty()) {
+    char* end = nullptr;
+    const long v = std::strtol(mtu.c_str(), &end, 10);
+    if (*end != '\0' || v < 68 || v > 9600) return error = "--mtu '" + mtu + "' is not in 68..9600", false;
+  }
+  return true;
+}
+
+bool has_shim(const std::string& dir) { return !dir.empty() && access((dir + "/libibverbs.so.1").c_str(), R_OK) == 0; }
+
+// The drop-in's directory: UROCE_RUN_LIBDIR, else the build tree next to
+// this program, else the installed one.
+std::string shim_dir() {
+  if (has_shim(env("UROCE_RUN_LIBDIR"))) return env("UROCE_RUN_LIBDIR");
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    self[n] = '\0';
+    std::string dir(self);
+    dir = dir.substr(0, dir.rfind('/'));
+    const std::string build = dir + "/../../lib/abi/ibverbs";
+    if (has_shim(build)) return build;
+  }
+  return has_shim(UROCE_RUN_INSTALLED_LIBDIR) ? UROCE_RUN_INSTALLED_LIBDIR : "";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  std::string error;
+  if (!parse(argc, argv, o, error)) {
+    if (error == "help") return std::fputs(kUsage, stdout), 0;
+    return usage_error(error);
+  }
+  if (!validate(o, error)) return usage_error(error);
+  const std::string dir = shim_dir();
+  if (dir.empty()) {
+    std::fprintf(stderr, "uroce-run: uroce's libibverbs.so.1 not found (looked in %s)\n", UROCE_RUN_INSTALLED_LIBDIR);
+    return 127;
+  }
+  if (o.dev_set) setenv("UROCE_DEV", o.dev.c_str(), 1);
+  if (o.ip_set) setenv("UROCE_IP", o.ip.c_str(), 1);
+  if (o.mac_set) setenv("UROCE_MAC", o.mac.c_str(), 1);
+  if (o.mtu_set) setenv("UROCE_MTU", o.mtu.c_str(), 1);
+  if (o.eal_set) setenv("UROCE_EAL", o.eal.c_str(), 1);
+  if (o.config_set) setenv("UROCE_CONFIG", o.config.c_str(), 1);
+  const std::string old = env("LD_LIBRARY_PATH");
+  setenv("LD_LIBRARY_PATH", (old.empty() ? dir : dir + ":" + old).c_str(), 1);
+  execvp(o.program[0], o.program.data());
+  std::fprintf(stderr, "uroce-run: cannot run %s: %s\n", o.program[0], std::strerror(errno));
+  return 127;
+}

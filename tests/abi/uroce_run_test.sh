@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Unmodified Debian verbs programs on uroce through uroce-run, over a veth
+# pair between two private network namespaces (net_af_packet on each end;
+# RoCE addresses 10.0.0.1/.2), with their TCP exchange on a second veth
+# pair (192.168.78.1 <-> .2). Needs root; exit 77 (skip) otherwise, or when
+# the program a case runs is not installed.
+#
+# usage: uroce_run_test.sh CASE UROCE_RUN WORKDIR
+#   CASE: usage | devinfo | rc_pingpong
+set -u
+
+if [ "${1:-}" != --in-netns ]; then
+  if [ "${1:-}" != usage ]; then
+    [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (network namespaces, af_packet)"; exit 77; }
+    for t in ip unshare nsenter timeout; do
+      command -v $t >/dev/null || { echo "SKIP: $t not found"; exit 77; }
+    done
+    exec timeout 280 unshare --net -- "$0" --in-netns "$@"
+  fi
+else
+  shift
+fi
+case_=$1 run=$2 work=$3
+mkdir -p "$work"
+rm -f "$work"/*.out
+
+HOLDER= SRV=
+cleanup() {
+  [ -n "$SRV" ] && kill -TERM "$SRV" 2>/dev/null
+  [ -n "$HOLDER" ] && kill -9 "$HOLDER" 2>/dev/null
+  wait 2>/dev/null
+}
+trap cleanup EXIT
+trap 'exit 1' TERM INT
+
+. "$(dirname "$0")/../common/netns_b.sh"
+
+need() { command -v "$1" >/dev/null || { echo "SKIP: $1 not installed"; exit 77; }; }
+
+setup_links() {
+  start_namespace_b
+  ip link add ra type veth peer name rb netns "$HOLDER" || fail "ip link add ra/rb"
+  ip link add mga type veth peer name mgb netns "$HOLDER" || fail "ip link add mga/mgb"
+  ip addr add 192.168.78.1/24 dev mga
+  inb ip addr add 192.168.78.2/24 dev mgb
+  ip link set ra up && ip link set mga up || fail "links up in A"
+  inb ip link set rb up && inb ip link set mgb up || fail "links up in B"
+}
+
+case $case_ in
+  usage)
+    # Mistakes stop uroce-run with exit 2 and a message, before the program runs.
+    for args in "-- true" "--dev x --ip 1.2.3 -- true" "--dev x -- true" "--ip 10.0.0.1 -- true" \
+                "--dev 'a b' --ip 10.0.0.1 -- true" "--dev x --ip 10.0.0.1 --mac 1:2 -- true" \
+                "--dev x --ip 10.0.0.1 --mtu 20 -- true" "--dev x --ip 10.0.0.1 --bogus -- true" \
+                "--dev x --ip 10.0.0.1 --" "--config /nonexistent -- true" "--dev"; do
+      out=$(env -u UROCE_DEV -u UROCE_IP -u UROCE_CONFIG sh -c "\"$run\" $args" 2>&1 </dev/null)
+      rc=$?
+      [ $rc = 2 ] || fail "uroce-run $args: exit $rc, expected 2 ($out)"
+      grep -q "^uroce-run: " <<<"$out" || fail "uroce-run $args: no message"
+      grep -q "^usage: uroce-run" <<<"$out" || fail "uroce-run $args: no usage line"
+    done
+    # A good command line reaches the program, with the settings and the library path.
+    out=$("$run" --dev net_af_packet0,iface=x --ip 10.0.0.1 --mac 02:00:00:00:00:01 --eal "--log-level=8" -- \
+      sh -c 'echo "$UROCE_DEV|$UROCE_IP|$UROCE_MAC|$UROCE_EAL|$LD_LIBRARY_PATH"')
+    IFS='|' read -r d i m e l <<<"$out"
+    [ "$d|$i|$m|$e" = "net_af_packet0,iface=x|10.0.0.1|02:00:00:00:00:01|--log-level=8" ] || fail "settings: $out"
+    [ -e "${l%%:*}/libibverbs.so.1" ] || fail "LD_LIBRARY_PATH does not start with the drop-in's directory: $l"
+    "$run" --dev x --ip 10.0.0.1 -- /nonexistent/program 2>/dev/null
+    [ $? = 127 ] || fail "a program that cannot start: exit is not 127"
+    echo "ok: usage errors exit 2; settings and LD_LIBRARY_PATH reach the program" ;;
+
+  devinfo)
+    need ibv_devinfo
+    need ibv_devices
+    setup_links
+    "$run" --dev net_af_packet0,iface=ra --ip 10.0.0.1 -- ibv_devices >"$work/devices.out" 2>&1 || fail "ibv_devices failed"
+    grep -qE "^[[:space:]]+uroce0[[:space:]]+[0-9a-f]{16}$" "$work/devices.out" || fail "ibv_devices does not list uroce0 with a GUID"
+    grep -qE "uroce0[[:space:]]+0{16}$" "$work/devices.out" && fail "ibv_devices: uroce0's GUID is 0"
+    timeout 60 "$run" --dev net_af_packet0,iface=ra --ip 10.0.0.1 -- ibv_devinfo -v >"$work/devinfo.out" 2>&1 ||
+      fail "ibv_devinfo -v failed"
+    o=$work/devinfo.out
+    grep -qE "^hca_id:\s+uroce0$" "$o" || fail "no hca_id uroce0"
+    grep -qE "^\s+state:\s+PORT_ACTIVE \(4\)$" "$o" || fail "port not PORT_ACTIVE"
+    grep -qE "^\s+link_layer:\s+Ethernet$" "$o" || fail "link layer not Ethernet"
+    grep -qE "^\s+active_mtu:\s+1024 \(3\)$" "$o" || fail "active_mtu of a 1500-byte link is not 1024"
+    grep -qE "^\s+board_id:\s+uroce$" "$o" || fail "board_id not answered"
+    grep -qE "^\s+GID\[  0\]:\s+fe80::[0-9a-f:]+, RoCE v2$" "$o" || fail "GID 0 is not the link-local RoCE v2 GID"
+    grep -qE "^\s+GID\[  1\]:\s+::ffff:10\.0\.0\.1, RoCE v2$" "$o" || fail "GID 1 is not ::ffff:10.0.0.1 (RoCE v2)"
+    # The node GUID is the EUI-64 of the port's MAC.
+    mac=$(ip -o link show ra | sed -E 's/.*link\/ether ([0-9a-f:]+).*/\1/')
+    IFS=: read -r a b c d e f <<<"$mac"
+    guid=$(printf "%02x%s:%sff:fe%s:%s%s" $((0x$a ^ 2)) "$b" "$c" "$d" "$e" "$f")
+    grep -qE "^\s+node_guid:\s+$guid$" "$o" || fail "node_guid is not $guid (EUI-64 of $mac)"
+    echo "ok: ibv_devices lists uroce0; ibv_devinfo -v shows PORT_ACTIVE, Ethernet, RoCE v2 GIDs, GUID $guid" ;;
+
+  rc_pingpong)
+    need ibv_rc_pingpong
+    setup_links
+    for run_ in "64 1000" "4096 500" "65536 100"; do
+      set -- $run_
+      timeout 60 "$run" --dev net_af_packet0,iface=ra --ip 10.0.0.1 -- \
+        ibv_rc_pingpong -d uroce0 -g 1 -s "$1" -n "$2" >"$work/rc$1.srv.out" 2>&1 &
+      SRV=$!
+      sleep 0.5
+      inb timeout 60 "$run" --dev net_af_packet0,iface=rb --ip 10.0.0.2 -- \
+        ibv_rc_pingpong -d uroce0 -g 1 -s "$1" -n "$2" 192.168.78.1 >"$work/rc$1.cli.out" 2>&1
+      CRC=$?
+      wait "$SRV"; SRC=$?; SRV=
+      [ $SRC = 0 ] || fail "ibv_rc_pingpong -s $1 server exited $SRC"
+      [ $CRC = 0 ] || fail "ibv_rc_pingpong -s $1 client exited $CRC"
+      for f in "$work/rc$1.srv.out" "$work/rc$1.cli.out"; do
+        grep -qE "^$((2 * $1 * $2)) bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec$" "$f" || fail "no bytes line in $f"
+        grep -qE "^$2 iters in [0-9.]+ seconds = [0-9.]+ usec/iter$" "$f" || fail "no iters line in $f"
+      done
+      grep -q "GID ::ffff:10.0.0.1" "$work/rc$1.srv.out" || fail "server's GID is not ::ffff:10.0.0.1"
+      echo "ok: ibv_rc_pingpong -s $1 -n $2: $(grep usec/iter "$work/rc$1.cli.out")"
+    done ;;
+
+  *) echo "unknown case $case_"; exit 2 ;;
+esac
