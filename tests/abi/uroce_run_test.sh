@@ -7,7 +7,7 @@
 # the program a case runs is not installed.
 #
 # usage: uroce_run_test.sh CASE UROCE_RUN WORKDIR
-#   CASE: usage | devinfo | rc_pingpong
+#   CASE: usage | devinfo | rc_pingpong | perftest
 set -u
 
 if [ "${1:-}" != --in-netns ]; then
@@ -116,6 +116,32 @@ case $case_ in
       done
       grep -q "GID ::ffff:10.0.0.1" "$work/rc$1.srv.out" || fail "server's GID is not ::ffff:10.0.0.1"
       echo "ok: ibv_rc_pingpong -s $1 -n $2: $(grep usec/iter "$work/rc$1.cli.out")"
+    done ;;
+
+  perftest)
+    need ib_write_bw
+    need ib_send_lat
+    setup_links
+    # perftest's own TCP exchange; -F: no CPU-frequency check. Each tool's
+    # result row: message size, iterations, then figures.
+    for t in ib_write_bw ib_send_lat; do
+      timeout 90 "$run" --dev net_af_packet0,iface=ra --ip 10.0.0.1 -- \
+        $t -d uroce0 -x 1 -F -n 200 >"$work/$t.srv.out" 2>&1 &
+      SRV=$!
+      sleep 0.5
+      inb timeout 90 "$run" --dev net_af_packet0,iface=rb --ip 10.0.0.2 -- \
+        $t -d uroce0 -x 1 -F -n 200 192.168.78.1 >"$work/$t.cli.out" 2>&1
+      CRC=$?
+      wait "$SRV"; SRC=$?; SRV=
+      [ $SRC = 0 ] || fail "$t server exited $SRC"
+      [ $CRC = 0 ] || fail "$t client exited $CRC"
+      case $t in
+        ib_write_bw) row="^ 65536[[:space:]]+200[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+" ;;
+        ib_send_lat) row="^ 2[[:space:]]+200[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+" ;;
+      esac
+      grep -qE "$row" "$work/$t.cli.out" || fail "$t: no result row on the client"
+      grep -q "Link type       : Ethernet" "$work/$t.cli.out" || fail "$t: link type is not Ethernet"
+      echo "ok: $t -n 200: $(grep -E "$row" "$work/$t.cli.out" | tr -s ' \t' ' ')"
     done ;;
 
   *) echo "unknown case $case_"; exit 2 ;;
