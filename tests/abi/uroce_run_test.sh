@@ -7,7 +7,7 @@
 # the program a case runs is not installed.
 #
 # usage: uroce_run_test.sh CASE UROCE_RUN WORKDIR
-#   CASE: usage | devinfo | rc_pingpong | perftest
+#   CASE: usage | devinfo | pingpong | perftest
 set -u
 
 if [ "${1:-}" != --in-netns ]; then
@@ -95,7 +95,7 @@ case $case_ in
     grep -qE "^\s+node_guid:\s+$guid$" "$o" || fail "node_guid is not $guid (EUI-64 of $mac)"
     echo "ok: ibv_devices lists uroce0; ibv_devinfo -v shows PORT_ACTIVE, Ethernet, RoCE v2 GIDs, GUID $guid" ;;
 
-  rc_pingpong)
+  pingpong)
     need ibv_rc_pingpong
     setup_links
     for run_ in "64 1000" "4096 500" "65536 100"; do
@@ -116,6 +116,24 @@ case $case_ in
       done
       grep -q "GID ::ffff:10.0.0.1" "$work/rc$1.srv.out" || fail "server's GID is not ::ffff:10.0.0.1"
       echo "ok: ibv_rc_pingpong -s $1 -n $2: $(grep usec/iter "$work/rc$1.cli.out")"
+    done
+    # UD (address handles, the 40-byte GRH area) and SRQ (16 RC QPs on one
+    # shared receive queue), where installed.
+    for t in ibv_ud_pingpong ibv_srq_pingpong; do
+      command -v $t >/dev/null || { echo "skip: $t not installed"; continue; }
+      timeout 60 "$run" --dev net_af_packet0,iface=ra --ip 10.0.0.1 -- $t -d uroce0 -g 1 -n 200 >"$work/$t.srv.out" 2>&1 &
+      SRV=$!
+      sleep 0.5
+      inb timeout 60 "$run" --dev net_af_packet0,iface=rb --ip 10.0.0.2 -- $t -d uroce0 -g 1 -n 200 192.168.78.1 \
+        >"$work/$t.cli.out" 2>&1
+      CRC=$?
+      wait "$SRV"; SRC=$?; SRV=
+      [ $SRC = 0 ] || fail "$t server exited $SRC"
+      [ $CRC = 0 ] || fail "$t client exited $CRC"
+      for f in "$work/$t.srv.out" "$work/$t.cli.out"; do
+        grep -qE "^200 iters in [0-9.]+ seconds = [0-9.]+ usec/iter$" "$f" || fail "no iters line in $f"
+      done
+      echo "ok: $t -n 200: $(grep usec/iter "$work/$t.cli.out")"
     done ;;
 
   perftest)

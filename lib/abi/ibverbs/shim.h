@@ -65,6 +65,7 @@ struct Cq {
   ibv_cq cq{};
   std::unique_ptr<CompletionQueue> impl;
   std::mutex poll_mutex;
+  uint32_t empty_polls = 0;  // under poll_mutex
 };
 
 struct Srq {

@@ -3,6 +3,7 @@
 // over uroce's verbs objects, and the data path ops that verbs.h's inline
 // ibv_post_send / ibv_post_recv / ibv_poll_cq call through ibv_context.
 #include <errno.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -129,10 +130,22 @@ int post_srq_recv_op(ibv_srq* s, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   return post_recv_chunks(wr, bad, [&](const RecvWr* c, const RecvWr** f) { return srq->impl->post_recv(c, f); });
 }
 
+// A program that spins on an empty CQ holds a CPU the engine thread may
+// need to produce the completion (more pollers than cores): after a run of
+// empty polls it yields, as the engine itself does when idle.
+constexpr uint32_t kEmptyPollsBeforeYield = 64;
+
 int poll_cq_op(ibv_cq* c, int n, ibv_wc* wc) {
   Cq* cq = cq_of(c);
   std::lock_guard<std::mutex> lock(cq->poll_mutex);
-  return cq->impl->poll(n, wc);
+  const int got = cq->impl->poll(n, wc);
+  if (got) {
+    cq->empty_polls = 0;
+  } else if (++cq->empty_polls >= kEmptyPollsBeforeYield) {
+    cq->empty_polls = 0;
+    sched_yield();
+  }
+  return got;
 }
 
 int req_notify_cq_op(ibv_cq*, int) {
