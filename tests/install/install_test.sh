@@ -46,13 +46,22 @@ export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 # --- 1. what is installed -------------------------------------------------
 for f in include/uroce/api.h include/uroce/port/endpoint.h include/uroce/verbs/verbs.h \
-         bin/uroce-perf bin/uroce-pingpong bin/uroce-dump bin/uroce-example-write \
+         bin/uroce-perf bin/uroce-pingpong bin/uroce-dump bin/uroce-run bin/uroce-example-write \
          share/doc/uroce/install.md share/doc/uroce/README.md share/doc/uroce/examples/example_write.cpp \
          share/uroce/config/dcqcn-mlx5.conf; do
   [ -e "$root/$f" ] || fail "$f is not installed"
 done
 ls "$libdir"/liburoce.so.* >/dev/null 2>&1 || fail "liburoce.so.* is not installed in $libdir"
-echo "ok: library, pkg-config file, headers, tools, example, docs and config presets installed"
+# The drop-in libibverbs goes to a directory of its own, never over the
+# system's; uroce-run (given that directory, as the staged tree is not
+# where it was built to look) puts it first in LD_LIBRARY_PATH.
+[ -e "$libdir/uroce/libibverbs.so.1" ] || fail "libibverbs.so.1 is not installed in $libdir/uroce"
+[ -e "$libdir/libibverbs.so.1" ] && fail "a libibverbs.so.1 is installed in $libdir itself"
+python3 "$src/tests/abi/check_symbols.py" "$src/tests/data/abi/libibverbs1-44.0-2.symbols" \
+  "$libdir/uroce/libibverbs.so.1" >"$work/abi.log" 2>&1 || { cat "$work/abi.log"; fail "installed libibverbs.so.1 exports"; }
+path=$(UROCE_RUN_LIBDIR=$libdir/uroce "$root/bin/uroce-run" --dev x --ip 10.0.0.1 -- sh -c 'echo "$LD_LIBRARY_PATH"')
+[ "${path%%:*}" = "$libdir/uroce" ] || fail "installed uroce-run: LD_LIBRARY_PATH is $path"
+echo "ok: library, pkg-config file, headers, tools, example, docs, config presets and the drop-in libibverbs installed"
 
 # --- 2. uroce.pc ----------------------------------------------------------
 cflags=$(pkg-config --cflags uroce) || fail "pkg-config --cflags uroce"
