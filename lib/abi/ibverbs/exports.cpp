@@ -335,13 +335,3 @@ UROCE_EXPORT void ibv_copy_ah_attr_from_kern(ibv_ah_attr*, void*) { unsupported(
 UROCE_EXPORT void ibv_copy_path_rec_from_kern(void*, void*) { unsupported("ibv_copy_path_rec_from_kern"); }
 UROCE_EXPORT void ibv_copy_path_rec_to_kern(void*, void*) { unsupported("ibv_copy_path_rec_to_kern"); }
 
-UROCE_EXPORT int ibv_init_ah_from_wc(ibv_context*, uint8_t, ibv_wc*, ibv_grh*, ibv_ah_attr*) {
-  unsupported("ibv_init_ah_from_wc");
-  errno = EOPNOTSUPP;
-  return -1;
-}
-UROCE_EXPORT ibv_ah* ibv_create_ah_from_wc(ibv_pd*, ibv_wc*, ibv_grh*, uint8_t) {
-  unsupported("ibv_create_ah_from_wc");
-  errno = EOPNOTSUPP;
-  return nullptr;
-}

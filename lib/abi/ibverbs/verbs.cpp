@@ -443,6 +443,51 @@ UROCE_V11(ibv_destroy_ah) int uroce_v11_ibv_destroy_ah(ibv_ah* a) {
   return 0;
 }
 
+// The address of a UD datagram's sender, for a reply: uroce's GRH slot holds
+// the IPv6 header, or 20 zero bytes then the IPv4 header (lib/transport/ud.cpp).
+UROCE_EXPORT int ibv_init_ah_from_wc(ibv_context* c, uint8_t port, ibv_wc* wc, ibv_grh* grh, ibv_ah_attr* ah) {
+  if (!(wc->wc_flags & IBV_WC_GRH) || !grh) return errno = EINVAL, -1;
+  const auto* b = reinterpret_cast<const uint8_t*>(grh);
+  static constexpr uint8_t kZero[20] = {};
+  wire::IpAddr src, dst;
+  uint8_t tclass;
+  uint32_t flow = 0;
+  if (std::memcmp(b, kZero, 20) == 0 && (b[20] >> 4) == 4) {
+    src = wire::IpAddr::from_v4(b + 20 + 12);
+    dst = wire::IpAddr::from_v4(b + 20 + 16);
+    tclass = b[21];
+  } else if ((b[0] >> 4) == 6) {
+    src = wire::IpAddr::from_v6(b + 8);
+    dst = wire::IpAddr::from_v6(b + 24);
+    tclass = uint8_t((b[0] << 4) | (b[1] >> 4));
+    flow = (uint32_t(b[1] & 0x0f) << 16) | (uint32_t(b[2]) << 8) | b[3];
+  } else {
+    return errno = EINVAL, -1;
+  }
+  const std::vector<wire::IpAddr>& gids = ctx_of(c)->device().gids();
+  int index = -1;
+  for (size_t i = 0; i < gids.size(); ++i)
+    if (gids[i] == dst) index = static_cast<int>(i);
+  if (index < 0) return errno = EINVAL, -1;
+  std::memset(ah, 0, sizeof *ah);
+  ah->dlid = wc->slid;
+  ah->sl = wc->sl;
+  ah->port_num = port;
+  ah->is_global = 1;
+  std::memcpy(ah->grh.dgid.raw, src.bytes.data(), 16);
+  ah->grh.sgid_index = static_cast<uint8_t>(index);
+  ah->grh.flow_label = flow;
+  ah->grh.hop_limit = 0xff;
+  ah->grh.traffic_class = tclass;
+  return 0;
+}
+
+UROCE_EXPORT ibv_ah* ibv_create_ah_from_wc(ibv_pd* p, ibv_wc* wc, ibv_grh* grh, uint8_t port) {
+  ibv_ah_attr attr;
+  if (ibv_init_ah_from_wc(p->context, port, wc, grh, &attr)) return nullptr;
+  return uroce_v11_ibv_create_ah(p, &attr);
+}
+
 // Events: only the SRQ limit is produced by the device; it is taken
 // without blocking when one is waiting.
 UROCE_V11(ibv_get_async_event) int uroce_v11_ibv_get_async_event(ibv_context* c, ibv_async_event* ev) {
