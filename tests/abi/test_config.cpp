@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The drop-in libibverbs' settings: the INI file and the UROCE_*
+// variables (lib/abi/ibverbs/config.h).
+#include "config.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+using uroce::abi::DeviceSettings;
+using uroce::abi::Settings;
+
+namespace {
+
+void clear_env() {
+  for (const char* v : {"UROCE_DEV", "UROCE_IP", "UROCE_MAC", "UROCE_MTU", "UROCE_EAL", "UROCE_CONFIG"}) unsetenv(v);
+}
+
+}  // namespace
+
+TEST_CASE("an INI file with [eal] and two devices", "[abi-config]") {
+  Settings s;
+  std::string err;
+  const std::string text =
+      "; comment\n[eal]\nargs = --log-level=8  -l 1\n"
+      "[device uroce0]\ndev = net_af_packet0,iface=a\nip = 10.0.0.1  # trailing comment\n"
+      "[device uroce1]\ndev = 0000:3b:00.0\nip = fd00::1\nmac = 02:00:00:00:00:01\nmtu = 9000\n";
+  REQUIRE(uroce::abi::parse_ini(text, "f.ini", s, err));
+  REQUIRE(s.devices.size() == 2);
+  CHECK(s.eal_args == std::vector<std::string>{"--log-level=8", "-l", "1"});
+  CHECK(s.devices[0].name == "uroce0");
+  CHECK(s.devices[0].dev == "net_af_packet0,iface=a");
+  CHECK(s.devices[0].ip == "10.0.0.1");
+  CHECK(s.devices[0].mtu == 1500);
+  CHECK(s.devices[1].ip == "fd00::1");
+  CHECK(s.devices[1].mac == "02:00:00:00:00:01");
+  CHECK(s.devices[1].mtu == 9000);
+}
+
+TEST_CASE("INI mistakes name the file and line", "[abi-config]") {
+  const char* const bad[][2] = {
+      {"[device uroce0\n", "f:1: unterminated section header"},
+      {"[ports]\n", "f:1: unknown section [ports]"},
+      {"dev = x\n", "f:1: key outside a section"},
+      {"[device uroce0]\nspeed = 1\n", "f:2: unknown key 'speed'"},
+      {"[device uroce0]\nmtu = 20\n", "f:2: mtu '20' is not in 68..9600"},
+      {"[eal]\nlcores = 1\n", "f:2: unknown key 'lcores' in [eal]"},
+      {"[device uroce0]\njust words\n", "f:2: expected key = value"},
+  };
+  for (const auto& b : bad) {
+    Settings s;
+    std::string err;
+    INFO(b[0]);
+    CHECK_FALSE(uroce::abi::parse_ini(b[0], "f", s, err));
+    CHECK(err.rfind(b[1], 0) == 0);
+  }
+}
+
+TEST_CASE("device values are checked", "[abi-config]") {
+  std::string err;
+  DeviceSettings d{"uroce0", "net_af_packet0,iface=a", "10.0.0.1", "", 1500};
+  CHECK(uroce::abi::validate_device(d, err));
+  d.ip = "10.0.0";
+  CHECK_FALSE(uroce::abi::validate_device(d, err));
+  CHECK(err == "device uroce0: address '10.0.0' is not IPv4 or IPv6");
+  d.ip = "10.0.0.1";
+  d.mac = "02:00";
+  CHECK_FALSE(uroce::abi::validate_device(d, err));
+  d.mac = "";
+  d.dev = "net_af_packet0, iface=a";
+  CHECK_FALSE(uroce::abi::validate_device(d, err));
+  d.dev = "";
+  CHECK_FALSE(uroce::abi::validate_device(d, err));
+  CHECK(err == "device uroce0: no port (UROCE_DEV or dev=)");
+}
+
+TEST_CASE("the variables describe uroce0 and win over the file", "[abi-config]") {
+  clear_env();
+  Settings s;
+  std::string err;
+  REQUIRE(uroce::abi::load_settings(s, err));
+  CHECK(s.devices.empty());
+
+  const std::string path = "abi_config_test.ini";
+  FILE* f = std::fopen(path.c_str(), "w");
+  REQUIRE(f);
+  std::fputs("[device uroce0]\ndev = net_null0\nip = 10.0.0.9\n[device uroce1]\ndev = net_null1\nip = 10.0.1.9\n", f);
+  std::fclose(f);
+  setenv("UROCE_CONFIG", path.c_str(), 1);
+  setenv("UROCE_IP", "10.0.0.1", 1);
+  setenv("UROCE_EAL", "--log-level=8", 1);
+  REQUIRE(uroce::abi::load_settings(s, err));
+  REQUIRE(s.devices.size() == 2);
+  CHECK(s.devices[0].ip == "10.0.0.1");
+  CHECK(s.devices[0].dev == "net_null0");
+  CHECK(s.devices[1].ip == "10.0.1.9");
+  CHECK(s.eal_args == std::vector<std::string>{"--log-level=8"});
+
+  setenv("UROCE_MTU", "abc", 1);
+  CHECK_FALSE(uroce::abi::load_settings(s, err));
+  CHECK(err == "UROCE_MTU 'abc' is not in 68..9600");
+  unsetenv("UROCE_MTU");
+  setenv("UROCE_CONFIG", "/nonexistent.ini", 1);
+  CHECK_FALSE(uroce::abi::load_settings(s, err));
+  CHECK(err == "UROCE_CONFIG: cannot read /nonexistent.ini");
+  std::remove(path.c_str());
+  clear_env();
+}
