@@ -140,26 +140,31 @@ case $case_ in
     need ib_write_bw
     need ib_send_lat
     setup_links
-    # perftest's own TCP exchange; -F: no CPU-frequency check. Each tool's
-    # result row: message size, iterations, then figures.
-    for t in ib_write_bw ib_send_lat; do
+    # perftest's own TCP exchange; -F: no CPU-frequency check. Each run:
+    # the tool and its flags, then the message size and iteration count its
+    # result row starts with (UD messages are one packet: the MTU, 1024).
+    for spec in "ib_write_bw -n 200|65536 200" "ib_send_lat -n 200|2 200" "ib_read_bw -n 200|65536 200" \
+                "ib_atomic_bw -n 200|8 200" "ib_send_bw --use-srq -n 200|65536 200" \
+                "ib_write_bw -q 4 -n 200|65536 800" "ib_send_bw -c UD -n 200|1024 200"; do
+      cmd=${spec%%|*} want=${spec#*|}
+      t=${cmd%% *}
+      command -v $t >/dev/null || { echo "skip: $t not installed"; continue; }
+      name=$(echo "$cmd" | tr -c 'a-zA-Z0-9\n' '_')
       timeout 90 "$run" --dev net_af_packet0,iface=ra --ip 10.0.0.1 -- \
-        $t -d uroce0 -x 1 -F -n 200 >"$work/$t.srv.out" 2>&1 &
+        $cmd -d uroce0 -x 1 -F >"$work/$name.srv.out" 2>&1 &
       SRV=$!
       sleep 0.5
       inb timeout 90 "$run" --dev net_af_packet0,iface=rb --ip 10.0.0.2 -- \
-        $t -d uroce0 -x 1 -F -n 200 192.168.78.1 >"$work/$t.cli.out" 2>&1
+        $cmd -d uroce0 -x 1 -F 192.168.78.1 >"$work/$name.cli.out" 2>&1
       CRC=$?
       wait "$SRV"; SRC=$?; SRV=
-      [ $SRC = 0 ] || fail "$t server exited $SRC"
-      [ $CRC = 0 ] || fail "$t client exited $CRC"
-      case $t in
-        ib_write_bw) row="^ 65536[[:space:]]+200[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+" ;;
-        ib_send_lat) row="^ 2[[:space:]]+200[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+" ;;
-      esac
-      grep -qE "$row" "$work/$t.cli.out" || fail "$t: no result row on the client"
-      grep -q "Link type       : Ethernet" "$work/$t.cli.out" || fail "$t: link type is not Ethernet"
-      echo "ok: $t -n 200: $(grep -E "$row" "$work/$t.cli.out" | tr -s ' \t' ' ')"
+      [ $SRC = 0 ] || fail "$cmd: server exited $SRC"
+      [ $CRC = 0 ] || fail "$cmd: client exited $CRC"
+      set -- $want
+      row="^ $1[[:space:]]+$2[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+"
+      grep -qE "$row" "$work/$name.cli.out" || fail "$cmd: no result row '$want ...' on the client"
+      grep -q "Link type       : Ethernet" "$work/$name.cli.out" || fail "$cmd: link type is not Ethernet"
+      echo "ok: $cmd: $(grep -E "$row" "$work/$name.cli.out" | tr -s ' \t' ' ')"
     done ;;
 
   *) echo "unknown case $case_"; exit 2 ;;
