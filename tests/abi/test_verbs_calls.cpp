@@ -257,3 +257,30 @@ TEST_CASE("a reply address from a UD receive's GRH slot", "[abi-calls]") {
   wc.wc_flags = 0;
   CHECK(ibv_init_ah_from_wc(o.ctx, 1, &wc, reinterpret_cast<ibv_grh*>(grh), &ah) != 0);
 }
+
+TEST_CASE("two contexts share the device; the port stays open until the last close", "[abi-calls]") {
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  REQUIRE(n == 1);
+  ibv_context* a = ibv_open_device(list[0]);
+  ibv_context* b = ibv_open_device(list[0]);
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(a != b);
+  ibv_pd* pd = ibv_alloc_pd(b);
+  REQUIRE(pd);
+  CHECK(ibv_close_device(a) == 0);
+  ibv_port_attr port{};
+  CHECK(ibv_query_port(b, 1, &port) == 0);  // b still reaches the open port
+  ibv_cq* cq = ibv_create_cq(b, 4, nullptr, nullptr, 0);
+  CHECK(cq);
+  CHECK(ibv_destroy_cq(cq) == 0);
+  CHECK(ibv_dealloc_pd(pd) == 0);
+  CHECK(ibv_close_device(b) == 0);
+  // Opened again after the last close: the port is opened anew.
+  ibv_context* c = ibv_open_device(list[0]);
+  REQUIRE(c);
+  CHECK(ibv_query_port(c, 1, &port) == 0);
+  CHECK(ibv_close_device(c) == 0);
+  ibv_free_device_list(list);
+}

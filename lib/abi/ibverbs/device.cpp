@@ -359,13 +359,12 @@ UROCE_EXPORT const char* ibv_get_sysfs_path(void) {
 // real file for any other directory.
 UROCE_EXPORT int ibv_read_sysfs_file(const char* dir, const char* file, char* buf, size_t size) {
   if (!size) return errno = EINVAL, -1;
-  if (DeviceRec* rec = device_by_ibdev_path(dir)) {
+  if (device_by_ibdev_path(dir)) {
     std::string value;
     if (!std::strcmp(file, "board_id")) value = "uroce";
     else if (!std::strcmp(file, "fw_ver")) value = "uroce";
     else if (!std::strcmp(file, "node_type")) value = "1: CA";
     else return errno = ENOENT, -1;
-    (void)rec;
     std::snprintf(buf, size, "%s", value.c_str());
     return static_cast<int>(std::min(value.size(), size - 1));
   }

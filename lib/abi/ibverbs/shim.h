@@ -35,15 +35,16 @@ struct DeviceRec {
   std::mutex open_mutex;
   std::unique_ptr<Endpoint> endpoint;
   int open_count = 0;
+  // Control calls (create, destroy, modify, query, SRQ posts) on this
+  // device's objects, from any context: the engine parks for each, one
+  // caller at a time.
+  std::mutex control;
 };
 
 struct Context {
   verbs_context vctx{};  // its last member is the ibv_context handed out
   DeviceRec* rec = nullptr;
   int async_pipe[2] = {-1, -1};
-  // Control calls (create, destroy, modify, query) on this device's
-  // objects: the engine parks for each, one caller at a time.
-  std::mutex control;
   // Live SRQs, to name the one an asynchronous event is about.
   std::vector<Srq*> srqs;
   Device& device() { return rec->endpoint->device(); }
@@ -76,8 +77,9 @@ struct Srq {
 struct Qp {
   ibv_qp qp{};
   std::unique_ptr<QueuePair> impl;
-  std::mutex send_mutex;
-  std::mutex recv_mutex;
+  // Sends and receives share the QP's one submission ring in threaded
+  // mode: one mutex for both.
+  std::mutex post_mutex;
 };
 
 struct Ah {

@@ -3,6 +3,7 @@
 // over uroce's verbs objects, and the data path ops that verbs.h's inline
 // ibv_post_send / ibv_post_recv / ibv_poll_cq call through ibv_context.
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -72,7 +73,7 @@ void to_ud_wr(const ibv_send_wr& in, SendWr& out) {
 int post_send_op(ibv_qp* q, ibv_send_wr* wr, ibv_send_wr** bad) {
   Qp* qp = qp_of(q);
   const bool ud = q->qp_type == IBV_QPT_UD;
-  std::lock_guard<std::mutex> lock(qp->send_mutex);
+  std::lock_guard<std::mutex> lock(qp->post_mutex);
   while (wr) {
     SendWr chunk[kChunk];
     ibv_send_wr* src[kChunk];
@@ -119,14 +120,14 @@ int post_recv_chunks(ibv_recv_wr* wr, ibv_recv_wr** bad, Post&& post) {
 
 int post_recv_op(ibv_qp* q, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   Qp* qp = qp_of(q);
-  std::lock_guard<std::mutex> lock(qp->recv_mutex);
+  std::lock_guard<std::mutex> lock(qp->post_mutex);
   return post_recv_chunks(wr, bad, [&](const RecvWr* c, const RecvWr** f) { return qp->impl->post_recv(c, f); });
 }
 
 // SRQ posts are control calls in threaded mode (the engine parks).
 int post_srq_recv_op(ibv_srq* s, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   Srq* srq = srq_of(s);
-  std::lock_guard<std::mutex> lock(ctx_of(s->context)->control);
+  std::lock_guard<std::mutex> lock(ctx_of(s->context)->rec->control);
   return post_recv_chunks(wr, bad, [&](const RecvWr* c, const RecvWr** f) { return srq->impl->post_recv(c, f); });
 }
 
@@ -182,7 +183,7 @@ UROCE_V11(ibv_alloc_pd) ibv_pd* uroce_v11_ibv_alloc_pd(ibv_context* c) {
   Context* ctx = ctx_of(c);
   auto* pd = new Pd;
   {
-    std::lock_guard<std::mutex> lock(ctx->control);
+    std::lock_guard<std::mutex> lock(ctx->rec->control);
     pd->impl = ctx->device().alloc_pd();
   }
   if (!pd->impl) return delete pd, errno = ENOMEM, nullptr;
@@ -194,7 +195,7 @@ UROCE_V11(ibv_alloc_pd) ibv_pd* uroce_v11_ibv_alloc_pd(ibv_context* c) {
 UROCE_V11(ibv_dealloc_pd) int uroce_v11_ibv_dealloc_pd(ibv_pd* p) {
   Pd* pd = pd_of(p);
   {
-    std::lock_guard<std::mutex> lock(ctx_of_pd(p).control);
+    std::lock_guard<std::mutex> lock(ctx_of_pd(p).rec->control);
     pd->impl.reset();
   }
   delete pd;
@@ -213,7 +214,7 @@ UROCE_EXPORT ibv_mr* ibv_reg_mr_iova2(ibv_pd* p, void* addr, size_t length, uint
   auto* mr = new Mr;
   int err = 0;
   {
-    std::lock_guard<std::mutex> lock(ctx_of_pd(p).control);
+    std::lock_guard<std::mutex> lock(ctx_of_pd(p).rec->control);
     mr->impl = pd_of(p)->impl->reg_mr(addr, length, flags, err);
   }
   if (!mr->impl) return delete mr, errno = err ? err : ENOMEM, nullptr;
@@ -238,7 +239,7 @@ UROCE_V11(ibv_dereg_mr) int uroce_v11_ibv_dereg_mr(ibv_mr* m) {
   auto* mr = reinterpret_cast<Mr*>(m);
   int rc;
   {
-    std::lock_guard<std::mutex> lock(ctx_of(m->context)->control);
+    std::lock_guard<std::mutex> lock(ctx_of(m->context)->rec->control);
     rc = mr->impl->pd().dereg_mr(mr->impl);
   }
   if (rc) return rc;
@@ -256,7 +257,7 @@ UROCE_V11(ibv_create_cq) ibv_cq* uroce_v11_ibv_create_cq(ibv_context* c, int cqe
   auto* cq = new Cq;
   int err = 0;
   {
-    std::lock_guard<std::mutex> lock(ctx->control);
+    std::lock_guard<std::mutex> lock(ctx->rec->control);
     cq->impl = ctx->device().create_cq(cqe, err);
   }
   if (!cq->impl) return delete cq, errno = err ? err : ENOMEM, nullptr;
@@ -271,7 +272,7 @@ UROCE_V11(ibv_create_cq) ibv_cq* uroce_v11_ibv_create_cq(ibv_context* c, int cqe
 UROCE_V11(ibv_destroy_cq) int uroce_v11_ibv_destroy_cq(ibv_cq* c) {
   Cq* cq = cq_of(c);
   {
-    std::lock_guard<std::mutex> lock(ctx_of(c->context)->control);
+    std::lock_guard<std::mutex> lock(ctx_of(c->context)->rec->control);
     cq->impl.reset();
   }
   pthread_mutex_destroy(&c->mutex);
@@ -297,7 +298,7 @@ UROCE_V11(ibv_create_qp) ibv_qp* uroce_v11_ibv_create_qp(ibv_pd* p, ibv_qp_init_
   auto* qp = new Qp;
   int err = 0;
   {
-    std::lock_guard<std::mutex> lock(ctx_of_pd(p).control);
+    std::lock_guard<std::mutex> lock(ctx_of_pd(p).rec->control);
     qp->impl = pd_of(p)->impl->create_qp(attr, err);
     if (qp->impl) fill_qp_cap(*qp->impl, init->cap);
   }
@@ -322,7 +323,7 @@ UROCE_V11(ibv_modify_qp) int uroce_v11_ibv_modify_qp(ibv_qp* q, ibv_qp_attr* att
   Qp* qp = qp_of(q);
   Context* ctx = ctx_of(q->context);
   const int rc = retry_unreachable([&] {
-    std::lock_guard<std::mutex> lock(ctx->control);
+    std::lock_guard<std::mutex> lock(ctx->rec->control);
     return qp->impl->modify(*attr, mask);
   });
   if (rc == 0) q->state = qp->impl->state();
@@ -334,7 +335,7 @@ UROCE_V11(ibv_query_qp) int uroce_v11_ibv_query_qp(ibv_qp* q, ibv_qp_attr* attr,
   QpInitAttr ia;
   int rc;
   {
-    std::lock_guard<std::mutex> lock(ctx_of(q->context)->control);
+    std::lock_guard<std::mutex> lock(ctx_of(q->context)->rec->control);
     rc = qp->impl->query(*attr, mask, ia);
   }
   if (rc) return rc;
@@ -354,7 +355,7 @@ UROCE_V11(ibv_query_qp) int uroce_v11_ibv_query_qp(ibv_qp* q, ibv_qp_attr* attr,
 UROCE_V11(ibv_destroy_qp) int uroce_v11_ibv_destroy_qp(ibv_qp* q) {
   Qp* qp = qp_of(q);
   {
-    std::lock_guard<std::mutex> lock(ctx_of(q->context)->control);
+    std::lock_guard<std::mutex> lock(ctx_of(q->context)->rec->control);
     qp->impl.reset();
   }
   pthread_mutex_destroy(&q->mutex);
@@ -370,7 +371,7 @@ UROCE_V11(ibv_create_srq) ibv_srq* uroce_v11_ibv_create_srq(ibv_pd* p, ibv_srq_i
   auto* srq = new Srq;
   int err = 0;
   {
-    std::lock_guard<std::mutex> lock(ctx_of_pd(p).control);
+    std::lock_guard<std::mutex> lock(ctx_of_pd(p).rec->control);
     srq->impl = pd_of(p)->impl->create_srq(attr, err);
     if (srq->impl && init->attr.srq_limit) {
       ibv_srq_attr limit{};
@@ -383,7 +384,7 @@ UROCE_V11(ibv_create_srq) ibv_srq* uroce_v11_ibv_create_srq(ibv_pd* p, ibv_srq_i
   init->attr.max_wr = srq->impl->max_wr();
   init->attr.max_sge = srq->impl->max_sge();
   {
-    std::lock_guard<std::mutex> lock(ctx_of_pd(p).control);
+    std::lock_guard<std::mutex> lock(ctx_of_pd(p).rec->control);
     ctx_of_pd(p).srqs.push_back(srq);
   }
   srq->srq.context = p->context;
@@ -395,19 +396,19 @@ UROCE_V11(ibv_create_srq) ibv_srq* uroce_v11_ibv_create_srq(ibv_pd* p, ibv_srq_i
 }
 
 UROCE_V11(ibv_modify_srq) int uroce_v11_ibv_modify_srq(ibv_srq* s, ibv_srq_attr* attr, int mask) {
-  std::lock_guard<std::mutex> lock(ctx_of(s->context)->control);
+  std::lock_guard<std::mutex> lock(ctx_of(s->context)->rec->control);
   return srq_of(s)->impl->modify(*attr, mask);
 }
 
 UROCE_V11(ibv_query_srq) int uroce_v11_ibv_query_srq(ibv_srq* s, ibv_srq_attr* attr) {
-  std::lock_guard<std::mutex> lock(ctx_of(s->context)->control);
+  std::lock_guard<std::mutex> lock(ctx_of(s->context)->rec->control);
   return srq_of(s)->impl->query(*attr);
 }
 
 UROCE_V11(ibv_destroy_srq) int uroce_v11_ibv_destroy_srq(ibv_srq* s) {
   Srq* srq = srq_of(s);
   {
-    std::lock_guard<std::mutex> lock(ctx_of(s->context)->control);
+    std::lock_guard<std::mutex> lock(ctx_of(s->context)->rec->control);
     srq->impl.reset();
     std::vector<Srq*>& v = ctx_of(s->context)->srqs;
     v.erase(std::remove(v.begin(), v.end(), srq), v.end());
@@ -423,7 +424,7 @@ UROCE_V11(ibv_create_ah) ibv_ah* uroce_v11_ibv_create_ah(ibv_pd* p, ibv_ah_attr*
   Context& ctx = ctx_of_pd(p);
   const int err = retry_unreachable([&] {
     int e = 0;
-    std::lock_guard<std::mutex> lock(ctx.control);
+    std::lock_guard<std::mutex> lock(ctx.rec->control);
     ah->impl = pd_of(p)->impl->create_ah(*attr, e);
     return ah->impl ? 0 : (e ? e : ENOMEM);
   });
@@ -436,7 +437,7 @@ UROCE_V11(ibv_create_ah) ibv_ah* uroce_v11_ibv_create_ah(ibv_pd* p, ibv_ah_attr*
 UROCE_V11(ibv_destroy_ah) int uroce_v11_ibv_destroy_ah(ibv_ah* a) {
   auto* ah = reinterpret_cast<Ah*>(a);
   {
-    std::lock_guard<std::mutex> lock(ctx_of(a->context)->control);
+    std::lock_guard<std::mutex> lock(ctx_of(a->context)->rec->control);
     ah->impl.reset();
   }
   delete ah;
@@ -495,7 +496,7 @@ UROCE_V11(ibv_get_async_event) int uroce_v11_ibv_get_async_event(ibv_context* c,
   for (;;) {
     AsyncEvent e;
     {
-      std::lock_guard<std::mutex> lock(ctx->control);
+      std::lock_guard<std::mutex> lock(ctx->rec->control);
       if (ctx->device().get_async_event(e)) {
         std::memset(ev, 0, sizeof *ev);
         ev->event_type = e.event_type;
@@ -504,6 +505,8 @@ UROCE_V11(ibv_get_async_event) int uroce_v11_ibv_get_async_event(ibv_context* c,
         return 0;
       }
     }
+    // A program that made the fd non-blocking (to poll it) wants EAGAIN.
+    if (fcntl(c->async_fd, F_GETFL) & O_NONBLOCK) return errno = EAGAIN, -1;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
