@@ -306,3 +306,34 @@ TEST_CASE("UC modify: verbs' attribute masks per transition", "[uc]") {
   CHECK(q.sq_psn == 5);
   CHECK(q.qp_access_flags == IBV_ACCESS_REMOTE_WRITE);
 }
+
+TEST_CASE("UC on an SRQ: a dropped SEND completes its receive with an error, the next takes the next", "[uc]") {
+  Opts ob = uc_opts(0x100);
+  ob.srq_wr = 16;
+  ob.max_recv_wr = 0;
+  Pair p(311, uc_opts(0xFFFFF0), ob);
+  fill(p.a.buf(), 1 << 16, 11);
+  for (uint64_t i = 0; i < 2; ++i) {
+    ibv_sge s = p.b.sge(i * 8192, 8192);
+    RecvWr wr;
+    wr.wr_id = 1 + i;
+    wr.sg_list = &s;
+    wr.num_sge = 1;
+    const RecvWr* bad = nullptr;
+    REQUIRE(p.b.srq->post_recv(&wr, &bad) == 0);
+  }
+  p.fabric.wire().drop_one(p.port_a(), p.port_b(), 1);
+  REQUIRE(post_wr(p.a, IBV_WR_SEND, 10, 0, 3000) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_SEND, 11, 4000, 2500) == 0);
+  auto wb = p.wait(p.b, 2);
+  REQUIRE(wb.size() == 2);
+  // The SRQ's WQE the dropped message had taken completes, in error.
+  CHECK(wb[0].wr_id == 1);
+  CHECK(wb[0].status == IBV_WC_REM_INV_REQ_ERR);
+  CHECK(wb[1].wr_id == 2);
+  CHECK(wb[1].status == IBV_WC_SUCCESS);
+  CHECK(wb[1].byte_len == 2500);
+  CHECK(std::memcmp(p.b.buf(8192), p.a.buf(4000), 2500) == 0);
+  CHECK(p.b.qp->counters().uc_msg_dropped == 1);
+  CHECK(p.b.qp->state() == IBV_QPS_RTS);
+}
