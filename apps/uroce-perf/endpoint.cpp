@@ -88,7 +88,7 @@ std::unique_ptr<Endpoint> Endpoint::create(Device& dev, const Options& o, uint64
     init.send_cq = e->cq_.get();
     init.recv_cq = e->rcq_.get();
     init.srq = e->srq_.get();
-    init.qp_type = e->ud_ ? IBV_QPT_UD : IBV_QPT_RC;
+    init.qp_type = e->ud_ ? IBV_QPT_UD : o.conn == Conn::uc ? IBV_QPT_UC : IBV_QPT_RC;
     init.cap.max_send_wr = depth;
     init.cap.max_recv_wr = rx_depth;
     init.cap.max_send_sge = init.cap.max_recv_sge = 1;

@@ -43,6 +43,8 @@ class Endpoint {
   // the QP; the address handle of QP `qp` (ah()) leads to `remote`.
   int connect(size_t qp, const PeerInfo& remote, const Options& o, ibv_mtu mtu);
   bool ud() const { return ud_; }
+  // UD or UC: nothing is resent, so what does not arrive was lost.
+  bool unreliable() const { return ud_ || opts_.conn == Conn::uc; }
   AddressHandle* ah(size_t qp) { return ahs_[qp].get(); }
   // Where a received message's payload starts, after the receive's start:
   // past the GRH slot for UD.

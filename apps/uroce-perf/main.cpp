@@ -81,8 +81,10 @@ void print_receiver(const Options& o, const BwResult& rx) {
               rx.msg_rate / 1e6);
 }
 
-void print_lost(const BwResult& r) {
-  if (r.lost) std::printf(" uroce: %lu B: %lu UD messages lost on the way\n", (unsigned long)r.size, (unsigned long)r.lost);
+void print_lost(const BwResult& r, const Options& o) {
+  if (r.lost)
+    std::printf(" uroce: %lu B: %lu %s messages lost on the way\n", (unsigned long)r.size, (unsigned long)r.lost,
+                o.conn == Conn::uc ? "UC" : "UD");
 }
 
 int run_loopback(Options o) {
@@ -148,7 +150,7 @@ int run_loopback(Options o) {
     if (!failure.empty()) break;
   }
   print_footer(o);
-  for (const BwResult& r : bw) print_lost(r);
+  for (const BwResult& r : bw) print_lost(r, o);
   for (const BwResult& r : receivers) print_receiver(o, r);
   nlohmann::json cc = cc_stats_json(o, "client", *client);
   cc.update(cc_stats_json(o, "server", *server));

@@ -472,13 +472,13 @@ int check_connection(const Options& o) {
     case Conn::rc: return -1;
     case Conn::uc:
       if (o.verb == Verb::read || o.verb == Verb::atomic) return usage("-c UC: UC connection not possible in READ/ATOMIC verbs");
-      return usage("-c UC is not supported yet: uroce's transport has RC and UD queue pairs, no UC");
+      return -1;
     case Conn::ud:
       if (o.verb != Verb::send) return usage("-c UD: UD connection only possible in SEND verb");
       return -1;
     case Conn::xrc: return usage("-c XRC: uroce has no XRC (shared receive domains across processes)");
-    case Conn::dc: return usage("-c DC: DC is a ConnectX (mlx5) transport; uroce has RC and UD");
-    case Conn::srd: return usage("-c SRD: SRD is AWS EFA's transport; uroce has RC and UD");
+    case Conn::dc: return usage("-c DC: DC is a ConnectX (mlx5) transport; uroce has RC, UC and UD");
+    case Conn::srd: return usage("-c SRD: SRD is AWS EFA's transport; uroce has RC, UC and UD");
   }
   return -1;
 }

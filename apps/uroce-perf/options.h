@@ -16,8 +16,8 @@ enum class Verb { send, write, read, atomic, raw };
 enum class Kind { bw, lat };
 // What a perftest flag does in uroce-perf (the table in options.cpp).
 enum class FlagUse { implemented, ignored, not_yet };
-// -c: perftest's connection types. uroce runs RC and UD (and UC once the
-// transport has it); XRC, DC and SRD are refused with the reason.
+// -c: perftest's connection types. uroce runs RC, UC and UD; XRC, DC and
+// SRD are refused with the reason.
 enum class Conn { rc, uc, ud, xrc, dc, srd };
 // --output: perftest prints only this one figure per size when set.
 enum class OutputMode { table, bandwidth, message_rate, latency };

@@ -302,12 +302,12 @@ bool Remote::run_send_bw(std::string& error) {
         port_end_->poll();
         watchdog_->check();
         // The sender speaks on the exchange only once every message is
-        // here (-n): one that speaks before has run another test. UD:
-        // it has sent them all, and what is missing now was lost.
+        // here (-n): one that speaks before has run another test. UD and
+        // UC: it has sent them all, and what is missing now was lost.
         if (n % 4096 == 0 && !o_.duration && ch_->peer_spoke()) {
           port_end_->poll();
           s.step();  // what was acknowledged is in the CQ by now
-          if (ep_->ud()) {
+          if (ep_->unreliable()) {
             s.drain(want, [this] { port_end_->poll(); });
             break;
           }
@@ -336,8 +336,8 @@ void Remote::print_receiver_row(const BwServer& s, uint64_t want) {
   bw_.push_back(s.result());
   print_bw_row(o_, bw_.back());
   if (!o_.duration && s.received() < want)
-    std::printf(" uroce: %lu B: %lu of %lu UD messages lost on the way\n", (unsigned long)s.result().size,
-                (unsigned long)(want - s.received()), (unsigned long)want);
+    std::printf(" uroce: %lu B: %lu of %lu %s messages lost on the way\n", (unsigned long)s.result().size,
+                (unsigned long)(want - s.received()), (unsigned long)want, o_.conn == Conn::uc ? "UC" : "UD");
 }
 
 // -b: both sides send and serve at once, each size opened by a barrier
@@ -372,7 +372,7 @@ bool Remote::run_bidir_size(uint64_t size, std::string& error) {
     port_end_->poll();
     rx.step();
     if (sent) watchdog_->check();  // only the peer's messages are missing
-    if (sent && ep_->ud()) {       // UD: what does not come soon was lost
+    if (sent && ep_->unreliable()) {  // UD, UC: what does not come soon was lost
       rx.drain(want, [this] { port_end_->poll(); });
       break;
     }
@@ -392,8 +392,8 @@ bool Remote::run_bidir_size(uint64_t size, std::string& error) {
     bw_.push_back(sum_of(mine, result_of(o_, peer)));
     print_bw_row(o_, bw_.back());
     if (mine.lost)
-      std::printf(" uroce: %lu B: %lu of %lu UD messages from the peer lost on the way\n", (unsigned long)size,
-                  (unsigned long)mine.lost, (unsigned long)want);
+      std::printf(" uroce: %lu B: %lu of %lu %s messages from the peer lost on the way\n", (unsigned long)size,
+                  (unsigned long)mine.lost, (unsigned long)want, o_.conn == Conn::uc ? "UC" : "UD");
     // What the peer wrote or sent here is complete once its report came;
     // READ was checked by finish(). The one-sided target is sized for the
     // largest message: checked after it.

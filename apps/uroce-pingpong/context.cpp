@@ -23,9 +23,11 @@ std::unique_ptr<Context> Context::create(Device& dev, const Options& o, bool cli
   std::memset(c->tx_, 0x7b, bytes);  // rc_pingpong's fill
   c->cq_ = dev.create_cq(int(o.rx_depth + 1), err);
   if (!c->cq_) return error = errno_text("couldn't create CQ", err), nullptr;
-  c->qp_ = create_qp(*c->pd_, *c->cq_, IBV_QPT_RC, nullptr, o.rx_depth, o.size, c->send_flags_, err);
+  // uc_pingpong is rc_pingpong on a UC QP: the same buffers, exchange and loop.
+  const ibv_qp_type type = o.mode == Mode::uc ? IBV_QPT_UC : IBV_QPT_RC;
+  c->qp_ = create_qp(*c->pd_, *c->cq_, type, nullptr, o.rx_depth, o.size, c->send_flags_, err);
   if (!c->qp_) return error = errno_text("couldn't create QP", err), nullptr;
-  if (int e = modify_to_init(*c->qp_, IBV_QPT_RC, uint8_t(o.ib_port)))
+  if (int e = modify_to_init(*c->qp_, type, uint8_t(o.ib_port)))
     return error = errno_text("failed to modify QP to INIT", e), nullptr;
   return c;
 }
@@ -49,7 +51,9 @@ bool Context::connect(const exchange::PingpongDest& remote, uint32_t my_psn, std
   // RoCE addresses a peer only by its GID; rc_pingpong without -g sends
   // none (and then expects a LID, which Ethernet does not have).
   if (remote.gid == wire::IpAddr{})
-    return error = "the peer sent no GID (GID ::): start ibv_rc_pingpong with -g IDX on a RoCE device", false;
+    return error = std::string("the peer sent no GID (GID ::): start ") +
+                   (o_->mode == Mode::uc ? "ibv_uc_pingpong" : "ibv_rc_pingpong") + " with -g IDX on a RoCE device",
+           false;
   std::string e;
   if (uroce::connect_rc(*qp_, {remote.qpn, remote.psn, remote.gid}, rc_options(*o_, my_psn), e))
     return error = "failed to " + e, false;

@@ -30,7 +30,13 @@ struct RdmaCoreFlags {
 };
 
 const char* tool_of(Mode m) {
-  return m == Mode::ud ? "ibv_ud_pingpong" : m == Mode::srq ? "ibv_srq_pingpong" : "ibv_rc_pingpong";
+  switch (m) {
+    case Mode::uc: return "ibv_uc_pingpong";
+    case Mode::ud: return "ibv_ud_pingpong";
+    case Mode::srq: return "ibv_srq_pingpong";
+    case Mode::rc: break;
+  }
+  return "ibv_rc_pingpong";
 }
 
 int refuse(const char* text) {
@@ -40,7 +46,8 @@ int refuse(const char* text) {
 
 // -1 to go on, else the exit status.
 int check_rdma_core_flags(const Options& o, const RdmaCoreFlags& f) {
-  // The flags the emulated tool itself lacks (its getopt refuses them).
+  // The flags the emulated tool itself lacks (its getopt refuses them;
+  // uc_pingpong has none of these).
   const struct {
     bool set;
     const char* name;
@@ -49,7 +56,7 @@ int check_rdma_core_flags(const Options& o, const RdmaCoreFlags& f) {
              {f.prefetch, "-P/--prefetch", false, false}, {f.ts, "-t/--ts", false, false},
              {f.dm, "-j/--dm", false, false},             {f.new_send, "-N/--new_send", false, false}};
   for (const auto& x : own) {
-    if (!x.set || o.mode == Mode::rc || (o.mode == Mode::ud ? x.in_ud : x.in_srq)) continue;
+    if (!x.set || o.mode == Mode::rc || (o.mode == Mode::ud && x.in_ud) || (o.mode == Mode::srq && x.in_srq)) continue;
     std::fprintf(stderr, "uroce-pingpong: %s is not an option of %s\n", x.name, tool_of(o.mode));
     return 2;
   }
@@ -90,18 +97,23 @@ int parse_options(int argc, char** argv, Options& o) {
   CLI::App app{
       "uroce-pingpong: ibv_rc_pingpong over uroce. RC SENDs of -s bytes bounce -n times between two\n"
       "processes; the QP numbers, PSNs and GIDs are exchanged over TCP in rc_pingpong's format, so either\n"
-      "end may be the real ibv_rc_pingpong. --ud plays ibv_ud_pingpong (UD SENDs, qkey 0x11111111) and\n"
-      "--srq plays ibv_srq_pingpong (-q RC QPs sharing one receive queue), each with its own exchange.\n"
+      "end may be the real ibv_rc_pingpong. --uc plays ibv_uc_pingpong (UC SENDs, the same exchange), --ud\n"
+      "plays ibv_ud_pingpong (UD SENDs, qkey 0x11111111) and --srq plays ibv_srq_pingpong (-q RC QPs\n"
+      "sharing one receive queue), each with its own exchange.\n"
       "  server: uroce-pingpong --dev DEV --ip ADDR [options]\n"
       "  client: uroce-pingpong --dev DEV --ip ADDR [options] SERVER   (SERVER: host of the TCP exchange)"};
   app.set_version_flag("--version", "uroce-pingpong " UROCE_VERSION);
-  bool ud = false, srq = false;
+  bool uc = false, ud = false, srq = false;
+  app.add_flag("--uc", uc,
+               "be ibv_uc_pingpong: one UC QP (no ACKs, nothing resent: a lost message stops the run at --timeout)");
   app.add_flag("--ud", ud,
                "be ibv_ud_pingpong: one UD QP, qkey 0x11111111, receives with a 40-byte GRH before the payload; "
-               "-s (default 2048) must not exceed the port's active MTU (-m)");
+               "-s (default 2048) must not exceed the port's active MTU (-m)")
+      ->excludes("--uc");
   app.add_flag("--srq", srq,
                "be ibv_srq_pingpong: -q RC QPs on one shared receive queue of -r receives; -n counts over all QPs")
-      ->excludes("--ud");
+      ->excludes("--ud")
+      ->excludes("--uc");
   app.add_option("-q,--num-qp", o.num_qp, "--srq: number of QPs to use (default 16)")
       ->check(CLI::Range(1u, uint32_t(exchange::kSrqPingpongRecords)));
   app.add_option("server", o.server, "server host for the TCP exchange (client mode)");
@@ -149,7 +161,7 @@ int parse_options(int argc, char** argv, Options& o) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
-  o.mode = ud ? Mode::ud : srq ? Mode::srq : Mode::rc;
+  o.mode = uc ? Mode::uc : ud ? Mode::ud : srq ? Mode::srq : Mode::rc;
   if (o.mode == Mode::ud && app.count("--size") == 0) o.size = 2048;  // ud_pingpong's default
   if (o.mode != Mode::srq && app.count("--num-qp")) {
     std::fprintf(stderr, "uroce-pingpong: -q/--num-qp needs --srq (ibv_srq_pingpong's option)\n");

@@ -12,10 +12,10 @@
 namespace uroce::pingpong {
 
 // Which rdma-core example we stand in for.
-enum class Mode { rc, ud, srq };
+enum class Mode { rc, uc, ud, srq };
 
 struct Options {
-  Mode mode = Mode::rc;       // --ud, --srq
+  Mode mode = Mode::rc;       // --uc, --ud, --srq
   // rc_pingpong's.
   uint16_t tcp_port = 18515;  // -p
   std::string ib_dev;         // -d: names our device (default "uroce0")

@@ -67,6 +67,10 @@ void SimWire::cut_one_way(const SimPort& from, const SimPort& to, bool down) {
   link(from.index(), to.index()).down = down;
 }
 
+void SimWire::drop_one(const SimPort& from, const SimPort& to, uint32_t skip) {
+  link(from.index(), to.index()).drop_in = skip;
+}
+
 uint64_t SimWire::next_delivery_ns() const {
   uint64_t t = kNever;
   for (const auto& p : ports_) t = std::min(t, p->next_delivery_ns());
@@ -145,7 +149,8 @@ void SimWire::send_on_link(uint32_t from, uint32_t to, rte_mbuf* m, uint64_t now
   }
   // A lost frame still occupied the link: it was sent, then lost.
   const uint64_t at = serialise(l, f, m->pkt_len, now) + f.latency_ns;
-  if (burst_drop(l, f) || rng_.chance(f.loss)) {
+  const bool chosen = l.drop_in >= 0 && l.drop_in-- == 0;
+  if (chosen || burst_drop(l, f) || rng_.chance(f.loss)) {
     bump(l, &SimCounters::lost);
     rte_pktmbuf_free(m);
     return;

@@ -62,8 +62,9 @@ int to_rtr(QueuePair& qp, const RcPeer& peer, const RcConnectOptions& o, std::st
   a.max_dest_rd_atomic = o.max_dest_rd_atomic;
   a.min_rnr_timer = o.min_rnr_timer;
   a.ah_attr = roce_address(peer.gid, o);
-  const int err = qp.modify(a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+  int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+  if (qp.qp_type() == IBV_QPT_RC) mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;  // not UC's
+  const int err = qp.modify(a, mask);
   if (err) error = errno_text("modify QP to RTR", err);
   return err;
 }
@@ -76,8 +77,10 @@ int to_rts(QueuePair& qp, const RcConnectOptions& o, std::string& error) {
   a.retry_cnt = o.retry_cnt;
   a.rnr_retry = o.rnr_retry;
   a.max_rd_atomic = o.max_rd_atomic;
-  const int err = qp.modify(a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                                   IBV_QP_MAX_QP_RD_ATOMIC);
+  int mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+  if (qp.qp_type() == IBV_QPT_RC)  // UC has no ACKs to time out, retry or wait for
+    mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+  const int err = qp.modify(a, mask);
   if (err) error = errno_text("modify QP to RTS", err);
   return err;
 }

@@ -342,7 +342,7 @@ void Engine::receive(rte_mbuf* m) {
   }
   // A connected QP hears only its peer: a stranger who guessed the QPN and
   // a PSN in the window must not get a request executed or an ACK taken.
-  if (qp->is_rc() && !transport::from_peer(*qp, pkt)) {
+  if (qp->is_connected() && !transport::from_peer(*qp, pkt)) {
     ++counters_.rx_not_from_peer;
     return;
   }
@@ -361,8 +361,10 @@ void Engine::receive(rte_mbuf* m) {
     pkt.payload = static_cast<const uint8_t*>(rte_pktmbuf_read(m, pkt.payload_off, pkt.payload_len, rx_gather_.data()));
     ++counters_.rx_gathered;
   }
-  if (!qp->is_rc()) transport::ud_rx(*qp, pkt);
-  else if (pkt.op->has(wire::opf::request)) transport::responder_rx(*qp, pkt);
+  if (!qp->is_rc()) {
+    if (qp->is_ud()) transport::ud_rx(*qp, pkt);
+    else transport::uc_rx(*qp, pkt);  // UC has only requests
+  } else if (pkt.op->has(wire::opf::request)) transport::responder_rx(*qp, pkt);
   else transport::completer_rx(*qp, pkt);
 }
 

@@ -115,7 +115,7 @@ void cc_ce_slow(Qp& qp) {
   cc::QpCc& c = qp.cc;
   ++c.ecn_marks;
   // Only a connected QP knows where the marked packets came from.
-  if (c.algo != cc::CcAlgo::dcqcn || !qp.is_rc() || qp.state < IBV_QPS_RTR || qp.state == IBV_QPS_ERR) return;
+  if (c.algo != cc::CcAlgo::dcqcn || !qp.is_connected() || qp.state < IBV_QPS_RTR || qp.state == IBV_QPS_ERR) return;
   const uint64_t now = qp.eng->now();
   if (!c.np.may_send(now) || !send_cnp(qp)) return;
   c.np.sent(now);
@@ -126,7 +126,7 @@ void cc_cnp_rx(Qp& qp) {
   cc::QpCc& c = qp.cc;
   // A CNP carries no PSN: only the connected peer's count (the engine has
   // checked the source), and only once the QP is connected.
-  if (!qp.is_rc() || qp.state < IBV_QPS_RTR || qp.state == IBV_QPS_ERR) return;
+  if (!qp.is_connected() || qp.state < IBV_QPS_RTR || qp.state == IBV_QPS_ERR) return;
   ++c.cnps_received;
   if (c.algo != cc::CcAlgo::dcqcn) return;
   c.rp.on_cnp(qp.eng->now());

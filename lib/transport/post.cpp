@@ -25,6 +25,18 @@ bool rc_opcode_ok(ibv_wr_opcode op) {
   }
 }
 
+// UC carries SEND and RDMA WRITE only: no READ or atomics (nothing comes
+// back), and no SEND with invalidate (IBA defines no UC opcode for it).
+bool uc_opcode_ok(ibv_wr_opcode op) {
+  return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM;
+}
+
+bool opcode_ok(const Qp& qp, ibv_wr_opcode op) {
+  if (qp.is_rc()) return rc_opcode_ok(op);
+  if (qp.is_uc()) return uc_opcode_ok(op);
+  return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM;
+}
+
 bool is_atomic(ibv_wr_opcode op) { return op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD; }
 
 uint64_t total_length(const ibv_sge* sg, int n) {
@@ -85,7 +97,7 @@ void fill_wqe(Qp& qp, const SendWr& wr, SendWqe& w) {
     w.remote_addr = wr.wr.rdma.remote_addr;
     w.rkey = wr.wr.rdma.rkey;
   }
-  if (!qp.is_rc()) fill_ud_dest(qp, wr, qp.sq.ud(w));
+  if (qp.is_ud()) fill_ud_dest(qp, wr, qp.sq.ud(w));
   if (wr.send_flags & IBV_SEND_INLINE) {
     // Inline data is read from the caller's buffers now; no key needed, and
     // no SGE kept.
@@ -108,8 +120,7 @@ void fill_wqe(Qp& qp, const SendWr& wr, SendWqe& w) {
 
 int check_send(const Qp& qp, const SendWr& wr) {
   const bool rc = qp.is_rc();
-  if (rc ? !rc_opcode_ok(wr.opcode) : (wr.opcode != IBV_WR_SEND && wr.opcode != IBV_WR_SEND_WITH_IMM))
-    return EINVAL;
+  if (!opcode_ok(qp, wr.opcode)) return EINVAL;
   if (wr.num_sge < 0 || uint32_t(wr.num_sge) > qp.init.cap.max_send_sge || (wr.num_sge && !wr.sg_list))
     return EINVAL;
   const uint64_t len = total_length(wr.sg_list, wr.num_sge);
@@ -119,7 +130,7 @@ int check_send(const Qp& qp, const SendWr& wr) {
   if (is_atomic(wr.opcode) && (wr.num_sge != 1 || wr.sg_list[0].length != 8)) return EINVAL;
   if (rc && rd_atomic && qp.attr.max_rd_atomic == 0) return EINVAL;
   if (len > qp.eng->config().limits.max_msg_sz) return EINVAL;
-  if (!rc && (wr.wr.ud.ah == nullptr || &wr.wr.ud.ah->pd() != qp.pd || len > qp.attr.pmtu)) return EINVAL;
+  if (qp.is_ud() && (wr.wr.ud.ah == nullptr || &wr.wr.ud.ah->pd() != qp.pd || len > qp.attr.pmtu)) return EINVAL;
   return 0;
 }
 
@@ -176,11 +187,11 @@ int post_recv(Qp& qp, const RecvWr* wr, const RecvWr** bad) {
 RecvQueue& Qp::recv_queue() { return srq ? *srq : rq; }
 
 void attach_recv(Qp& qp) {
-  if (qp.is_rc()) qp.resp.recv.block = qp.recv_queue().add_holder();
+  if (qp.is_connected()) qp.resp.recv.block = qp.recv_queue().add_holder();
 }
 
 void detach_recv(Qp& qp) {
-  if (qp.is_rc()) qp.recv_queue().drop_holder(qp.resp.recv.block);
+  if (qp.is_connected()) qp.recv_queue().drop_holder(qp.resp.recv.block);
 }
 
 void recv_taken(Qp& qp) {

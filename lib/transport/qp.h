@@ -112,6 +112,7 @@ struct ResponderState {
   uint64_t msg_bytes = 0;    // bytes of the open message so far
   bool nak_sent = false;     // sequence NAK sent; wait for epsn quietly
   bool have_recv = false;    // SEND/WRITE-imm: receive WQE taken
+  bool drop_msg = false;     // UC: the rest of this message is dropped (until a FIRST/ONLY)
   uint32_t res_next = 0;
   std::vector<RdAtomicResource> res;
   WorkQueue<RespOut> out;
@@ -157,6 +158,10 @@ struct Qp {
   bool to_self = false;
 
   bool is_rc() const { return init.qp_type == IBV_QPT_RC; }
+  bool is_uc() const { return init.qp_type == IBV_QPT_UC; }
+  bool is_ud() const { return init.qp_type == IBV_QPT_UD; }
+  // RC or UC: one peer, fixed by modify to RTR, and a header template.
+  bool is_connected() const { return init.qp_type != IBV_QPT_UD; }
   RecvQueue& recv_queue();
 };
 // Every QP holds this much besides its queues (26 cache lines).

@@ -33,7 +33,7 @@ int check_values(const Qp& qp, const ibv_qp_attr& a, int mask) {
   return 0;
 }
 
-// The headers every packet of an RC QP shares, from its address vector.
+// The headers every packet of a connected QP shares, from its address vector.
 int build_template(Qp& qp, const ibv_ah_attr& ah) {
   const auto& gids = qp.eng->config().gids;
   if (!ah.is_global || ah.grh.sgid_index >= gids.size()) return EINVAL;
@@ -87,7 +87,7 @@ void apply(Qp& qp, const ibv_qp_attr& a, int mask) {
 void refresh_template(Qp& qp) {
   const bool connected = qp.state == IBV_QPS_RTR || qp.state == IBV_QPS_RTS || qp.state == IBV_QPS_SQD;
   qp.tmpl = wire::HeaderTemplate{};
-  if (qp.is_rc() && connected) qp.tmpl.prepare(qp.hdr, qp.eng->ipv4_checksum());
+  if (qp.is_connected() && connected) qp.tmpl.prepare(qp.hdr, qp.eng->ipv4_checksum());
 }
 
 void enter_reset(Qp& qp) {
@@ -113,7 +113,7 @@ void enter_reset(Qp& qp) {
 }
 
 void enter_rtr(Qp& qp) {
-  if (!qp.is_rc()) {
+  if (qp.is_ud()) {
     // UD has no path MTU attribute: a datagram may be as large as the
     // port carries (rxe uses the port's active MTU).
     qp.attr.path_mtu = max_path_mtu(qp.eng->config().port_mtu);
@@ -124,7 +124,7 @@ void enter_rtr(Qp& qp) {
   qp.resp.res.assign(slots, RdAtomicResource{});
   qp.resp.out.reset(2 * slots + 8);
   qp.hdr.bth.dest_qp = qp.attr.dest_qpn;
-  qp.hdr.udp.sport = qp.is_rc() ? wire::roce_udp_sport(qp.hdr.ip.flow_label, qp.qpn, qp.attr.dest_qpn)
+  qp.hdr.udp.sport = qp.is_connected() ? wire::roce_udp_sport(qp.hdr.ip.flow_label, qp.qpn, qp.attr.dest_qpn)
                                 : wire::roce_udp_sport_unconnected(qp.qpn);
 }
 
@@ -162,7 +162,7 @@ int modify_qp(Qp& qp, const ibv_qp_attr& attr, int mask) {
     f.ip.ipv6 = !f.ip.src.is_v4_mapped();
     f.ip.df = !f.ip.ipv6;
   }
-  if ((mask & IBV_QP_AV) && qp.is_rc())
+  if ((mask & IBV_QP_AV) && qp.is_connected())
     if (int err = build_template(qp, attr.ah_attr)) return err;
   apply(qp, attr, mask);
   qp.state = to;

@@ -8,7 +8,7 @@ namespace uroce::transport {
 struct Transition {
   ibv_qp_state from;
   ibv_qp_state to;
-  int rc_req, rc_opt, ud_req, ud_opt;
+  int rc_req, rc_opt, ud_req, ud_opt, uc_req, uc_opt;
 };
 
 // True if `mask` is exactly right for from -> to on a QP of this type.

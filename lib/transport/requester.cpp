@@ -76,15 +76,24 @@ bool advance_data(Qp& qp, SendWqe& w, uint32_t len, bool last) {
   return true;
 }
 
+// UC's SEND and WRITE opcodes are RC's with the transport bits 001.
+constexpr uint8_t kUcOpcodeBase = op::UC_SEND_FIRST - op::RC_SEND_FIRST;
+static_assert(op::UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE == (op::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE | kUcOpcodeBase));
+
+// One SEND or WRITE packet; kUc: UC's opcodes and no AckReq (nothing is
+// acknowledged on UC). A template so RC's packet path has no test for it.
+template <bool kUc>
 bool send_data_packet(Qp& qp, SendWqe& w) {
   const uint32_t pmtu = qp.attr.pmtu;
   const uint64_t left = w.length - qp.req.offset;
   const uint32_t len = uint32_t(left < pmtu ? left : pmtu);
   const bool first = qp.req.offset == 0, last = left <= pmtu;
-  PacketSpec spec{data_opcode(w.opcode, first, last), qp.req.psn, len};
+  PacketSpec spec{uint8_t(data_opcode(w.opcode, first, last) | (kUc ? kUcOpcodeBase : 0)), qp.req.psn, len};
   const OpcodeInfo& info = opcode_info(spec.opcode);
-  spec.ack_req = cc_ackreq_due(qp, last || ++qp.req.since_ackreq >= qp.eng->config().ack_req_every);
-  if (spec.ack_req) qp.req.since_ackreq = 0;
+  if constexpr (!kUc) {
+    spec.ack_req = cc_ackreq_due(qp, last || ++qp.req.since_ackreq >= qp.eng->config().ack_req_every);
+    if (spec.ack_req) qp.req.since_ackreq = 0;
+  }
   spec.se = last && (w.flags & IBV_SEND_SOLICITED);
   ExtFields ext;
   ext.reth_va = w.remote_addr;
@@ -93,7 +102,9 @@ bool send_data_packet(Qp& qp, SendWqe& w) {
   ext.imm = info.has_ext(Ext::imm_dt) ? w.imm : 0;
   ext.ieth_rkey = info.has_ext(Ext::ieth) ? w.imm : 0;
   if (first) w.first_psn = qp.req.psn;
-  const uint32_t zc = qp.eng->zero_copy_min();
+  // A UC send completes as it leaves, when the buffer is the caller's
+  // again: its payload is copied, as UD's is, never sent from the region.
+  const uint32_t zc = kUc ? 0 : qp.eng->zero_copy_min();
   uint8_t* src = nullptr;
   memory::Region* mr = zc && len >= zc && !(w.flags & IBV_SEND_INLINE)
                          ? memory::locate(qp.eng->mrs(), qp.pd, qp.sq.sgl(w), qp.req.offset, len, src)
@@ -187,7 +198,23 @@ bool send_one(Qp& qp, SendWqe& w) {
     case IBV_WR_RDMA_READ: return send_read_request(qp, w);
     case IBV_WR_ATOMIC_CMP_AND_SWP:
     case IBV_WR_ATOMIC_FETCH_AND_ADD: return send_atomic_request(qp, w);
-    default: return send_data_packet(qp, w);
+    default: return send_data_packet<false>(qp, w);
+  }
+}
+
+// UC: packets go out as the TX queue and the pacing gate allow, with no
+// window (nothing acknowledges them), and a WQE completes as its last
+// packet leaves: UC never retransmits.
+void uc_send(Qp& qp) {
+  while (qp.req.wqe != qp.sq.head() && qp.eng->tx_has_room()) {
+    SendWqe& w = qp.sq.at(qp.req.wqe);
+    if (w.state == WqeState::failed) {
+      complete_send(qp, w, w.error);
+      return move_to_error(qp);
+    }
+    if (w.state == WqeState::posted && qp.req.offset == 0 && qp.state == IBV_QPS_SQD) break;
+    if (!cc_gate(qp) || !send_data_packet<true>(qp, w)) break;
+    if (w.state == WqeState::sent) complete_send(qp, w, IBV_WC_SUCCESS);
   }
 }
 
@@ -195,7 +222,7 @@ bool send_one(Qp& qp, SendWqe& w) {
 
 void requester_tx(Qp& qp) {
   if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) return;
-  if (!qp.is_rc()) return ud_send(qp);
+  if (!qp.is_rc()) return qp.is_ud() ? ud_send(qp) : uc_send(qp);
   if (qp.req.rnr_until > qp.eng->now()) return;
   while (qp.req.wqe != qp.sq.head() && qp.eng->tx_has_room()) {
     SendWqe& w = qp.sq.at(qp.req.wqe);

@@ -212,6 +212,114 @@ void on_duplicate(Qp& qp, const PacketView& pkt) {
   queue_ack(qp, kAethAckNoCredit, psn_add(qp.resp.epsn, kPsnMask));
 }
 
+// UC (IBA's unreliable connected service): nothing is acknowledged, so
+// nothing is NAKed either. A message that cannot be taken whole (a packet
+// lost, no receive WQE, a bad key or length) is dropped silently and the
+// QP stays up; the responder then waits for the next FIRST or ONLY.
+
+// The open message will not complete. Its receive WQE starts over for the
+// next SEND; an SRQ's completes with `status` instead (rxe's class D/E:
+// the QP may not keep a WQE that other QPs could use).
+void uc_abandon(Qp& qp, ibv_wc_status status) {
+  qp.resp.msg_class = 0;
+  if (!qp.resp.have_recv) return;
+  qp.resp.recv_off = 0;
+  if (qp.srq == nullptr) return;
+  ibv_wc wc{};
+  wc.wr_id = qp.resp.recv.wr_id;
+  wc.status = status;
+  wc.opcode = IBV_WC_RECV;
+  wc.qp_num = qp.qpn;
+  complete_recv(qp, wc);
+  release_sges(qp, qp.recv_queue().sgl(qp.resp.recv));
+  qp.resp.have_recv = false;
+}
+
+// Drops this packet and the rest of its message, counted once per message.
+void uc_drop(Qp& qp, ibv_wc_status status) {
+  if (!qp.resp.drop_msg) ++qp.counters.uc_msg_dropped;
+  qp.resp.drop_msg = true;
+  uc_abandon(qp, status);
+}
+
+void uc_message_done(Qp& qp) {
+  ++qp.resp.msn;
+  qp.resp.msg_class = 0;
+}
+
+void uc_on_send(Qp& qp, const PacketView& pkt) {
+  if (pkt.op->has(opf::first)) {
+    if (!take_recv(qp)) return uc_drop(qp, IBV_WC_SUCCESS);  // no RNR on UC
+    qp.resp.recv_off = 0;
+    qp.resp.msg_class = opf::send;
+  }
+  if (qp.resp.recv_off + pkt.payload_len > qp.resp.recv.total) return uc_drop(qp, IBV_WC_LOC_LEN_ERR);
+  const SgeList sgl = qp.recv_queue().sgl(qp.resp.recv);
+  if (!memory::scatter(qp.eng->mrs(), qp.pd, sgl, qp.resp.recv_off, pkt.payload, pkt.payload_len))
+    return uc_drop(qp, IBV_WC_LOC_PROT_ERR);
+  qp.resp.recv_off += pkt.payload_len;
+  qp.resp.epsn = psn_add(pkt.bth().psn(), 1);
+  if (!pkt.op->has(opf::last)) return;
+  complete_incoming(qp, pkt, IBV_WC_RECV, uint32_t(qp.resp.recv_off));
+  uc_message_done(qp);
+}
+
+void uc_on_write(Qp& qp, const PacketView& pkt) {
+  const bool ends = pkt.op->has(opf::last);
+  memory::AccessError err;
+  uint8_t* dst = nullptr;
+  if (pkt.op->has(opf::first)) {
+    const RethView reth = pkt.reth();
+    dst = memory::resolve(qp.eng->mrs(), qp.pd, reth.rkey(), reth.va(), reth.dma_len(), IBV_ACCESS_REMOTE_WRITE, err);
+    if (dst == nullptr) return uc_drop(qp, IBV_WC_REM_ACCESS_ERR);
+    qp.resp.write_va = reth.va();
+    qp.resp.write_rkey = reth.rkey();
+    qp.resp.write_left = reth.dma_len();
+    qp.resp.msg_bytes = 0;
+    qp.resp.msg_class = opf::write;
+  }
+  if (pkt.payload_len > qp.resp.write_left || (ends && pkt.payload_len != qp.resp.write_left))
+    return uc_drop(qp, IBV_WC_REM_INV_REQ_ERR);
+  if (ends && pkt.op->has_ext(Ext::imm_dt) && !take_recv(qp)) return uc_drop(qp, IBV_WC_SUCCESS);
+  if (dst == nullptr) {
+    dst = memory::resolve(qp.eng->mrs(), qp.pd, qp.resp.write_rkey, qp.resp.write_va, pkt.payload_len,
+                          IBV_ACCESS_REMOTE_WRITE, err);
+    if (dst == nullptr) return uc_drop(qp, IBV_WC_REM_ACCESS_ERR);
+  }
+  if (pkt.payload_len) std::memcpy(dst, pkt.payload, pkt.payload_len);
+  qp.resp.write_va += pkt.payload_len;
+  qp.resp.write_left -= pkt.payload_len;
+  qp.resp.msg_bytes += pkt.payload_len;
+  qp.resp.epsn = psn_add(pkt.bth().psn(), 1);
+  if (!ends) return;
+  if (pkt.op->has_ext(Ext::imm_dt)) complete_incoming(qp, pkt, IBV_WC_RECV_RDMA_WITH_IMM, uint32_t(qp.resp.msg_bytes));
+  uc_message_done(qp);
+}
+
+// Where a UC packet stands in its message: the PSN rule (a packet after a
+// gap is taken only if it starts a message) and the opcode sequence.
+bool uc_in_sequence(Qp& qp, const OpcodeInfo& op, uint32_t psn) {
+  const bool starts = op.has(opf::first);
+  // Counted where the gap shows, not again for the rest of a dropped message.
+  if (psn != qp.resp.epsn && !qp.resp.drop_msg) ++qp.counters.out_of_seq_request;
+  if ((psn != qp.resp.epsn || qp.resp.drop_msg) && !starts) {
+    uc_drop(qp, IBV_WC_REM_INV_REQ_ERR);
+    return false;
+  }
+  qp.resp.drop_msg = false;
+  if (starts) {
+    // A message still open lost its end: it is dropped, this one starts.
+    if (qp.resp.msg_class != 0) {
+      ++qp.counters.uc_msg_dropped;
+      uc_abandon(qp, IBV_WC_REM_INV_REQ_ERR);
+    }
+    return true;
+  }
+  if (qp.resp.msg_class == (op.flags & (opf::send | opf::write))) return true;
+  uc_drop(qp, IBV_WC_REM_INV_REQ_ERR);
+  return false;
+}
+
 }  // namespace
 
 void responder_rx(Qp& qp, const PacketView& pkt) {
@@ -236,6 +344,18 @@ void responder_rx(Qp& qp, const PacketView& pkt) {
   if (pkt.op->has(opf::write)) return on_write(qp, pkt);
   if (pkt.op->has(opf::read)) return on_read(qp, pkt);
   return on_atomic(qp, pkt);
+}
+
+void uc_rx(Qp& qp, const PacketView& pkt) {
+  if (qp.state != IBV_QPS_RTR && qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) return;
+  ++qp.counters.rcvd_pkts;
+  const OpcodeInfo& op = *pkt.op;
+  if (op.transport != Transport::uc) return;  // RC/UD opcode on a UC QP: drop
+  if (!uc_in_sequence(qp, op, pkt.bth().psn())) return;
+  if (check_semantics(pkt, qp.attr.pmtu) != ParseError::ok) return uc_drop(qp, IBV_WC_REM_INV_REQ_ERR);
+  if (op.has(opf::send)) return uc_on_send(qp, pkt);
+  if (!(qp.attr.access_flags & IBV_ACCESS_REMOTE_WRITE)) return uc_drop(qp, IBV_WC_REM_ACCESS_ERR);
+  uc_on_write(qp, pkt);
 }
 
 }  // namespace uroce::transport

@@ -30,6 +30,8 @@ void completer_timer(Qp& qp);
 // Responder (responder.cpp, responder_out.cpp).
 void responder_rx(Qp& qp, const wire::PacketView& pkt);
 void responder_tx(Qp& qp);
+// UC's responder (responder.cpp): every packet a UC QP receives.
+void uc_rx(Qp& qp, const wire::PacketView& pkt);
 
 // UD (ud.cpp).
 void ud_send(Qp& qp);

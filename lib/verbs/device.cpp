@@ -120,6 +120,7 @@ TransportCounters& TransportCounters::operator+=(const TransportCounters& o) {
   nak_sent += o.nak_sent;
   rcvd_nak += o.rcvd_nak;
   zero_copy_pkts += o.zero_copy_pkts;
+  uc_msg_dropped += o.uc_msg_dropped;
   return *this;
 }
 

@@ -112,7 +112,7 @@ int ProtectionDomain::dereg_mr(std::unique_ptr<MemoryRegion>& mr) {
 std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, int& err) {
   detail::Pause pause(detail::to_thread(*device_));
   engine::Engine& eng = detail::to_engine(*device_);
-  const bool type_ok = attr.qp_type == IBV_QPT_RC || attr.qp_type == IBV_QPT_UD;
+  const bool type_ok = attr.qp_type == IBV_QPT_RC || attr.qp_type == IBV_QPT_UC || attr.qp_type == IBV_QPT_UD;
   if (!type_ok || !attr.send_cq || !attr.recv_cq || !cap_ok(attr, device_->limits()) ||
       (attr.srq && &attr.srq->pd() != this)) {
     err = EINVAL;
@@ -137,7 +137,7 @@ std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, i
   qp->sq.reset(attr.cap.max_send_wr, qp->init.cap.max_send_sge, attr.cap.max_inline_data,
                attr.qp_type == IBV_QPT_UD);
   qp->rq.reset(attr.srq ? 0 : attr.cap.max_recv_wr, attr.cap.max_recv_sge,
-               attr.srq == nullptr && attr.qp_type == IBV_QPT_RC ? 1 : 0);
+               attr.srq == nullptr && attr.qp_type != IBV_QPT_UD ? 1 : 0);
   qp->resp.out.reset(8);
   qp->hdr.bth.pkey = wire::kDefaultPkey;
   transport::cc_setup(*qp, attr.cc ? *attr.cc : eng.device_config().cc);

@@ -26,7 +26,7 @@ inline constexpr int kAllAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRI
 
 // Everything one end is made and connected with.
 struct QpOptions {
-  ibv_qp_type type = IBV_QPT_RC;  // RC or UD
+  ibv_qp_type type = IBV_QPT_RC;  // RC, UC or UD
   ibv_mtu mtu = IBV_MTU_1024;
   uint8_t timeout = 10;  // 4.19 ms
   uint8_t retry_cnt = 7;
@@ -124,6 +124,10 @@ inline constexpr int kRcRtrMask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | I
 inline constexpr int kRcRtsMask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
                                   IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
 inline constexpr int kUdInitMask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
+// UC: RC's without the attributes only acknowledgements use.
+inline constexpr int kUcInitMask = kRcInitMask;
+inline constexpr int kUcRtrMask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+inline constexpr int kUcRtsMask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 
 inline ibv_qp_attr init_attr(const QpOptions& o) {
   ibv_qp_attr a{};
@@ -167,19 +171,19 @@ struct ConnectError {
   explicit operator bool() const { return state != nullptr; }
 };
 
-// Drives qp from RESET to RTS. RC: towards remote_qpn on `remote`, whose
-// first PSN is rq_psn; UD: with o.qkey (remote and the PSN are not used).
+// Drives qp from RESET to RTS. RC and UC: towards remote_qpn on `remote`,
+// whose first PSN is rq_psn; UD: with o.qkey (remote and the PSN are not used).
 // No Catch assertions, so any thread may call it.
 inline ConnectError try_connect(QueuePair& qp, const QpOptions& o, const Device& remote, uint32_t remote_qpn,
                                 uint32_t rq_psn) {
-  const bool ud = o.type == IBV_QPT_UD;
+  const bool ud = o.type == IBV_QPT_UD, uc = o.type == IBV_QPT_UC;
   if (int e = qp.modify(init_attr(o), ud ? kUdInitMask : kRcInitMask)) return {"INIT", e};
   ibv_qp_attr rtr{};
   rtr.qp_state = IBV_QPS_RTR;
   if (!ud) rtr = rtr_attr(o, remote, remote_qpn, rq_psn);
-  if (int e = qp.modify(rtr, ud ? IBV_QP_STATE : kRcRtrMask)) return {"RTR", e};
+  if (int e = qp.modify(rtr, ud ? IBV_QP_STATE : uc ? kUcRtrMask : kRcRtrMask)) return {"RTR", e};
   ibv_qp_attr rts = rts_attr(o);
-  if (int e = qp.modify(rts, ud ? IBV_QP_STATE | IBV_QP_SQ_PSN : kRcRtsMask)) return {"RTS", e};
+  if (int e = qp.modify(rts, ud || uc ? kUcRtsMask : kRcRtsMask)) return {"RTS", e};
   return {};
 }
 

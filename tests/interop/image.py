@@ -30,7 +30,7 @@ from harness import Skip  # noqa: E402
 
 HOST_PACKAGES = ["qemu-system-x86", "busybox-static", "rdma-core", "ibverbs-utils",
                  "ibverbs-providers", "perftest", "iproute2", "tcpdump"]
-TOOLS = ["ip", "rdma", "ibv_devinfo", "ibv_rc_pingpong", "ibv_ud_pingpong", "ibv_srq_pingpong",
+TOOLS = ["ip", "rdma", "ibv_devinfo", "ibv_rc_pingpong", "ibv_uc_pingpong", "ibv_ud_pingpong", "ibv_srq_pingpong",
          "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw",
          "ib_write_lat", "ib_read_lat", "ib_send_lat", "ib_atomic_lat"]
 SBIN_TOOLS = ["tc"]

@@ -124,8 +124,17 @@ def _run(h, vm, n, sc, d, res, cap, argv, tool, port, before, t0, t_run, dump):
     res.notes.append(f"uroce-dump: {summary['valid']} valid RoCE packets on the bridge")
     res.pcap, res.pmtu = cap.path, sc.pmtu
     wire = wire_check.check(cap.path, [net.UROCE_IP, net.VM_IP])
-    if any(v == 0 for v in wire["by_sender"].values()):
+    if sc.uc and sc.kind == "perf" and sc.uroce[1].endswith("_bw"):
+        # One way: the client (perftest's requester) sends, and on UC
+        # nothing comes back, not even an ACK.
+        client = net.UROCE_IP if sc.vm == "server" else net.VM_IP
+        if wire["by_sender"][client] == 0 or sum(wire["by_sender"].values()) != wire["by_sender"][client]:
+            raise Failure(f"{sc.name}: a UC {sc.uroce[1]} run must carry the client's packets only: "
+                          f"{wire['by_sender']}")
+    elif any(v == 0 for v in wire["by_sender"].values()):
         raise Failure(f"{sc.name}: a side sent no RoCE packet on the bridge: {wire['by_sender']}")
+    if sc.uc and wire["not_uc"]:
+        raise Failure(f"{sc.name}: packets that are not UC SEND/WRITE in a UC run: {wire['not_uc']}")
     if wire["differing"]:
         raise Failure(f"{sc.name}: copies of one packet carry different payloads: {wire['differing']}")
     res.notes.append(f"wire: {wire['packets']} RoCE packets, sent {wire['by_sender']}, "

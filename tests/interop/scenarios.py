@@ -30,6 +30,7 @@ class Scenario:
     netem: str = ""        # netem arguments inside the VM during the run
     iters: int = 0         # what both sides must report (perftest's BW row: -n times -q)
     checks: list = field(default_factory=list)
+    uc: bool = False       # a UC run: every packet on the bridge must carry a UC opcode
 
 
 def _both(name, kind, tool, uroce, pmtu, **kw):
@@ -125,11 +126,33 @@ def ud_srq():
     return out
 
 
+def uc():
+    """UC both ways: ibv_uc_pingpong against uroce-pingpong --uc (single-
+    and multi-packet SENDs, jumbo), and perftest's -c UC SEND and WRITE
+    tests against uroce-perf -c UC."""
+    out = []
+    for mtu, size in ((1024, 64), (1024, 4096), (4096, 10000)):
+        common = ["-s", str(size), "-m", str(mtu), "-n", str(PP_ITERS)]
+        tool = "ibv_uc_pingpong -d rxe0 -g $GID_IDX " + " ".join(common)
+        for s in _both(f"uc_pingpong-m{mtu}-s{size}", "pingpong", tool, ["uroce-pingpong", "--uc"] + common, mtu,
+                       iters=PP_ITERS, uc=True):
+            if s.vm == "server":  # as in rc_pingpong(): uroce checks the echoes it gets
+                s.uroce = s.uroce + ["-c"]
+            out.append(s)
+    for test, binary in (("write_bw", "ib_write_bw"), ("send_bw", "ib_send_bw"), ("write_lat", "ib_write_lat"),
+                         ("send_lat", "ib_send_lat")):
+        n = LAT_ITERS if test.endswith("_lat") else BW_ITERS
+        common = ["-c", "UC", "-s", "5000", "-n", str(n), "-m", "1024"]
+        out += _perf_pair(f"uc-{test}-s5000", test, binary, common, 1024, uc=True)
+    return out
+
+
 GROUPS = {
     "rc_pingpong": rc_pingpong,
     "perf": perf,
     "loss": loss,
     "ud_srq": ud_srq,
+    "uc": uc,
 }
 
 

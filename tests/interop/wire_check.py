@@ -64,9 +64,13 @@ def check(pcap, ips):
     for (src, _, _, _), n in count.items():
         if n > 1:
             resent[src] += n - 1
+    # UC's SEND and RDMA WRITE opcodes (IBA: 0x20 .. 0x2B); a UC run has no other.
+    not_uc = [f"{src} QP 0x{qpn:06x} PSN {psn} opcode 0x{op:02x}" for src, qpn, psn, op, _ in pkts
+              if not 0x20 <= op <= 0x2B]
     return {
         "packets": len(pkts),
         "by_sender": {ip: by_sender.get(ip, 0) for ip in ips},
         "resent_seen": {ip: resent.get(ip, 0) for ip in ips},
         "differing": [f"{s} QP 0x{q:06x} PSN {p} opcode 0x{o:02x}" for s, q, p, o in differing[:5]],
+        "not_uc": not_uc[:5],
     }

@@ -27,6 +27,10 @@ usage: modes_case.py SCENARIO UROCE_PERF WORKDIR
         send_bw receiver's row counts what arrived, and any message missing
         is on a ' uroce: ... lost' line; -s above the path MTU runs at the
         MTU (perftest's cap); the receiving sides verify the payload
+  uc-send_bw, uc-write_bw, uc-send_lat, uc-write_lat
+        -c UC, multi-packet messages (-q 2 for the bandwidth tests): the rows
+        have the size and the iterations (a send_bw receiver's may be short
+        by what its ' uroce: ... lost' line counts); the payload is verified
 
 Exit 0 pass, 1 fail, 77 skip (not root).
 """
@@ -66,8 +70,16 @@ SCENARIOS = {
     "ud-send_lat": ("send_lat", "send_lat", ["-c", "UD", "-n", "1000", "-s", "1024", "-m", "1024", "--verify"],
                     [], []),
     "ud-size-above-mtu": ("send_bw", "send_bw", ["-c", "UD", "-n", "1000", "-s", "4096", "-m", "1024"], [], []),
+    "uc-send_bw": ("send_bw", "send_bw", ["-c", "UC", "-q", "2", "-n", "2000", "-s", "5000", "-m", "1024",
+                                          "--verify"], [], []),
+    "uc-write_bw": ("write_bw", "write_bw", ["-c", "UC", "-q", "2", "-n", "2000", "-s", "5000", "-m", "1024",
+                                            "--verify"], [], []),
+    "uc-send_lat": ("send_lat", "send_lat", ["-c", "UC", "-n", "1000", "-s", "3000", "-m", "1024", "--verify"],
+                    [], []),
+    "uc-write_lat": ("write_lat", "write_lat", ["-c", "UC", "-n", "1000", "-s", "3000", "-m", "1024", "--verify"],
+                     [], []),
 }
-LOST = re.compile(r"^ uroce: (\d+) B: (\d+) of (\d+) UD messages (?:from the peer )?lost", re.M)
+LOST = re.compile(r"^ uroce: (\d+) B: (\d+) of (\d+) U[DC] messages (?:from the peer )?lost", re.M)
 
 
 def start(h, work, perf, name, spec, topo):
@@ -120,7 +132,8 @@ def check_rows(name, srv, cli):
     """Both print one row of the size (UD: capped at -m) and the iterations;
     a UD receiver's may be short by what a ' uroce: ... lost' line counts."""
     both_ok(srv, cli)
-    size = min(int(arg(name, "-s")), int(arg(name, "-m"))) if "-c" in SCENARIOS[name][2] else int(arg(name, "-s"))
+    ud = "-c" in SCENARIOS[name][2] and arg(name, "-c") == "UD"
+    size = min(int(arg(name, "-s")), int(arg(name, "-m"))) if ud else int(arg(name, "-s"))
     n = int(arg(name, "-n")) * int(arg(name, "-q") if "-q" in SCENARIOS[name][2] else 1)
     # -b: perftest's #iterations is this side's own count, the rates both directions'.
     # perftest's SEND and WRITE latency servers time their own posts and
@@ -137,7 +150,7 @@ def check_rows(name, srv, cli):
             m = LAT_ROW.search(p.output())
             if not m or float(m.group(1)) <= 0:
                 raise Failure(f"{p.name}: the latency row has no measured t_min:\n" + p.describe())
-        print(f"  {p.name}: row {r[0]}" + (f", {lost} UD messages lost" if lost else ""))
+        print(f"  {p.name}: row {r[0]}" + (f", {lost} messages lost" if lost else ""))
     if "--verify" in SCENARIOS[name][2] and "; data verified" not in (srv.output() + cli.output()):
         raise Failure("--verify: no side said '; data verified':\n" + srv.describe() + "\n" + cli.describe())
 

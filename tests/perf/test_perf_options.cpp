@@ -192,6 +192,8 @@ TEST_CASE("flags another test type lists get perftest's treatment", "[perf][opti
   refused({"write_bw", "--loopback", "-c", "UD"}, "UD connection only possible in SEND verb");
   refused({"write_bw", "--loopback", "-c", "XRC"}, "XRC");
   refused({"read_bw", "--loopback", "-c", "UC"}, "UC connection not possible in READ/ATOMIC");
+  refused({"atomic_bw", "--loopback", "-c", "UC"}, "UC connection not possible in READ/ATOMIC");
+  refused({"read_lat", "--loopback", "-c", "UC"}, "UC connection not possible in READ/ATOMIC");
   refused({"write_bw", "--loopback", "-R"}, "rdma_cm");
   refused({"send_bw", "--loopback", "-e"}, "uroce polls completions");
   // perftest takes -t in a latency test and does nothing with it
@@ -240,6 +242,12 @@ TEST_CASE("perftest's defaults and rules", "[perf][options]") {
   CHECK(parsed({"send_bw", "--loopback", "-c", "UD", "-n", "40000"}).rx_depth == 16000);
   CHECK(parsed({"send_bw", "--loopback", "-c", "UD", "-r", "64"}).rx_depth == 64);
   CHECK(parsed({"send_lat", "--loopback", "-c", "UD"}).inline_size == 188);
+  // -c UC runs SEND and WRITE, multi-packet messages included.
+  for (const char* t : {"send_bw", "write_bw", "send_lat", "write_lat"}) {
+    Options uc = parsed({t, "--loopback", "-c", "UC", "-s", "9000"});
+    CHECK(uc.conn == Conn::uc);
+    CHECK(uc.size == 9000);
+  }
   // ... and its size cap at the path MTU: -s above it becomes the MTU, -a stops there
   Options ud = parsed({"send_bw", "--loopback", "-c", "UD", "-s", "4096"});
   cap_ud_sizes(ud, 1024);

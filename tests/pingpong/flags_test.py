@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Every flag of rdma-core's ibv_rc/ud/srq_pingpong is taken by uroce-pingpong.
+"""Every flag of rdma-core's ibv_rc/uc/ud/srq_pingpong is taken by uroce-pingpong.
 
 usage: flags_test.py UROCE_PINGPONG DATA_DIR
 
@@ -23,7 +23,7 @@ import socket
 import subprocess
 import sys
 
-MODES = {'ibv_rc_pingpong': [], 'ibv_ud_pingpong': ['--ud'], 'ibv_srq_pingpong': ['--srq']}
+MODES = {'ibv_rc_pingpong': [], 'ibv_uc_pingpong': ['--uc'], 'ibv_ud_pingpong': ['--ud'], 'ibv_srq_pingpong': ['--srq']}
 
 # long name -> (what uroce-pingpong does, value if the flag takes one, extra
 # arguments, what its message must say).

@@ -7,7 +7,7 @@
 # fd00::1/::2 for the IPv6 run. Needs root; exit 77 (skip) otherwise.
 #
 # usage: pingpong_test.sh CASE UROCE_PINGPONG UROCE_DUMP ORACLE_PY WORKDIR
-#   CASE: sizes | pcap | errors | usage | ud | srq
+#   CASE: sizes | pcap | errors | usage | ud | uc | srq
 #
 # Namespace A is this script's own (unshare --net re-runs it there);
 # namespace B belongs to a `sleep` holder process. Both vanish when their
@@ -298,6 +298,42 @@ case $case_ in
         fail "$side.pcap: the server's first UD SEND does not match the exchange"
     done
     echo "ok: UD captures decode; qkey, source QP, QPN and PSN match the exchange" ;;
+
+  uc)
+    setup_links
+    # uc_pingpong: rc_pingpong's run on a UC QP, 1 byte to several MTUs,
+    # IPv4 and IPv6; -c checks every message.
+    for run in "1 1024 200 4" "4096 1024 300 4" "10000 2048 100 4" "3000 1024 200 6"; do
+      set -- $run
+      addresses_for "$2" "$4"
+      name=uc-s$1-m$2-ipv$4
+      start_server "$name" "$slots" --uc -s "$1" -m "$2" -n "$3" -c --timeout 20
+      run_client "$name" "$slots" --uc -s "$1" -m "$2" -n "$3" -c --timeout 20
+      wait_server
+      check_run "$name" "$1" "$3"
+      echo "ok: --uc IPv$4 -s $1 -m $2 -n $3 -c: $(grep usec/iter "$work/$name.cli.out")"
+    done
+    SRV_IP=10.0.0.1 CLI_IP=10.0.0.2
+    # The wire: UC SEND FIRST/MIDDLE/LAST to the exchanged QPN from the
+    # exchanged PSN, no AckReq, and nothing else (no ACK).
+    start_server uccap "" --uc -s 2500 -n 10 --pcap "$work/ucsrv.pcap" --timeout 20
+    run_client uccap "" --uc -s 2500 -n 10 --pcap "$work/uccli.pcap" --timeout 20
+    wait_server
+    check_run uccap 2500 10
+    s=$work/uccap.srv.out c=$work/uccap.cli.out
+    for side in ucsrv uccli; do
+      dump_pcap $side $([ $side = ucsrv ] && echo oracle)
+      out=$work/dump-$side.out
+      for op in UC_SEND_FIRST UC_SEND_MIDDLE UC_SEND_LAST; do
+        n=$(grep -c " $op " "$out")
+        [ "$n" = 20 ] || fail "$side.pcap: $n $op packets, expected 20 (10 each way)"
+      done
+      ! grep -q " RC_\| UD_" "$out" || fail "$side.pcap: RC or UD packets in a UC run"
+      ! grep -q "AckReq" "$out" || fail "$side.pcap: a UC packet asks for an ACK"
+      grep -qE "^#[0-9]+ $CLI_IP:[0-9]+ -> $SRV_IP UC_SEND_FIRST qpn=0x$(field "$s" local QPN) psn=0x$(field "$c" local PSN) " "$out" ||
+        fail "$side.pcap: the client's first UC SEND does not match the exchange"
+    done
+    echo "ok: UC captures decode; opcodes, QPN and PSN match the exchange, no ACK" ;;
 
   srq)
     setup_links

@@ -103,7 +103,9 @@ struct RcConnectOptions {
 UROCE_API ibv_ah_attr roce_address(const wire::IpAddr& dgid, const RcConnectOptions& options = {});
 
 // One try at RESET or INIT -> INIT -> RTR -> RTS towards `peer` (a QP
-// already in INIT keeps its access flags). 0, or the errno of the step
+// already in INIT keeps its access flags). A UC QP is connected the same
+// way, with UC's attributes only (no timeout, retries, RNR timer or
+// READ/atomic credits). 0, or the errno of the step
 // that failed, with `error` naming the step ("modify QP to RTR: ...").
 // EHOSTUNREACH at RTR: the peer's MAC is not known yet and the device has
 // started resolving it; poll the device and call again (or use

@@ -29,6 +29,8 @@ struct UROCE_API TransportCounters {
   uint64_t nak_sent = 0;             // NAKs other than RNR sent by the responder
   uint64_t rcvd_nak = 0;             // NAKs other than RNR/sequence received
   uint64_t zero_copy_pkts = 0;       // sent with the payload pointing into the region
+  uint64_t uc_msg_dropped = 0;       // UC responder: messages dropped (a packet lost, no
+                                     // receive WQE, a bad key or length)
 
   TransportCounters& operator+=(const TransportCounters& o);
 };

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Queue pair (RC or UD): the verbs state machine driven by modify() with
+// Queue pair (RC, UC or UD): the verbs state machine driven by modify() with
 // ibv_qp_attr_mask bits, and the send and receive queues.
 //
 // Errors are returned as errno values, never thrown: EINVAL for a bad

@@ -65,7 +65,7 @@ struct QpInitAttr {
   CompletionQueue* recv_cq = nullptr;
   SharedReceiveQueue* srq = nullptr;
   ibv_qp_cap cap{};          // max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data
-  ibv_qp_type qp_type = IBV_QPT_RC;  // IBV_QPT_RC or IBV_QPT_UD
+  ibv_qp_type qp_type = IBV_QPT_RC;  // IBV_QPT_RC, IBV_QPT_UC or IBV_QPT_UD
   int sq_sig_all = 0;
   // Congestion control of this QP; unset = the device's (DeviceConfig::cc).
   std::optional<cc::CcConfig> cc;

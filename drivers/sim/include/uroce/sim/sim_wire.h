@@ -68,6 +68,9 @@ class SimWire {
   // A cut link drops everything (counted as `cut`) until restored.
   void cut(const SimPort& a, const SimPort& b, bool down = true);  // both ways
   void cut_one_way(const SimPort& from, const SimPort& to, bool down = true);
+  // Loses exactly one frame on from -> to: the one after the next `skip`
+  // frames (counted as `lost`), for a test that must lose a given packet.
+  void drop_one(const SimPort& from, const SimPort& to, uint32_t skip = 0);
 
   // Earliest delivery time of any frame in flight, or kNever.
   uint64_t next_delivery_ns() const;
@@ -106,6 +109,7 @@ class SimWire {
     bool has_own = false;
     bool down = false;
     bool bad = false;        // Gilbert-Elliott state
+    int64_t drop_in = -1;    // drop_one: frames to pass before the lost one
     uint64_t free_at_ps = 0; // when the last frame finished serialising
     SimCounters counters;
   };
