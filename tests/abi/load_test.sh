@@ -35,6 +35,7 @@ check() {
 check ibv_devices
 check ibv_devinfo
 check ibv_rc_pingpong
+check ibv_uc_pingpong
 check ibv_ud_pingpong
 check ibv_srq_pingpong
 # perftest: with no device it stops after listing devices.

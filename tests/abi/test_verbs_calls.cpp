@@ -160,6 +160,11 @@ TEST_CASE("objects: PD, MR with optional flags, CQ, QP, SRQ; refusals", "[abi-ca
   init.cap.max_send_sge = 1;
   init.cap.max_recv_sge = 1;
   init.qp_type = IBV_QPT_UC;
+  ibv_qp* uc = ibv_create_qp(pd, &init);
+  REQUIRE(uc);
+  CHECK(uc->qp_type == IBV_QPT_UC);
+  CHECK(ibv_destroy_qp(uc) == 0);
+  init.qp_type = IBV_QPT_XRC_SEND;
   errno = 0;
   CHECK(ibv_create_qp(pd, &init) == nullptr);
   CHECK(errno == EOPNOTSUPP);

@@ -117,9 +117,9 @@ case $case_ in
       grep -q "GID ::ffff:10.0.0.1" "$work/rc$1.srv.out" || fail "server's GID is not ::ffff:10.0.0.1"
       echo "ok: ibv_rc_pingpong -s $1 -n $2: $(grep usec/iter "$work/rc$1.cli.out")"
     done
-    # UD (address handles, the 40-byte GRH area) and SRQ (16 RC QPs on one
-    # shared receive queue), where installed.
-    for t in ibv_ud_pingpong ibv_srq_pingpong; do
+    # UC (no ACKs), UD (address handles, the 40-byte GRH area) and SRQ (16
+    # RC QPs on one shared receive queue), where installed.
+    for t in ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong; do
       command -v $t >/dev/null || { echo "skip: $t not installed"; continue; }
       timeout 60 "$run" --dev net_af_packet0,iface=ra --ip 10.0.0.1 -- $t -d uroce0 -g 1 -n 200 >"$work/$t.srv.out" 2>&1 &
       SRV=$!

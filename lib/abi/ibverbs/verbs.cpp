@@ -282,11 +282,8 @@ UROCE_V11(ibv_destroy_cq) int uroce_v11_ibv_destroy_cq(ibv_cq* c) {
 }
 
 UROCE_V11(ibv_create_qp) ibv_qp* uroce_v11_ibv_create_qp(ibv_pd* p, ibv_qp_init_attr* init) {
-  if (init->qp_type == IBV_QPT_UC) {
-    log_once("uc", "ibv_create_qp: UC QPs are not supported yet");
+  if (init->qp_type != IBV_QPT_RC && init->qp_type != IBV_QPT_UC && init->qp_type != IBV_QPT_UD)
     return errno = EOPNOTSUPP, nullptr;
-  }
-  if (init->qp_type != IBV_QPT_RC && init->qp_type != IBV_QPT_UD) return errno = EOPNOTSUPP, nullptr;
   if (!init->send_cq || !init->recv_cq) return errno = EINVAL, nullptr;
   QpInitAttr attr;
   attr.send_cq = cq_of(init->send_cq)->impl.get();
