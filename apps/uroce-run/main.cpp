@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // uroce-run [--dev SPEC] [--ip ADDR] [--mac MAC] [--mtu N] [--eal "ARGS"]
-//           [--config FILE] -- PROGRAM [ARGS...]
+//           [--config FILE] [--no-kernel-view] -- PROGRAM [ARGS...]
 //
 // Checks the settings, puts them in the UROCE_* variables the drop-in
 // libibverbs reads, puts the drop-in's directory first in LD_LIBRARY_PATH
 // and executes PROGRAM: an unmodified verbs program then finds uroce0.
+// As root it first gives PROGRAM a private mount namespace with the
+// devices' /dev/infiniband nodes and /sys/class/infiniband files, which
+// UCX looks for (kernel_view.h); --no-kernel-view leaves them out.
 // Exit 2 for a usage error, before PROGRAM starts; 127 if it cannot start.
 #include <unistd.h>
 
@@ -16,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "config.h"
+#include "kernel_view.h"
 #include "uroce/wire/eth.h"
 #include "uroce/wire/ip_addr.h"
 
@@ -23,15 +28,18 @@ namespace {
 
 const char kUsage[] =
     "usage: uroce-run [--dev SPEC] [--ip ADDR] [--mac MAC] [--mtu N] [--eal \"ARGS\"] [--config FILE]\n"
-    "                 -- PROGRAM [ARGS...]\n"
+    "                 [--no-kernel-view] -- PROGRAM [ARGS...]\n"
     "Runs PROGRAM with uroce's libibverbs.so.1 in front of the system's: device uroce0 is\n"
     "the DPDK port SPEC (a PCI address or a vdev string such as net_af_packet0,iface=eth1)\n"
     "with address ADDR (IPv4 or IPv6; GID 1). --config FILE describes more devices\n"
-    "(docs/verbs-abi.md). Options left out keep the UROCE_* variables already set.\n";
+    "(docs/verbs-abi.md). Options left out keep the UROCE_* variables already set.\n"
+    "As root, PROGRAM runs in a private mount namespace that adds /dev/infiniband/uroceN\n"
+    "and /sys/class/infiniband/uroceN (UCX needs them); --no-kernel-view leaves them out.\n";
 
 struct Options {
   std::string dev, ip, mac, mtu, eal, config;
   bool dev_set = false, ip_set = false, mac_set = false, mtu_set = false, eal_set = false, config_set = false;
+  bool kernel_view = true;
   std::vector<char*> program;
 };
 
@@ -64,6 +72,10 @@ bool parse(int argc, char** argv, Options& o, std::string& error) {
       break;
     }
     if (a == "-h" || a == "--help") return error = "help", false;
+    if (a == "--no-kernel-view") {
+      o.kernel_view = false;
+      continue;
+    }
     if (take("--dev", argc, argv, i, o.dev, o.dev_set, error) || take("--ip", argc, argv, i, o.ip, o.ip_set, error) ||
         take("--mac", argc, argv, i, o.mac, o.mac_set, error) || take("--mtu", argc, argv, i, o.mtu, o.mtu_set, error) ||
         take("--eal", argc, argv, i, o.eal, o.eal_set, error) ||
@@ -134,6 +146,19 @@ std::string shim_dir() {
   return has_shim(UROCE_RUN_INSTALLED_LIBDIR) ? UROCE_RUN_INSTALLED_LIBDIR : "";
 }
 
+// The devices as the drop-in will list them; a program that cannot see
+// them in /dev and /sys still runs (only UCX-like programs miss them), so
+// a failure is a warning.
+void enter_view() {
+  uroce::abi::Settings settings;
+  std::string error;
+  if (!uroce::abi::load_settings(settings, error)) return;  // the drop-in reports it
+  std::vector<uroce::run::ViewDevice> devices;
+  for (const auto& d : settings.devices) devices.push_back({d.name, uroce::run::netdev_of(d.dev)});
+  if (!uroce::run::enter_kernel_view(devices, error))
+    std::fprintf(stderr, "uroce-run: warning: no /dev/infiniband and /sys/class/infiniband view: %s\n", error.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -155,6 +180,7 @@ int main(int argc, char** argv) {
   if (o.mtu_set) setenv("UROCE_MTU", o.mtu.c_str(), 1);
   if (o.eal_set) setenv("UROCE_EAL", o.eal.c_str(), 1);
   if (o.config_set) setenv("UROCE_CONFIG", o.config.c_str(), 1);
+  if (o.kernel_view && geteuid() == 0) enter_view();
   const std::string old = env("LD_LIBRARY_PATH");
   setenv("LD_LIBRARY_PATH", (old.empty() ? dir : dir + ":" + old).c_str(), 1);
   execvp(o.program[0], o.program.data());

@@ -7,7 +7,7 @@
 # the program a case runs is not installed.
 #
 # usage: uroce_run_test.sh CASE UROCE_RUN WORKDIR
-#   CASE: usage | devinfo | pingpong | perftest
+#   CASE: usage | devinfo | pingpong | perftest | ucx-view | ucx
 set -u
 
 if [ "${1:-}" != --in-netns ]; then
@@ -67,6 +67,8 @@ case $case_ in
     IFS='|' read -r d i m e l <<<"$out"
     [ "$d|$i|$m|$e" = "net_af_packet0,iface=x|10.0.0.1|02:00:00:00:00:01|--log-level=8" ] || fail "settings: $out"
     [ -e "${l%%:*}/libibverbs.so.1" ] || fail "LD_LIBRARY_PATH does not start with the drop-in's directory: $l"
+    out=$("$run" --dev x --ip 10.0.0.1 --no-kernel-view -- echo reached) || fail "--no-kernel-view: exit $?"
+    [ "$out" = reached ] || fail "--no-kernel-view: the program did not run ($out)"
     "$run" --dev x --ip 10.0.0.1 -- /nonexistent/program 2>/dev/null
     [ $? = 127 ] || fail "a program that cannot start: exit is not 127"
     echo "ok: usage errors exit 2; settings and LD_LIBRARY_PATH reach the program" ;;
@@ -165,6 +167,82 @@ case $case_ in
       grep -qE "$row" "$work/$name.cli.out" || fail "$cmd: no result row '$want ...' on the client"
       grep -q "Link type       : Ethernet" "$work/$name.cli.out" || fail "$cmd: link type is not Ethernet"
       echo "ok: $cmd: $(grep -E "$row" "$work/$name.cli.out" | tr -s ' \t' ' ')"
+    done ;;
+
+  ucx-view)
+    # uroce-run's private mount namespace: the files UCX looks for, seen by
+    # the program only, and UCX opening uroce0 because of them.
+    need ucx_info
+    setup_links
+    rb_view='test -c /dev/infiniband/uroce0 -a -r /dev/infiniband/uroce0 -a -w /dev/infiniband/uroce0 && echo node;
+      cd /sys/class/infiniband/uroce0/ports/1/gid_attrs && cat types/0 types/1 ndevs/0 ndevs/1'
+    out=$("$run" --dev net_af_packet0,iface=ra --ip 10.0.0.1 -- sh -c "$rb_view" 2>&1)
+    [ "$(echo $out)" = "node RoCE v2 RoCE v2 ra ra" ] || fail "the program's view is not node + 2 x RoCE v2 + ndevs ra: $out"
+    [ -e /dev/infiniband/uroce0 ] && fail "/dev/infiniband/uroce0 leaked out of the program's mount namespace"
+    [ -e /sys/class/infiniband/uroce0 ] && fail "/sys/class/infiniband/uroce0 leaked out of the program's mount namespace"
+    "$run" --dev net_af_packet0,iface=ra --ip 10.0.0.1 --no-kernel-view -- test -e /dev/infiniband/uroce0 &&
+      fail "--no-kernel-view: /dev/infiniband/uroce0 exists"
+    for view in "" --no-kernel-view; do
+      UCX_LOG_LEVEL=debug timeout 60 "$run" --dev net_af_packet0,iface=ra --ip 10.0.0.1 $view -- ucx_info -d \
+        >"$work/ucx_info$view.out" 2>&1 || fail "ucx_info -d $view failed"
+    done
+    o=$work/ucx_info.out
+    grep -q "uroce0: md open by 'uct_ib_verbs_md_ops' is successful" "$o" || fail "UCX did not open uroce0"
+    grep -q "^# Memory domain: uroce0$" "$o" || fail "ucx_info -d lists no memory domain uroce0"
+    # GID 1 (the IPv4 address) is RoCE v2: UCX's choice among the GIDs it read as v2.
+    grep -q "uroce0:1 using gid_index 1$" "$o" || fail "UCX did not pick GID 1"
+    grep -q "RoCE LAG level on uroce0:1 (ra) is 1" "$o" || fail "UCX did not find uroce0's netdev ra"
+    grep -q "^# Memory domain: uroce0$" "$work/ucx_info--no-kernel-view.out" &&
+      fail "--no-kernel-view: UCX still lists uroce0 (the view is not what it needs)"
+    if grep -q "ibv_create_comp_channel" "$o"; then
+      echo "note: the drop-in refuses completion channels; UCX opens no uroce0 interface"
+    else
+      for tl in rc_verbs ud_verbs; do
+        grep -A1 "Transport: $tl$" "$o" | grep -q "Device: uroce0:1$" || fail "ucx_info -d lists no $tl on uroce0:1"
+      done
+    fi
+    echo "ok: /dev/infiniband/uroce0 and RoCE v2 gid_attrs in the program's namespace only; UCX opens uroce0, GID 1" ;;
+
+  ucx)
+    # ucx_perftest between two uroce-run processes: UCT tests on one
+    # transport (-x), UCP tests with UCX_TLS; the client's Final row counts
+    # the iterations. uroce's UD completions do not say IPv4 or IPv6 in
+    # their SL, as mlx5's do, so ud_verbs' GID check stays off.
+    need ucx_perftest
+    setup_links
+    UCX_LOG_LEVEL=debug timeout 60 "$run" --dev net_af_packet0,iface=ra --ip 10.0.0.1 -- ucx_info -d \
+      >"$work/ucx_info.out" 2>&1 || fail "ucx_info -d failed"
+    if grep -q "ibv_create_comp_channel" "$work/ucx_info.out"; then
+      echo "SKIP: the drop-in refuses completion channels, and UCX creates one for every interface"
+      exit 77
+    fi
+    export UCX_UD_VERBS_ETH_DGID_CHECK=n UCX_NET_DEVICES=uroce0:1
+    for spec in "-t put_bw -x rc_verbs -n 1000|1000" "-t put_bw -x rc_verbs -D zcopy -s 65536 -n 500|500" \
+                "-t get -x rc_verbs -D zcopy -s 65536 -n 500|500" "-t am_lat -x rc_verbs -n 1000|1000" \
+                "-t fadd -x rc_verbs -n 1000|1000" "-t am_lat -x ud_verbs -n 1000|1000" \
+                "-t am_bw -x ud_verbs -n 1000|1000" \
+                "UCX_TLS=rc_verbs,ud_verbs -t tag_lat -n 1000|1000" \
+                "UCX_TLS=rc_verbs,ud_verbs -t tag_bw -s 65536 -n 500|500" \
+                "UCX_TLS=rc_verbs,ud_verbs -t ucp_put_bw -s 65536 -n 500|500" \
+                "UCX_TLS=rc_verbs,ud_verbs -t ucp_get -s 65536 -n 500|500" \
+                "UCX_TLS=ud_verbs -t tag_lat -n 1000|1000" "UCX_TLS=ud_verbs -t tag_bw -s 65536 -n 200|200"; do
+      args=${spec%%|*} iters=${spec#*|}
+      tls=
+      case $args in UCX_TLS=*) tls=${args%% *}; args=${args#* } ;; esac
+      name=$(echo "$tls $args" | tr -c 'a-zA-Z0-9\n' '_')
+      env $tls timeout 90 "$run" --dev net_af_packet0,iface=ra --ip 10.0.0.1 -- \
+        ucx_perftest $args -d uroce0:1 >"$work/$name.srv.out" 2>&1 &
+      SRV=$!
+      for _ in $(seq 100); do grep -q "Waiting for connection" "$work/$name.srv.out" && break; sleep 0.1; done
+      inb env $tls timeout 90 "$run" --dev net_af_packet0,iface=rb --ip 10.0.0.2 -- \
+        ucx_perftest $args -d uroce0:1 192.168.78.1 >"$work/$name.cli.out" 2>&1
+      CRC=$?
+      wait "$SRV"; SRC=$?; SRV=
+      [ $SRC = 0 ] || fail "ucx_perftest $tls $args: server exited $SRC"
+      [ $CRC = 0 ] || fail "ucx_perftest $tls $args: client exited $CRC"
+      row="^Final:[[:space:]]+$iters[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+"
+      grep -qE "$row" "$work/$name.cli.out" || fail "ucx_perftest $tls $args: no Final row of $iters iterations"
+      echo "ok: ucx_perftest $tls $args: $(grep -E "$row" "$work/$name.cli.out" | tr -s ' ' ' ')"
     done ;;
 
   *) echo "unknown case $case_"; exit 2 ;;
