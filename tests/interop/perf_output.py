@@ -85,10 +85,12 @@ def six_decimals(test, row, gbits):
     return test.endswith("_bw") and gbits and len(f) > 3 and float(f[3]) < 0.1
 
 
-def compare(test, uroce_out, tool_out, uroce_server, qps, iters, size, gbits):
-    """The list of differences (empty: the outputs agree)."""
+def compare(test, uroce_out, tool_out, uroce_server, qps, iters, size, gbits, who="uroce-perf", own_device=None):
+    """The list of differences (empty: the outputs agree). own_device: the
+    uroce side is real perftest on that device (through uroce-run), whose
+    banner names it instead of the VM's rxe0."""
     # uroce.out holds uroce-perf's stderr too: its notes start "uroce".
-    u = Side("uroce-perf", [ln for ln in uroce_lines(uroce_out) if not ln.startswith("uroce")], uroce_server)
+    u = Side(who, [ln for ln in uroce_lines(uroce_out) if not ln.startswith("uroce")], uroce_server)
     t = Side("perftest", stdout_lines(tool_out), not uroce_server)
     problems = []
     want_server_table = server_prints_table(test)
@@ -109,17 +111,22 @@ def compare(test, uroce_out, tool_out, uroce_server, qps, iters, size, gbits):
         if sorted(a.addresses["local"]) != sorted(b.addresses["remote"]):
             problems.append(f"{a.who}'s local addresses {a.addresses['local']} are not "
                             f"{b.who}'s remote addresses {b.addresses['remote']}")
-    for k in sorted((set(u.banner) | set(t.banner)) - DEVICE_FIELDS):
+    skip = DEVICE_FIELDS
+    if own_device:
+        skip = DEVICE_FIELDS | {"Device"}
+        if u.banner.get("Device") != own_device:
+            problems.append(f"banner 'Device': {who} {u.banner.get('Device')!r}, want {own_device!r}")
+    for k in sorted((set(u.banner) | set(t.banner)) - skip):
         if u.banner.get(k) != t.banner.get(k):
-            problems.append(f"banner {k!r}: uroce-perf {u.banner.get(k)!r}, perftest {t.banner.get(k)!r}")
+            problems.append(f"banner {k!r}: {who} {u.banner.get(k)!r}, perftest {t.banner.get(k)!r}")
     if u.header is not None and t.header is not None:
         if u.header != t.header:
-            problems.append(f"result header: uroce-perf {u.header!r}, perftest {t.header!r}")
+            problems.append(f"result header: {who} {u.header!r}, perftest {t.header!r}")
         if shape(u.row or "") != shape(t.row or "") and six_decimals(test, u.row, gbits) == six_decimals(test, t.row, gbits):
-            problems.append(f"result row shape: uroce-perf {shape(u.row or '')!r}, perftest {shape(t.row or '')!r}")
+            problems.append(f"result row shape: {who} {shape(u.row or '')!r}, perftest {shape(t.row or '')!r}")
     ul, tl = [shape(ln) for ln in u.without_table()], [shape(ln) for ln in t.without_table()]
     if ul != tl:
-        diff = [f"  line {i + 1}: perftest {w!r}, uroce-perf {g!r}"
+        diff = [f"  line {i + 1}: perftest {w!r}, {who} {g!r}"
                 for i, (w, g) in enumerate(zip(tl + [""] * len(ul), ul + [""] * len(tl))) if w != g]
         problems.append(f"{len(diff)} line shapes differ (role lines aside):\n" + "\n".join(diff[:8]))
     return problems

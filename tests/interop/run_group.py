@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """One interop test: boot one rxe VM, run a group of scenarios against it.
 
-usage: run_group.py GROUP[:ROLE] UROCE_PERF UROCE_PINGPONG UROCE_DUMP ORACLE_PY CACHE WORKDIR [NAME...]
+usage: run_group.py GROUP[:ROLE] UROCE_PERF UROCE_PINGPONG UROCE_RUN UROCE_DUMP ORACLE_PY CACHE WORKDIR [NAME...]
        run_group.py --list
 
 GROUP is a key of scenarios.GROUPS; ROLE (vm_server or vm_client) keeps the
@@ -13,6 +13,7 @@ in WORKDIR/<scenario>/.
 """
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -36,7 +37,10 @@ BASE_PORT = 18600
 
 def missing_mode(app, sc):
     """uroce-pingpong --ud / --srq are added separately: skip those scenarios
-    (reported, not passed) while the binary lacks them."""
+    (reported, not passed) while the binary lacks them; and a Debian program
+    that is not installed (it also goes into the VM)."""
+    if sc.uroce[0] == "uroce-run":
+        return None if shutil.which(sc.uroce[1]) else f"{sc.uroce[1]} is not installed"
     flag = next((a for a in sc.uroce if a in ("--ud", "--srq")), None)
     if not flag:
         return None
@@ -58,8 +62,8 @@ def main(argv):
         for g, names in scenarios.all_names().items():
             print(f"{g}: {' '.join(names)}")
         return 0
-    group, perf, pingpong, dump, oracle_py, cache, work = argv[1:8]
-    only = set(argv[8:])
+    group, perf, pingpong, uroce_run, dump, oracle_py, cache, work = argv[1:9]
+    only = set(argv[9:])
     harness.require_root()
     img = image.build(cache)
     if group == "image":
@@ -67,7 +71,7 @@ def main(argv):
         return 0
     gname, _, role = group.partition(":")
     scs = [s for s in scenarios.GROUPS[gname]() if (not role or s.name.endswith(role)) and (not only or s.name in only)]
-    bins = {"uroce-perf": perf, "uroce-pingpong": pingpong}
+    bins = {"uroce-perf": perf, "uroce-pingpong": pingpong, "uroce-run": uroce_run}
     os.makedirs(work, exist_ok=True)
     skipped, results = [], []
     with Harness(f"ix{gname[:6]}") as h:

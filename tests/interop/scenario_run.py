@@ -6,6 +6,11 @@ The VM side is one shell script per step through the control channel. As a
 server, the tool runs in the VM's background under `timeout`, and
 uix-listen returns once it listens; uroce then connects to it. As a client,
 the tool runs in the foreground of one command while uroce serves.
+
+The uroce side is a uroce tool (`uroce-perf ... --dev D --ip A`) or, for a
+scenario whose program is `uroce-run`, the Debian program itself on the
+drop-in libibverbs (`uroce-run --dev D --ip A --mtu 9000 -- PROGRAM ...`),
+whose stderr is kept apart from the stdout that is compared.
 """
 
 import os
@@ -60,6 +65,25 @@ def _describe(up, tool_rc, tool_out, tool):
     return f"{up.describe()}\nrxe tool [exit {tool_rc}]: {tool}\n{tail}"
 
 
+def is_shim(sc):
+    return sc.uroce[0] == "uroce-run"
+
+
+def host_argv(sc, bins, n, port):
+    app = bins[sc.uroce[0]]
+    if is_shim(sc):
+        # The port's MTU is the link's: uroce-run's default (1500) would be
+        # a smaller port than the bridge carries; -m picks the path MTU.
+        return [app, "--dev", net.vdev(n), "--ip", net.UROCE_IP, "--mtu", str(net.LINK_MTU), "--"] + \
+            sc.uroce[1:] + ["-p", str(port)]
+    return [app] + sc.uroce[1:] + ["-p", str(port), "--dev", net.vdev(n), "--ip", net.UROCE_IP]
+
+
+def perf_test(sc):
+    """uroce-perf's test name (write_bw, ...) of a perf scenario."""
+    return sc.uroce[1][len("ib_"):] if is_shim(sc) else sc.uroce[1]
+
+
 def run(h, vm, n, sc, bins, dump, oracle_py, work, port):
     d = os.path.join(work, sc.name)
     os.makedirs(d, exist_ok=True)
@@ -71,8 +95,7 @@ def run(h, vm, n, sc, bins, dump, oracle_py, work, port):
         vm.run("uix-netem on " + sc.netem)
     before = vm.counters()
     t_run = time.monotonic()
-    app = bins[sc.uroce[0]]
-    argv = [app] + sc.uroce[1:] + ["-p", str(port), "--dev", net.vdev(n), "--ip", net.UROCE_IP]
+    argv = host_argv(sc, bins, n, port)
     tool = f"{sc.tool} -p {port}"
     try:
         return _run(h, vm, n, sc, d, res, cap, argv, tool, port, before, t0, t_run, dump)
@@ -85,14 +108,15 @@ def run(h, vm, n, sc, bins, dump, oracle_py, work, port):
 
 
 def _run(h, vm, n, sc, d, res, cap, argv, tool, port, before, t0, t_run, dump):
+    err = os.path.join(d, "uroce.err") if is_shim(sc) else None
     if sc.vm == "server":
         _tool_server(vm, tool, port)
-        up = Proc(h, "uroce", argv + [net.VM_IP], os.path.join(d, "uroce.out"), ns=n.ns)
+        up = Proc(h, "uroce", argv + [net.VM_IP], os.path.join(d, "uroce.out"), ns=n.ns, err_path=err)
         res.procs.append(up)
         wait_all([up], TOOL_TIMEOUT_S + 5)
         tool_rc, tool_out = _tool_server_result(vm)
     else:
-        up = Proc(h, "uroce", argv, os.path.join(d, "uroce.out"), ns=n.ns)
+        up = Proc(h, "uroce", argv, os.path.join(d, "uroce.out"), ns=n.ns, err_path=err)
         res.procs.append(up)
         wait_listening(up, n.ns, port, 20)
         cid = vm.send(f"timeout {TOOL_TIMEOUT_S} {tool} {net.BR_IP} 2> /tmp/tool.err; rc=$?; {STDERR_MARK}; exit $rc")
@@ -140,7 +164,7 @@ def _run(h, vm, n, sc, d, res, cap, argv, tool, port, before, t0, t_run, dump):
     res.notes.append(f"wire: {wire['packets']} RoCE packets, sent {wire['by_sender']}, "
                      f"copies seen {wire['resent_seen']}, all copies identical")
     if sc.netem:
-        res.notes += _check_loss(sc, uroce_out, delta, netem)
+        res.notes += _check_loss(sc, uroce_out, delta, netem, wire)
     res.seconds = time.monotonic() - t0
     res.notes.append(f"time: set-up {t_run - t0:.1f} s, run {t_ran - t_run:.1f} s, checks {time.monotonic() - t_ran:.1f} s")
     return res
@@ -156,24 +180,32 @@ def _check_output(sc, uroce_out, tool_out, up, tool_rc, tool):
             if not m or int(m.group(1)) != sc.iters:
                 fail(f"{who} did not report '{sc.iters} iters in ...'")
         return
-    if not UROCE_LINE.search(uroce_out):
+    shim = is_shim(sc)
+    if not shim and not UROCE_LINE.search(uroce_out):
         fail("uroce-perf printed no ' uroce: N packets sent, ...' line")
     qps = int(sc.uroce[sc.uroce.index("-q") + 1]) if "-q" in sc.uroce else 1
     size = int(sc.uroce[sc.uroce.index("-s") + 1])
-    problems = perf_output.compare(sc.uroce[1], uroce_out, tool_out, sc.vm == "client", qps, sc.iters, size,
-                                    "--report_gbits" in sc.uroce)
+    who = f"{sc.uroce[1]} on uroce-run" if shim else "uroce-perf"
+    problems = perf_output.compare(perf_test(sc), uroce_out, tool_out, sc.vm == "client", qps, sc.iters, size,
+                                    "--report_gbits" in sc.uroce, who=who,
+                                    own_device=sc.uroce[sc.uroce.index("-d") + 1] if shim else None)
     if problems:
-        fail("uroce-perf's output does not match perftest's:\n" + "\n".join(problems))
+        fail(f"{who}'s output does not match perftest's on rxe:\n" + "\n".join(problems))
 
 
-def _check_loss(sc, uroce_out, delta, netem):
-    """The requester retransmitted, the responder saw it, netem dropped."""
-    m = UROCE_LINE.search(uroce_out)
-    uroce_rexmit = int(m.group(3))
+def _check_loss(sc, uroce_out, delta, netem, wire):
+    """The requester retransmitted, the responder saw it, netem dropped. A
+    Debian program on uroce-run prints no counter: uroce's retransmissions
+    are then its requests that went back in PSN on the bridge."""
+    if is_shim(sc):
+        uroce_rexmit = wire["rewinds"][net.UROCE_IP]
+    else:
+        uroce_rexmit = int(UROCE_LINE.search(uroce_out).group(3))
     rxe_rexmit = delta.get("completer_retry_err", 0) + delta.get("rcvd_seq_err", 0)
     rxe_saw = delta.get("duplicate_request", 0) + delta.get("out_of_seq_request", 0)
     drops = sum(int(ln.split()[2]) for ln in netem.splitlines() if len(ln.split()) == 3)
-    notes = [f"netem: {netem.strip()}", f"uroce retransmitted {uroce_rexmit}; rxe retried {rxe_rexmit}, "
+    how = "uroce's requests went back in PSN on the bridge" if is_shim(sc) else "uroce retransmitted"
+    notes = [f"netem: {netem.strip()}", f"{how} {uroce_rexmit}; rxe retried {rxe_rexmit}, "
              f"rxe saw {rxe_saw} duplicate/out-of-sequence requests"]
     if drops == 0:
         raise Failure(f"{sc.name}: netem dropped nothing ({netem.strip()})")

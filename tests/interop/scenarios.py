@@ -7,6 +7,10 @@ Each scenario exists in both roles: `vm=server` (the rxe tool serves, uroce
 is the client) and `vm=client` (uroce serves, the rxe tool connects to the
 bridge address). Every command line passes the path MTU explicitly, so one
 jumbo VM (eth0 MTU 9000, rxe active MTU 4096) serves -m 1024 and -m 4096.
+
+The uroce side is one of uroce's tools (`uroce-perf`, `uroce-pingpong`) or,
+in the verbs_* groups, `uroce-run` and the same Debian program the VM runs
+(perftest, ibv_*_pingpong), unmodified, on the drop-in libibverbs.
 """
 
 from dataclasses import dataclass, field
@@ -15,6 +19,7 @@ PP_ITERS = 10     # ibv_rc_pingpong round trips
 BW_ITERS = 8      # perftest -n for the bandwidth tests
 LAT_ITERS = 8     # and for the latency tests
 LOSS_ITERS = 40   # enough messages that netem's loss hits both directions
+VERBS_LOSS_ITERS = 20  # the same, with half the oracle's work (go-back-N under reordering resends a lot)
 BW_QPS = 2        # perftest -q for the bandwidth tests (the latency tests take no -q)
 NETEM = "delay 1ms reorder 10% loss 4%"
 
@@ -74,13 +79,14 @@ PERF_TESTS = [
 ]
 
 
-def perftest_flags(test, gid_idx):
+def perftest_flags(test, gid_idx, dev="rxe0"):
     """perftest's usual flags, the same on both sides: -F (no cpufreq
     warning; a no-op in uroce-perf), -x the GID of the port's IPv4 address
     (1 on rxe, whose GID 0 is the link-local address, and 1 on uroce, whose
     GID table has Linux's shape), -d the device (uroce-perf prints it in the
-    banner). Only the bandwidth tests take --report_gbits and -q."""
-    flags = ["-F", "-x", gid_idx, "-d", "rxe0"]
+    banner, so it gets rxe0's name; real perftest on uroce opens uroce0).
+    Only the bandwidth tests take --report_gbits and -q."""
+    flags = ["-F", "-x", gid_idx, "-d", dev]
     if test.endswith("_bw"):
         flags += ["--report_gbits", "-q", str(BW_QPS)]
     return flags
@@ -147,12 +153,69 @@ def uc():
     return out
 
 
+# The Debian programs on the host through uroce-run. Sizes are not MTU
+# multiples (the last packet of a message is short); the UD message fits
+# one packet, as ibv_ud_pingpong requires.
+VERBS_PINGPONG = [
+    ("rc", "ibv_rc_pingpong", "pingpong", ["-s", "5000", "-m", "1024"]),
+    ("rc", "ibv_rc_pingpong", "pingpong", ["-s", "10000", "-m", "4096"]),
+    ("ud", "ibv_ud_pingpong", "ud", ["-s", "1000"]),
+    ("srq", "ibv_srq_pingpong", "srq", ["-s", "3000", "-q", "4", "-m", "1024"]),
+]
+VERBS_PERF = ["write_bw", "read_bw", "send_bw", "atomic_bw", "write_lat", "read_lat", "send_lat", "atomic_lat"]
+
+
+def verbs_pingpong():
+    out = []
+    for short, binary, kind, args in VERBS_PINGPONG:
+        common = args + ["-n", str(PP_ITERS)]
+        mtu = int(args[args.index("-m") + 1]) if "-m" in args else 1024
+        tag = f"verbs-{short}_pingpong-" + "-".join(f"{a[1:]}{b}" for a, b in zip(args[::2], args[1::2])
+                                                   if a != "-m" or b != "1024")
+        tool = f"{binary} -d rxe0 -g $GID_IDX " + " ".join(common)
+        out += _both(tag, kind, tool, ["uroce-run", binary, "-d", "uroce0", "-g", "1"] + common, mtu,
+                     iters=PP_ITERS)
+    return out
+
+
+def _verbs_perf_pair(name, test, common, mtu, **kw):
+    binary = "ib_" + test
+    n = int(common[common.index("-n") + 1])
+    iters = n * BW_QPS if test.endswith("_bw") else n
+    tool = " ".join([binary] + perftest_flags(test, "$GID_IDX") + common)
+    host = ["uroce-run", binary] + perftest_flags(test, "1", "uroce0") + common
+    return _both(name, "perf", tool, host, mtu, iters=iters, **kw)
+
+
+def verbs_perf():
+    out = []
+    for test in VERBS_PERF:
+        atomic = test.startswith("atomic")
+        n = LAT_ITERS if test.endswith("_lat") else BW_ITERS
+        common = ["-s", "8" if atomic else "5000", "-n", str(n), "-m", "1024"]
+        out += _verbs_perf_pair(f"verbs-{test}-s{common[1]}", test, common, 1024)
+    common = ["-s", "10000", "-n", str(BW_ITERS), "-m", "4096"]
+    out += _verbs_perf_pair("verbs-write_bw-m4096-s10000", "write_bw", common, 4096)
+    return out
+
+
+def verbs_loss():
+    out = []
+    for test in ("write_bw", "read_bw"):
+        common = ["-s", "5000", "-n", str(VERBS_LOSS_ITERS), "-m", "1024"]
+        out += _verbs_perf_pair(f"verbs-loss-{test}", test, common, 1024, netem=NETEM)
+    return out
+
+
 GROUPS = {
     "rc_pingpong": rc_pingpong,
     "perf": perf,
     "loss": loss,
     "ud_srq": ud_srq,
     "uc": uc,
+    "verbs_pingpong": verbs_pingpong,
+    "verbs_perf": verbs_perf,
+    "verbs_loss": verbs_loss,
 }
 
 

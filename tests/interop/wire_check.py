@@ -2,6 +2,9 @@
 """What the bridge capture says beyond uroce-dump's per-packet verdicts.
 
 * who sent RoCE: both ends must have (by source IP);
+* how often each sender's requests went back in PSN (go-back-N restarts):
+  the requester's retransmissions, seen on the wire, for a uroce side
+  that prints no counter of its own (a Debian program on uroce-run);
 * retransmissions carry the same bytes: every copy of a request or response
   packet (same sender, destination QP, PSN and opcode) must have the same
   payload. Under loss this is the data check that needs no knowledge of the
@@ -20,6 +23,24 @@ ACK_OPCODES = {0x11, 0x12}  # RC ACKNOWLEDGE, ATOMIC ACKNOWLEDGE: no payload to 
 # READ responses FIRST, LAST, ONLY carry an AETH whose MSN is the responder's
 # count when it (re)sent them: a replay legitimately differs there.
 AETH_OPCODES = {0x0D, 0x0F, 0x10}
+# RC responses (READ responses, ACKs): everything else a requester sends.
+RESPONSE_OPCODES = {0x0D, 0x0E, 0x0F, 0x10, 0x11, 0x12}
+
+
+def _psn_rewinds(pkts):
+    """Per sender: requests whose PSN is not after the previous request's on
+    the same destination QP (24-bit serial arithmetic)."""
+    last, rewinds = {}, defaultdict(int)
+    for src, qpn, psn, op, _ in pkts:
+        if op in RESPONSE_OPCODES or op > 0x14:  # RC requests only
+            continue
+        key = (src, qpn)
+        if key in last:
+            ahead = (psn - last[key]) & 0xFFFFFF
+            if ahead == 0 or ahead >= 0x800000:
+                rewinds[src] += 1
+        last[key] = psn
+    return rewinds
 
 
 def roce_packets(pcap):
@@ -67,8 +88,10 @@ def check(pcap, ips):
     # UC's SEND and RDMA WRITE opcodes (IBA: 0x20 .. 0x2B); a UC run has no other.
     not_uc = [f"{src} QP 0x{qpn:06x} PSN {psn} opcode 0x{op:02x}" for src, qpn, psn, op, _ in pkts
               if not 0x20 <= op <= 0x2B]
+    rewinds = _psn_rewinds(pkts)
     return {
         "packets": len(pkts),
+        "rewinds": {ip: rewinds.get(ip, 0) for ip in ips},
         "by_sender": {ip: by_sender.get(ip, 0) for ip in ips},
         "resent_seen": {ip: resent.get(ip, 0) for ip in ips},
         "differing": [f"{s} QP 0x{q:06x} PSN {p} opcode 0x{o:02x}" for s, q, p, o in differing[:5]],

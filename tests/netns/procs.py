@@ -15,14 +15,18 @@ from harness import Failure, run
 
 
 class Proc:
-    def __init__(self, harness, name, argv, log_path, ns=None, env=None):
+    def __init__(self, harness, name, argv, log_path, ns=None, env=None, err_path=None):
+        """err_path: stderr to a file of its own (a program whose stdout is
+        compared line by line); by default stderr joins stdout in log_path."""
         self.name = name
         self.argv = list(argv)
         self.log_path = log_path
+        self.err_path = err_path
         self.timed_out = False
         full = (["ip", "netns", "exec", ns] if ns else []) + self.argv
         self._log = open(log_path, "w")
-        self.p = subprocess.Popen(full, stdout=self._log, stderr=subprocess.STDOUT,
+        self._err = open(err_path, "w") if err_path else None
+        self.p = subprocess.Popen(full, stdout=self._log, stderr=self._err or subprocess.STDOUT,
                                   stdin=subprocess.DEVNULL, env=env)
         harness.defer(f"kill {name} (pid {self.p.pid})", self.kill)
 
@@ -40,6 +44,8 @@ class Proc:
             except subprocess.TimeoutExpired:
                 pass
         self._log.close()
+        if self._err:
+            self._err.close()
 
     def stop(self, grace_s):
         """SIGTERM, then SIGKILL if it is still there after grace_s."""
@@ -59,6 +65,12 @@ class Proc:
         with open(self.log_path, errors="replace") as f:
             return f.read()
 
+    def errors(self):
+        if not self.err_path:
+            return ""
+        with open(self.err_path, errors="replace") as f:
+            return f.read()
+
     def status(self):
         rc = self.p.returncode
         if self.timed_out:
@@ -72,6 +84,8 @@ class Proc:
 
     def describe(self, tail_lines=40):
         lines = self.output().splitlines()
+        if self.err_path:
+            lines += ["--- stderr"] + self.errors().splitlines()
         tail = "\n".join("    " + ln for ln in lines[-tail_lines:])
         return f"{self.name} [{self.status()}]: {' '.join(self.argv)}\n{tail}"
 
