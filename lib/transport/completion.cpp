@@ -62,7 +62,7 @@ void complete_send(Qp& qp, SendWqe& wqe, ibv_wc_status status) {
   }
 }
 
-void complete_recv(Qp& qp, const ibv_wc& wc) { qp.rcq->push(wc); }
+void complete_recv(Qp& qp, const ibv_wc& wc, bool solicited) { qp.rcq->push(wc, solicited); }
 
 void move_to_error(Qp& qp) {
   qp.state = IBV_QPS_ERR;

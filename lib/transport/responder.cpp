@@ -90,7 +90,7 @@ void complete_incoming(Qp& qp, const PacketView& pkt, ibv_wc_opcode opcode, uint
     wc.wc_flags |= IBV_WC_WITH_INV;
     wc.invalidated_rkey = pkt.ieth().value();
   }
-  complete_recv(qp, wc);
+  complete_recv(qp, wc, pkt.bth().se());
   release_sges(qp, qp.recv_queue().sgl(qp.resp.recv));
   qp.resp.have_recv = false;
   ++qp.counters.rdma_recvs;

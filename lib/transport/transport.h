@@ -44,7 +44,8 @@ void complete_send(Qp& qp, SendWqe& wqe, ibv_wc_status status);
 // The completion opcode of a work request's opcode.
 ibv_wc_opcode wc_opcode(ibv_wr_opcode op);
 // Into the QP's receive CQ.
-void complete_recv(Qp& qp, const ibv_wc& wc);
+// solicited: the message carried the SE bit (ibv_req_notify_cq).
+void complete_recv(Qp& qp, const ibv_wc& wc, bool solicited = false);
 void release_sges(Qp& qp, const SgeList& sgl);
 void move_to_error(Qp& qp);
 

@@ -34,6 +34,7 @@ struct Access;
 
 class ProtectionDomain;
 class CompletionQueue;
+class CompletionChannel;
 
 class UROCE_API Device {
  public:
@@ -46,6 +47,14 @@ class UROCE_API Device {
   std::unique_ptr<ProtectionDomain> alloc_pd();
   // ibv_create_cq: EINVAL if cqe is 0 or above the device limit.
   std::unique_ptr<CompletionQueue> create_cq(int cqe, int& err);
+  // ibv_create_cq with a completion channel (nullptr: none) and a
+  // completion vector (0 .. num_comp_vectors()-1, else EINVAL).
+  std::unique_ptr<CompletionQueue> create_cq(int cqe, CompletionChannel* channel, int comp_vector, int& err);
+  // ibv_create_comp_channel: nullptr with err (EMFILE, ENFILE, ENOMEM) if
+  // its descriptor cannot be made.
+  std::unique_ptr<CompletionChannel> create_comp_channel(int& err);
+  // Completion vectors: one, the engine.
+  int num_comp_vectors() const { return 1; }
 
   // Runs the engine once; returns the amount of work done (0 = idle). In
   // threaded mode it does nothing and returns 0.
