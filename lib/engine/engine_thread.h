@@ -56,6 +56,7 @@ class EngineThread {
   // Runs the posts still queued, then joins; the device is embedded again.
   void stop();
   bool threaded() const { return threaded_.load(std::memory_order_acquire); }
+  engine::Engine& engine() { return eng_; }
 
   // Control path; reentrant on one thread. Prefer the Pause guard.
   void pause();

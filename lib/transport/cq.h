@@ -71,10 +71,8 @@ class Cq {
   // threaded mode when the engine thread publishes it into the ring, the
   // moment the application can poll it, so an application that arms and
   // then polls an empty ring cannot miss a completion published between.
-  void set_channel(CqChannel* ch, CompletionQueue* owner) {
-    channel_ = ch;
-    owner_ = owner;
-  }
+  void set_channel(CqChannel* ch) { channel_ = ch; }
+  void set_owner(CompletionQueue* owner) { owner_ = owner; }
   CqChannel* channel() const { return channel_; }
   CompletionQueue* owner() const { return owner_; }
   // Application side.

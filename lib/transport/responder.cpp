@@ -19,7 +19,7 @@ using namespace wire;
 // The requester is told, then this QP stops (IBA class C/D errors).
 void fatal(Qp& qp, NakCode code, uint32_t psn) {
   send_nak_now(qp, make_aeth_syndrome(AethType::nak, uint8_t(code)), psn);
-  move_to_error(qp);
+  fail_qp(qp);
 }
 
 void fatal_recv(Qp& qp, NakCode code, uint32_t psn, ibv_wc_status status) {

@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include "access.h"
+#include "engine/engine.h"
 #include "engine/engine_thread.h"
 #include "transport/cq.h"
 #include "transport/cq_channel.h"
@@ -16,7 +17,8 @@ namespace uroce {
 CompletionQueue::CompletionQueue(uint32_t capacity, detail::EngineThread* thread, CompletionChannel* channel,
                                  int comp_vector)
     : cq_(std::make_unique<transport::Cq>(capacity)), thread_(thread), channel_(channel), comp_vector_(comp_vector) {
-  if (channel_ != nullptr) cq_->set_channel(detail::to_channel(*channel_), this);
+  cq_->set_owner(this);
+  if (channel_ != nullptr) cq_->set_channel(detail::to_channel(*channel_));
 }
 
 CompletionQueue::~CompletionQueue() {
@@ -32,6 +34,7 @@ CompletionQueue::~CompletionQueue() {
     std::abort();
   }
   thread_->detach_cq(*cq_);
+  thread_->engine().drop_async_events(this);
   if (ch != nullptr) ch->detach(*cq_);
 }
 

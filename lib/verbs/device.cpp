@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "uroce/verbs/device.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 
 #include "../engine/engine.h"
@@ -50,7 +53,7 @@ std::unique_ptr<CompletionQueue> Device::create_cq(int cqe, CompletionChannel* c
   std::unique_ptr<CompletionQueue> cq(new CompletionQueue(uint32_t(cqe), thread_.get(), channel, comp_vector));
   std::string why;
   if (!thread_->attach_cq(*cq->cq_, why)) {
-    cq->cq_->set_channel(nullptr, nullptr);
+    cq->cq_->set_channel(nullptr);
     err = ENOMEM;
     return nullptr;
   }
@@ -108,6 +111,26 @@ const DeviceLimits& Device::limits() const { return engine_->device_config().lim
 bool Device::get_async_event(AsyncEvent& ev) {
   detail::Pause pause(*thread_);
   return engine_->take_async_event(ev);
+}
+
+int Device::async_event_fd() const { return engine_->async_fd(); }
+
+int Device::wait_async_event(AsyncEvent& ev) {
+  for (;;) {
+    if (!thread_->threaded()) {
+      const int flags = fcntl(engine_->async_fd(), F_GETFL);
+      const bool nonblocking = flags >= 0 && (flags & O_NONBLOCK);
+      while (!engine_->has_async_event()) {
+        engine_->poll();
+        if (nonblocking && !engine_->has_async_event()) return EAGAIN;
+      }
+    }
+    uint64_t v;
+    if (read(engine_->async_fd(), &v, sizeof v) != ssize_t(sizeof v)) return errno;
+    detail::Pause pause(*thread_);
+    // Empty only if the event's object was destroyed meanwhile.
+    if (engine_->take_async_event_counted(ev)) return 0;
+  }
 }
 
 DeviceCounters Device::counters() const {

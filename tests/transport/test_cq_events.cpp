@@ -159,3 +159,92 @@ TEST_CASE("cq events: destroying a CQ waits for its events to be acknowledged", 
   t.join();
   CHECK(destroyed.load());
 }
+
+namespace {
+
+bool fd_readable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1;
+}
+
+}  // namespace
+
+TEST_CASE("async events: retries exhausted make QP_FATAL, readable on the device's descriptor", "[async-events]") {
+  Opts oa = Pair::default_a();
+  oa.timeout = 5;
+  oa.retry_cnt = 1;
+  Pair p(31, oa);
+  Device& da = *p.a.dev;
+  const int fd = da.async_event_fd();
+  REQUIRE(fd >= 0);
+  REQUIRE(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0);
+  AsyncEvent ev;
+  CHECK_FALSE(fd_readable(fd));
+  CHECK(da.wait_async_event(ev) == EAGAIN);
+
+  p.fabric.wire().cut(p.port_a(), p.port_b());
+  REQUIRE(post_send(p.a, 1, 0, 100) == 0);
+  const auto wc = p.wait(p.a, 1, kSecond);
+  REQUIRE(wc.size() == 1);
+  CHECK(wc[0].status == IBV_WC_RETRY_EXC_ERR);
+  CHECK(fd_readable(fd));
+  REQUIRE(da.wait_async_event(ev) == 0);
+  CHECK(ev.event_type == IBV_EVENT_QP_FATAL);
+  CHECK(ev.qp == p.a.qp.get());
+  CHECK_FALSE(fd_readable(fd));
+  CHECK_FALSE(da.get_async_event(ev));
+
+  // A modify to ERR is the application's own doing: no event.
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_ERR;
+  REQUIRE(p.b.qp->modify(attr, IBV_QP_STATE) == 0);
+  CHECK_FALSE(fd_readable(p.b.dev->async_event_fd()));
+  CHECK_FALSE(p.b.dev->get_async_event(ev));
+}
+
+TEST_CASE("async events: CQ_ERR on the first overflow; a destroyed object's events go", "[async-events]") {
+  Opts ob = Pair::default_b();
+  ob.cq_entries = 2;
+  Pair p(32, Pair::default_a(), ob);
+  Device& db = *p.b.dev;
+  for (uint64_t i = 0; i < 4; ++i) REQUIRE(post_recv(p.b, 10 + i, 0, 256) == 0);
+  for (uint64_t i = 0; i < 4; ++i) REQUIRE(post_send(p.a, i, 0, 64) == 0);
+  REQUIRE(p.wait(p.a, 4).size() == 4);
+  CHECK(p.b.cq->overflowed());
+  AsyncEvent ev;
+  REQUIRE(db.get_async_event(ev));  // the non-blocking call takes the count too
+  CHECK(ev.event_type == IBV_EVENT_CQ_ERR);
+  CHECK(ev.cq == p.b.cq.get());
+  CHECK_FALSE(fd_readable(db.async_event_fd()));
+  CHECK_FALSE(db.get_async_event(ev));  // once, not per completion
+  CHECK(drain(*p.b.cq).size() == 4);     // none lost
+
+  // An event about a QP destroyed before it was taken is dropped, count
+  // and all.
+  Opts oa = Pair::default_a();
+  oa.timeout = 5;
+  oa.retry_cnt = 0;
+  Pair q(33, oa);
+  q.fabric.wire().cut(q.port_a(), q.port_b());
+  REQUIRE(post_send(q.a, 1, 0, 100) == 0);
+  REQUIRE(q.wait(q.a, 1, kSecond).size() == 1);
+  CHECK(fd_readable(q.a.dev->async_event_fd()));
+  q.a.qp.reset();
+  CHECK_FALSE(fd_readable(q.a.dev->async_event_fd()));
+  CHECK_FALSE(q.a.dev->get_async_event(ev));
+}
+
+TEST_CASE("async events: LAST_WQE_REACHED when a QP on an SRQ enters the error state", "[async-events]") {
+  Opts ob = Pair::default_b();
+  ob.srq_wr = 16;
+  ob.max_recv_wr = 0;
+  Pair p(34, Pair::default_a(), ob);
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_ERR;
+  REQUIRE(p.b.qp->modify(attr, IBV_QP_STATE) == 0);
+  AsyncEvent ev;
+  REQUIRE(p.b.dev->get_async_event(ev));
+  CHECK(ev.event_type == IBV_EVENT_QP_LAST_WQE_REACHED);
+  CHECK(ev.qp == p.b.qp.get());
+  CHECK_FALSE(p.b.dev->get_async_event(ev));  // once
+}
