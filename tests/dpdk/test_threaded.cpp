@@ -825,6 +825,45 @@ TEST_CASE("threaded: sleeping on a completion channel; an idle engine thread nap
     CHECK(wc.wr_id == uint64_t(100 + i));
     REQUIRE(drain(*p.a.cq, 1).size() == 1);
   }
+
+  // Async events while threaded: a thread blocked in wait_async_event
+  // wakes when a's new QP exhausts its retries (its peer QP is gone).
+  {
+    int err = 0;
+    QpInitAttr init;
+    init.cap.max_send_wr = init.cap.max_recv_wr = 4;
+    init.cap.max_send_sge = init.cap.max_recv_sge = 1;
+    init.send_cq = init.recv_cq = p.a.cq.get();
+    auto qa = p.a.pd->create_qp(init, err);
+    REQUIRE(err == 0);
+    init.send_cq = init.recv_cq = p.b.cq.get();
+    auto qb = p.b.pd->create_qp(init, err);
+    REQUIRE(err == 0);
+    QpOptions quick;
+    quick.timeout = 8;  // 1 ms
+    quick.retry_cnt = 1;
+    connect(*qa, with_psn(quick, 70), *p.db, qb->qp_num(), 80);
+    connect(*qb, with_psn(quick, 80), *p.da, qa->qp_num(), 70);
+    qb.reset();
+    AsyncEvent ev;
+    std::atomic<int> arc{-1};
+    std::thread waiter([&] { arc = p.da->wait_async_event(ev); });
+    ibv_sge sge{p.a.addr(0), 64, p.a.mr->lkey()};
+    SendWr sw;
+    sw.wr_id = 9;
+    sw.sg_list = &sge;
+    sw.num_sge = 1;
+    sw.send_flags = IBV_SEND_SIGNALED;
+    const SendWr* bad = nullptr;
+    REQUIRE(qa->post_send(&sw, &bad) == 0);
+    const auto wc = drain(*p.a.cq, 1);
+    REQUIRE(wc.size() == 1);
+    CHECK(wc[0].status == IBV_WC_RETRY_EXC_ERR);
+    waiter.join();
+    CHECK(arc.load() == 0);
+    CHECK(ev.event_type == IBV_EVENT_QP_FATAL);
+    CHECK(ev.qp == qa.get());
+  }
   check_quiet(p);
 }
 
