@@ -120,7 +120,7 @@ bool BwClient::warm_up() {
   }
   ibv_wc wc[32];
   int n;
-  while ((n = e_.cq().poll(32, wc)) > 0)
+  while ((n = e_.poll(e_.cq(), 32, wc)) > 0)
     for (int i = 0; i < n; ++i) {
       if (wc[i].status != IBV_WC_SUCCESS) return r_.error = "warm-up completion with error, status " + std::to_string(wc[i].status), true;
       ++warm_done_;
@@ -205,7 +205,7 @@ void BwClient::post(size_t q) {
 void BwClient::reap() {
   ibv_wc wc[32];
   int n;
-  while ((n = e_.cq().poll(32, wc)) > 0) {
+  while ((n = e_.poll(e_.cq(), 32, wc)) > 0) {
     for (int i = 0; i < n; ++i) {
       if (wc[i].status != IBV_WC_SUCCESS) {
         r_.error = "completion with error: " + app::wc_status_text(wc[i].status) + " (wr_id " +
@@ -324,7 +324,7 @@ void BwServer::step() {
   uint64_t got = 0;
   // A UD receive's byte_len counts the GRH slot too.
   const uint64_t expected = size_ + e_.grh_room();
-  while ((n = e_.recv_cq().poll(32, wc)) > 0) {
+  while ((n = e_.poll(e_.recv_cq(), 32, wc)) > 0) {
     if (!got_first_) {
       got_first_ = true;
       first_rx_ = Clock::now();

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "endpoint.h"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <rte_eal.h>
 
 #include <algorithm>
@@ -63,10 +65,23 @@ std::unique_ptr<Endpoint> Endpoint::create(Device& dev, const Options& o, uint64
   int err = 0;
   const uint32_t depth = std::max<uint32_t>(o.tx_depth, 1);
   const uint32_t rx_depth = std::max<uint32_t>(o.rx_depth, depth);
-  e->cq_ = dev.create_cq(int(2 * depth * o.num_qps + 64), err);
+  if (o.use_event) {
+    if (!(e->channel_ = dev.create_comp_channel(err))) return error = errno_text("create_comp_channel", err), nullptr;
+    const int fd = e->channel_->fd();
+    if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0)
+      return error = errno_text("completion channel descriptor", errno), nullptr;
+  }
+  // perftest's check of -X, in its words.
+  if (o.comp_vector >= dev.num_comp_vectors())
+    return error = "Completion vector specified is invalid (max completion vector = " +
+                   std::to_string(dev.num_comp_vectors() - 1) + ")",
+           nullptr;
+  e->cq_ = dev.create_cq(int(2 * depth * o.num_qps + 64), e->channel_.get(), o.comp_vector, err);
   if (!e->cq_) return error = errno_text("create_cq", err), nullptr;
-  e->rcq_ = dev.create_cq(int(rx_depth * o.num_qps + 64), err);
+  e->rcq_ = dev.create_cq(int(rx_depth * o.num_qps + 64), e->channel_.get(), o.comp_vector, err);
   if (!e->rcq_) return error = errno_text("create_cq", err), nullptr;
+  if (e->channel_ && (e->cq_->req_notify(false) != 0 || e->rcq_->req_notify(false) != 0))
+    return error = "Couldn't request CQ notification", nullptr;
   const size_t mrs = o.mr_per_qp ? o.num_qps : 1;
   for (size_t i = 0; i < mrs; ++i) {
     const uint64_t bytes = o.mr_per_qp ? buf_bytes : buf_bytes * o.num_qps;
@@ -107,6 +122,32 @@ Endpoint::~Endpoint() {
   ahs_.clear();
   srq_.reset();
   for (auto& mr : mrs_) pd_->dereg_mr(mr);
+}
+
+void wait_events(std::initializer_list<Endpoint*> eps, int timeout_ms) {
+  pollfd fds[4];
+  nfds_t n = 0;
+  // The loop polled completions in its last turn: it may have work to do
+  // now (post the next message), or be done.
+  bool moved = false;
+  for (Endpoint* e : eps) moved |= e->polled_since_last_look();
+  if (moved) return;
+  for (Endpoint* e : eps) {
+    // A completion already in a CQ fired (or will not fire) its event
+    // before this look: the run polls it first.
+    if (!e->quiet()) return;
+    if (n < 4) fds[n++] = pollfd{e->channel()->fd(), POLLIN, 0};
+  }
+  ::poll(fds, n, timeout_ms);
+  for (Endpoint* e : eps) e->take_events();
+}
+
+void Endpoint::take_events() {
+  CompletionQueue* cq = nullptr;
+  while (channel_->get_event(cq) == 0) {
+    cq->ack_events(1);
+    cq->req_notify(false);
+  }
 }
 
 int Endpoint::post_recv(size_t qp, const RecvWr* wr) {

@@ -3,6 +3,8 @@
 // and connected the verbs way. PeerInfo is what perftest exchanges over TCP.
 #pragma once
 
+#include <algorithm>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +32,19 @@ constexpr uint64_t kGrhBytes = 40;
 // Bytes per QP for the largest size: two halves (latency tests, -b), each
 // with room for a UD receive's GRH, in whole pages.
 uint64_t buffer_bytes(const Options& o);
+
+class Endpoint;
+// -e, where a polling run would run the engines: sleeps until one of the
+// endpoints' channels has an event (at most timeout_ms), unless a CQ has
+// completions to poll already; then takes, acknowledges and re-arms.
+// The engines run on threads of their own meanwhile.
+void wait_events(std::initializer_list<Endpoint*> eps, int timeout_ms);
+// Long enough to sleep, short enough for -D and the watchdog to stay
+// accurate when no completion comes; --latency_gap's gap ends a wait too
+// (to the millisecond above it).
+inline int event_wait_ms(const Options& o) {
+  return o.latency_gap_us ? int(std::min<uint64_t>(100, (uint64_t(o.latency_gap_us) + 999) / 1000)) : 100;
+}
 
 class Endpoint {
  public:
@@ -75,6 +90,27 @@ class Endpoint {
   uint64_t exposed_offset() const { return exposed_offset_; }
   uint32_t recvs_outstanding = 0;  // receives posted and not yet consumed
 
+  // -e: both CQs report to one completion channel, armed from creation.
+  CompletionChannel* channel() { return channel_.get(); }
+  // Nothing to poll on either CQ: takes, acknowledges and re-arms what the
+  // channel holds. perftest's ctx_notify_events, on a non-blocking
+  // descriptor so that several endpoints can be waited for at once.
+  bool quiet() { return cq_->size() == 0 && rcq_->size() == 0; }
+  void take_events();
+  // Every poll of this side's CQs goes through here: -e sleeps only after
+  // a turn of the loop that found nothing (wait_events).
+  int poll(CompletionQueue& cq, int n, ibv_wc* wc) {
+    const int k = cq.poll(n, wc);
+    polled_ += uint64_t(k);
+    return k;
+  }
+  // True once per change of the count of completions polled.
+  bool polled_since_last_look() {
+    const bool moved = polled_ != looked_;
+    looked_ = polled_;
+    return moved;
+  }
+
  private:
   Endpoint() = default;
   const MemoryRegion& mr(size_t qp) const { return *mrs_[mrs_.size() > 1 ? qp : 0]; }
@@ -86,6 +122,8 @@ class Endpoint {
   uint64_t buf_bytes_ = 0;
   uint64_t exposed_offset_ = 0;
   std::vector<uint32_t> psns_;
+  std::unique_ptr<CompletionChannel> channel_;  // -e
+  uint64_t polled_ = 0, looked_ = 0;
   std::unique_ptr<ProtectionDomain> pd_;
   std::unique_ptr<CompletionQueue> cq_, rcq_;
   std::unique_ptr<SharedReceiveQueue> srq_;

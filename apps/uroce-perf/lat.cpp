@@ -32,11 +32,11 @@ bool one_sided(Verb v) { return v == Verb::read || v == Verb::atomic; }
 
 }  // namespace
 
-void WcTally::reap(CompletionQueue& cq) {
+void WcTally::reap(Endpoint& e, CompletionQueue& cq) {
   ibv_wc wc[8];
   int n;
   do {  // a short batch means the CQ is empty: no second call to find out
-    n = cq.poll(8, wc);
+    n = e.poll(cq, 8, wc);
     for (int i = 0; i < n; ++i) {
       if (wc[i].status != IBV_WC_SUCCESS && error.empty())
         error = "completion with error: " + app::wc_status_text(wc[i].status);
@@ -153,8 +153,8 @@ void LatSide::next() {
 }
 
 bool LatSide::step() {
-  tally_.reap(e_.cq());
-  tally_.reap(e_.recv_cq());
+  tally_.reap(e_, e_.cq());
+  tally_.reap(e_, e_.recv_cq());
   if (!tally_.error.empty()) return true;
   if ((state_ == State::post && time_up(0)) || (state_ != State::done && time_up(1))) state_ = State::done;
   // Take every transition that is ready now: a poll between two of them

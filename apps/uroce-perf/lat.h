@@ -23,7 +23,7 @@ namespace uroce::perf {
 struct WcTally {
   uint32_t count[256] = {};
   std::string error;
-  void reap(CompletionQueue& cq);
+  void reap(Endpoint& e, CompletionQueue& cq);
   bool take(ibv_wc_opcode op);
 };
 

@@ -6,7 +6,7 @@
 namespace uroce::perf {
 
 bool Loopback::open(uint16_t mtu, const std::string& pcap_path, const cc::CcConfig& cc_config,
-                    std::string& error) {
+                    uint32_t idle_sleep_us, std::string& error) {
   if (!open_ring_pair("uroce_lb", mtu, port_a, port_b, error)) return false;
   PacketPort* a = port_a.get();
   PacketPort* b = port_b.get();
@@ -32,6 +32,7 @@ bool Loopback::open(uint16_t mtu, const std::string& pcap_path, const cc::CcConf
   cs.gids = roce_gid_table(b->mac(), ip_s);
   cs.gids.push_back(ip6_s);
   cs.cc = cc_config;
+  cs.idle_sleep_max_us = idle_sleep_us;
   DeviceConfig cc = cs;
   cc.name = "uroce_lb1";
   cc.port = a;

@@ -23,8 +23,10 @@ struct Loopback {
   std::unique_ptr<Device> server, client;
 
   // Ethernet MTU of the link; pcap_path empty for no capture.
-  // Both devices run congestion control `cc`.
-  bool open(uint16_t mtu, const std::string& pcap_path, const cc::CcConfig& cc, std::string& error);
+  // Both devices run congestion control `cc`, and nap after idle_sleep_us
+  // (DeviceConfig::idle_sleep_max_us) when their engines run threaded (-e).
+  bool open(uint16_t mtu, const std::string& pcap_path, const cc::CcConfig& cc, uint32_t idle_sleep_us,
+            std::string& error);
   void poll() {
     client->poll();
     server->poll();

@@ -97,7 +97,7 @@ int run_loopback(Options o) {
   cap_ud_sizes(o, mtu);
   Loopback lb;
   // Jumbo link when the path MTU needs it, like a real setup would.
-  if (!lb.open(mtu > 1024 ? 9000 : 1500, o.pcap, o.cc, error)) return fail(error);
+  if (!lb.open(mtu > 1024 ? 9000 : 1500, o.pcap, o.cc, o.idle_sleep_us, error)) return fail(error);
   const uint64_t bytes = buffer_bytes(o);
   auto server = Endpoint::create(*lb.server, o, bytes, 0x5E, error);
   if (!server) return fail("server: " + error);
@@ -119,7 +119,12 @@ int run_loopback(Options o) {
   }
   print_banner(o, run);
   if (o.verb == Verb::raw) return run_raw(o, lb, run);
-  const PollFn poll = [&] { lb.poll(); };
+  // -e: the engines run on threads of their own and the loops sleep on
+  // the endpoints' completion channels.
+  if (o.use_event && (!lb.server->start_engine_thread(-1, error) || !lb.client->start_engine_thread(-1, error)))
+    return fail(error);
+  const PollFn poll = o.use_event ? PollFn([&] { wait_events({client.get(), server.get()}, event_wait_ms(o)); })
+                                  : PollFn([&] { lb.poll(); });
   std::vector<BwResult> bw;
   std::vector<LatResult> lat;
   std::vector<BwResult> receivers;  // SEND: the receiving side's figures

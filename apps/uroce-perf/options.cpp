@@ -76,10 +76,8 @@ const std::vector<PerftestFlag> kFlags = {
     {0, "data_enc_key_app_path", nullptr, true, kIb, G, "AES-XTS encryption is a ConnectX crypto offload"},
     {'d', "ib-dev", nullptr, true, kAll, I, nullptr},
     {'D', "duration", nullptr, true, kAll, I, nullptr},
-    {'e', "events", nullptr, false, kSB | kRB | kAB | kSL | kRL | kAL, Y,
-     "completion events need completion channels, which uroce does not have yet; uroce polls completions"},
-    {'X', "vector", nullptr, true, kSB | kRB | kAB | kSL | kRL | kAL, Y,
-     "completion vectors need completion channels (-e), which uroce does not have yet"},
+    {'e', "events", nullptr, false, kSB | kRB | kAB | kSL | kRL | kAL, I, nullptr},
+    {'X', "vector", nullptr, true, kSB | kRB | kAB | kSL | kRL | kAL, I, nullptr},
     {'f', "margin", nullptr, true, kAll, I, nullptr},
     {'F', "CPU-freq", nullptr, false, kAll, I, nullptr},
     {'g', "mcg", nullptr, false, kSendUsage, Y, "multicast groups are not in uroce yet"},
@@ -266,6 +264,8 @@ int apply(Parse& p, const Given& g) {
   const std::string& v = g.value;
   if (name == "all") return o.all_sizes = true, -1;
   if (name == "bidirectional") return o.bidirectional = true, -1;
+  if (name == "events") return o.use_event = true, -1;
+  if (name == "vector") return set_number(g, 0, 1 << 20, o.comp_vector);
   if (name == "connection") {
     static const std::map<std::string, Conn> kConn = {{"RC", Conn::rc}, {"UC", Conn::uc}, {"UD", Conn::ud},
                                                        {"XRC", Conn::xrc}, {"DC", Conn::dc}, {"SRD", Conn::srd}};
@@ -595,6 +595,10 @@ int parse_options(int argc, char** argv, Options& o) {
   app.add_option("--mac", o.mac, "this endpoint's MAC address");
   app.add_option("--eal", o.eal, "extra DPDK EAL arguments, quoted");
   app.add_option("--pcap", o.pcap, "write every RoCE frame sent and received to this pcap");
+  app.add_option("--idle-sleep-us", o.idle_sleep_us,
+                 "-e: the longest nap, in microseconds, of an idle engine thread (0: it never naps; "
+                 "docs/engine.md)")
+      ->check(CLI::Range(0, 1000000));
   app.add_flag("--verify", o.verify, "fill and check data end to end; exit 1 on any mismatch");
   app.add_flag("--loopback", o.loopback, "server and client in this process over a virtual link (no NIC)");
   app.add_flag("--raw-acks", o.raw_acks,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "uroce/cc/dcqcn.h"
+#include "uroce/verbs/device_config.h"
 
 namespace uroce::perf {
 
@@ -48,6 +49,9 @@ struct Options {
   bool bidirectional = false;       // -b
   Conn conn = Conn::rc;             // -c RC|UC|UD|XRC|DC|SRD
   bool use_event = false;           // -e (completion channels)
+  int comp_vector = 0;              // -X
+  // uroce's own: DeviceConfig::idle_sleep_max_us of the engine thread (-e).
+  uint32_t idle_sleep_us = DeviceConfig{}.idle_sleep_max_us;
   std::string ib_dev;               // -d: the device name printed in the banner
   uint32_t ib_port = 1;             // -i
   uint32_t rx_depth = 512;          // -r

@@ -92,6 +92,12 @@ class Remote {
   PacketPort& port() { return port_end_->packet_port(); }
   DpdkPort& dpdk_port() { return port_end_->dpdk_port(); }
   Device& device() { return port_end_->device(); }
+  // A measured loop's turn of the engine: -e sleeps on the channel instead
+  // (the engine thread runs it).
+  void engine_turn() {
+    if (o_.use_event) wait_events({ep_.get()}, event_wait_ms(o_));
+    else port_end_->poll();
+  }
   void idle_poll() {
     if (!raw_running_) port_end_->poll();  // the raw test reads the port itself
     if (serving_) serving_();
@@ -131,6 +137,7 @@ bool Remote::open(std::string& error) {
   ec.exchange_peer = o_.server;
   ec.device.name = client_ ? "uroce_c" : "uroce_s";
   ec.device.cc = o_.cc;
+  ec.device.idle_sleep_max_us = o_.idle_sleep_us;
   port_end_ = uroce::Endpoint::open(ec, error);
   if (!port_end_) return false;
   mtu_ = o_.mtu ? o_.mtu : path_mtu_for(dpdk_port().mtu());
@@ -299,7 +306,7 @@ bool Remote::run_send_bw(std::string& error) {
       };
       for (unsigned n = 1; running() && s.error().empty(); ++n) {
         s.step();
-        port_end_->poll();
+        engine_turn();
         watchdog_->check();
         // The sender speaks on the exchange only once every message is
         // here (-n): one that speaks before has run another test. UD and
@@ -369,7 +376,7 @@ bool Remote::run_bidir_size(uint64_t size, std::string& error) {
   bool sent = false;
   while (!sent || (send && !o_.duration && rx.received() < want && rx.error().empty())) {
     if (!sent) sent = c.step();
-    port_end_->poll();
+    engine_turn();
     rx.step();
     if (sent) watchdog_->check();  // only the peer's messages are missing
     if (sent && ep_->unreliable()) {  // UD, UC: what does not come soon was lost
@@ -411,7 +418,7 @@ bool Remote::run_bidir_size(uint64_t size, std::string& error) {
 // the TCP connection shows that the peer is still there.
 bool Remote::drive(BwClient& c, std::string& error) {
   for (unsigned n = 1; !c.step(); ++n) {
-    port_end_->poll();
+    engine_turn();
     if (n % 4096 == 0 && ch_->peer_closed())
       return error = std::string("the ") + (client_ ? "server" : "client") +
                      " closed the connection during the run: it failed or runs another test (see its output)",
@@ -462,7 +469,7 @@ bool Remote::run_lat(std::string& error) {
     if (o_.verb == Verb::send && !session_->barrier(me, error)) return false;
     watchdog_->reset();
     while (!side.step()) {
-      port_end_->poll();
+      engine_turn();
       watchdog_->check();
     }
     lat_.push_back(side.finish());
@@ -608,9 +615,11 @@ int Remote::run() {
     if (!client_) print_waiting_for_client(o_);
     if (!connect_exchange(error) || !set_up(error)) return fail(error);
     print_banner(o_, run_info());
+    if (o_.use_event && o_.verb != Verb::raw && !device().start_engine_thread(-1, error)) return fail(error);
     const bool ok = run_test(error);
     if (o_.kind == Kind::bw || lat_row_here()) print_footer(o_);
     if (!ok || !close(error)) return fail(error + peer_gone_hint(error));
+    device().stop_engine_thread();
     // Neither side polls its port from here on; once both know that, the
     // ports can close (a memif peer still polling would crash).
     ch_->linger(Millis(2000));

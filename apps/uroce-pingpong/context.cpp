@@ -21,8 +21,8 @@ std::unique_ptr<Context> Context::create(Device& dev, const Options& o, bool cli
   c->tx_ = static_cast<uint8_t*>(c->mr_->addr());
   c->rx_ = client ? c->tx_ + o.size : c->tx_;
   std::memset(c->tx_, 0x7b, bytes);  // rc_pingpong's fill
-  c->cq_ = dev.create_cq(int(o.rx_depth + 1), err);
-  if (!c->cq_) return error = errno_text("couldn't create CQ", err), nullptr;
+  c->cq_ = create_cq(dev, int(o.rx_depth + 1), o, c->channel_, error);
+  if (!c->cq_) return nullptr;
   // uc_pingpong is rc_pingpong on a UC QP: the same buffers, exchange and loop.
   const ibv_qp_type type = o.mode == Mode::uc ? IBV_QPT_UC : IBV_QPT_RC;
   c->qp_ = create_qp(*c->pd_, *c->cq_, type, nullptr, o.rx_depth, o.size, c->send_flags_, err);

@@ -29,6 +29,7 @@ class Context : public Endpoint {
   bool connect(const exchange::PingpongDest& remote, uint32_t my_psn, std::string& error);
 
   CompletionQueue& cq() override { return *cq_; }
+  CompletionChannel* channel() override { return channel_.get(); }
   uint8_t* tx() override { return tx_; }
   const uint8_t* rx_payload() override { return rx_; }
   uint32_t recv_byte_len() const override { return size_; }
@@ -42,6 +43,7 @@ class Context : public Endpoint {
   uint8_t* rx_ = nullptr;
   std::unique_ptr<ProtectionDomain> pd_;
   std::unique_ptr<MemoryRegion> mr_;
+  std::unique_ptr<CompletionChannel> channel_;  // -e
   std::unique_ptr<CompletionQueue> cq_;
   std::unique_ptr<QueuePair> qp_;
 };

@@ -21,6 +21,8 @@ class Endpoint {
   // 0 or an errno.
   virtual int post_send() = 0;
   virtual CompletionQueue& cq() = 0;
+  // -e: the CQ's completion channel (nullptr without -e).
+  virtual CompletionChannel* channel() = 0;
   // The message to send (--chk fills it).
   virtual uint8_t* tx() = 0;
   // The payload of the last receive and the byte_len a good one reports.

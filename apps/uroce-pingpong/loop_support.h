@@ -6,6 +6,9 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <string>
+
+#include "uroce/verbs/verbs.h"
 
 namespace uroce::pingpong {
 
@@ -24,6 +27,23 @@ class Progress {
  private:
   uint32_t iters_;
   Clock::time_point start_, next_;
+};
+
+// -e: what the examples do when a poll of the CQ finds nothing, with
+// ibv_req_notify_cq and ibv_get_cq_event: the first empty poll arms the CQ
+// and polls again (a completion may have come before the arming); the next
+// sleeps on the channel until the CQ's event, acknowledges it, and polls.
+// The device's engine runs on its own thread meanwhile (session.cpp).
+class EventWait {
+ public:
+  EventWait(CompletionChannel& channel, CompletionQueue& cq) : channel_(channel), cq_(cq) {}
+  // False with a message on failure, or when no event came within `limit`.
+  bool idle(std::chrono::milliseconds limit, std::string& error);
+
+ private:
+  CompletionChannel& channel_;
+  CompletionQueue& cq_;
+  bool armed_ = false;
 };
 
 // Runs the engine until it has nothing left to do (at most ~50 ms): our

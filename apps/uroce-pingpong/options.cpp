@@ -60,7 +60,6 @@ int check_rdma_core_flags(const Options& o, const RdmaCoreFlags& f) {
     std::fprintf(stderr, "uroce-pingpong: %s is not an option of %s\n", x.name, tool_of(o.mode));
     return 2;
   }
-  if (o.events) return refuse("-e/--events (sleep on CQ events) is not supported yet: uroce-pingpong polls the CQ");
   if (f.ts) return refuse("-t/--ts is not supported: uroce completions carry no timestamp");
   // ibv_rc_pingpong's own checks, in its words.
   if (f.prefetch && !f.odp && !f.iodp) return refuse("prefetch is valid only with on-demand memory region");
@@ -128,7 +127,7 @@ int parse_options(int argc, char** argv, Options& o) {
       ->check(CLI::Range(2, 16384));
   app.add_option("-n,--iters", o.iters, "number of exchanges (default 1000; --srq: over all QPs)")->check(CLI::Range(1u, 1000000000u));
   app.add_option("-l,--sl", o.sl, "service level (accepted; RoCEv2 carries none)")->check(CLI::Range(0, 15));
-  app.add_flag("-e,--events", o.events, "sleep on CQ events: not supported yet (refused; uroce-pingpong polls)");
+  app.add_flag("-e,--events", o.events, "sleep on CQ events (the engine runs on a thread of its own meanwhile)");
   app.add_option("-g,--gid-idx", o.gid_idx, "local GID index (default 1: the --ip address; 0 is the link-local address)")->check(CLI::Range(0, 255));
   app.add_flag("-c,--chk", o.chk,
                "validate received buffers: every message carries a pattern of its iteration, the server checks "

@@ -27,7 +27,7 @@ struct Options {
   uint32_t iters = 1000;      // -n (srq: over all QPs)
   uint32_t num_qp = 16;       // -q: srq_pingpong's QPs on one SRQ
   int sl = 0;                 // -l: accepted; RoCEv2 has no SL on the wire
-  bool events = false;        // -e: refused (no completion channel yet)
+  bool events = false;        // -e: sleep on a completion channel
   int gid_idx = 1;            // -g (rc_pingpong: none; RoCE needs one): 1 is the --ip address
   bool chk = false;           // -c
   std::string server;         // positional: client mode when set

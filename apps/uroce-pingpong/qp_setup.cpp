@@ -16,6 +16,16 @@ std::unique_ptr<MemoryRegion> alloc_buffer(ProtectionDomain& pd, uint64_t bytes,
   return mr;
 }
 
+std::unique_ptr<CompletionQueue> create_cq(Device& dev, int cqe, const Options& o,
+                                           std::unique_ptr<CompletionChannel>& channel, std::string& error) {
+  int err = 0;
+  if (o.events && !(channel = dev.create_comp_channel(err)))
+    return error = errno_text("couldn't create completion channel", err), nullptr;
+  auto cq = dev.create_cq(cqe, channel.get(), 0, err);
+  if (!cq) error = errno_text("couldn't create CQ", err);
+  return cq;
+}
+
 std::unique_ptr<QueuePair> create_qp(ProtectionDomain& pd, CompletionQueue& cq, ibv_qp_type type,
                                      SharedReceiveQueue* srq, uint32_t max_recv_wr, uint32_t size,
                                      unsigned& send_flags, int& err) {

@@ -19,6 +19,11 @@ std::string errno_text(const std::string& what, int err);
 // `bytes` of DPDK memory registered for local writes.
 std::unique_ptr<MemoryRegion> alloc_buffer(ProtectionDomain& pd, uint64_t bytes, std::string& error);
 
+// The CQ of `cqe` entries; with -e on a completion channel made into
+// `channel` first, as the examples' pp_init_ctx does.
+std::unique_ptr<CompletionQueue> create_cq(Device& dev, int cqe, const Options& o,
+                                           std::unique_ptr<CompletionChannel>& channel, std::string& error);
+
 // A QP of `type` on `cq` with one send WR and one SGE, receiving from `srq`
 // or into max_recv_wr WRs of its own. Adds IBV_SEND_INLINE to send_flags
 // when the QP can take a whole `size`-byte message inline.

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 #include "app_support.h"
 #include "loop_support.h"
@@ -32,9 +33,15 @@ RunResult run_pingpong(Endpoint& c, const PollFn& poll, const Options& o, bool c
   Progress progress(o.iters);
   auto last_completion = Clock::now();
   uint32_t rcnt = 0, scnt = 0, idle = 0;
+  std::optional<EventWait> events;
+  if (c.channel()) events.emplace(*c.channel(), c.cq());
   while (rcnt < o.iters || scnt < o.iters) {
     ibv_wc wc[2];
     const int ne = c.cq().poll(2, wc);
+    if (ne == 0 && events) {
+      if (!events->idle(stall_limit, r.error)) return r;
+      continue;
+    }
     if (ne == 0) {
       poll();
       if (++idle % 1024 == 0 && Clock::now() - last_completion > stall_limit) {

@@ -44,6 +44,18 @@ std::unique_ptr<exchange::TcpChannel> open_channel(uroce::Endpoint& ep, exchange
   return ch;
 }
 
+// -e: the loop sleeps on the completion channel, so the engine must run
+// without it: on a thread of its own for the run, embedded again after.
+bool start_engine(uroce::Endpoint& ep, const Options& o, std::string& error) {
+  return !o.events || ep.device().start_engine_thread(-1, error);
+}
+
+void stop_engine(uroce::Endpoint& ep, const Options& o) {
+  if (!o.events) return;
+  ep.device().stop_engine_thread();
+  drain([&ep] { return ep.poll(); });
+}
+
 template <class Ctx>
 int run_with(uroce::Endpoint& ep, exchange::TcpListener* listener, const Options& o, std::unique_ptr<Ctx> ctx,
              const char* local_gid_sep) {
@@ -68,7 +80,9 @@ int run_with(uroce::Endpoint& ep, exchange::TcpListener* listener, const Options
   print_address("remote address:", remote);
   if (client && !connect(remote, error)) return fail(error);
 
+  if (!start_engine(ep, o, error)) return fail(error);
   const RunResult r = run_pingpong(*ctx, [&] { return ep.poll(); }, o, client, routs);
+  stop_engine(ep, o);
   if (!r.error.empty()) return fail(r.error);
   print_result(o.size, o.iters, r.usec);
   if (r.mismatches)
@@ -125,7 +139,9 @@ int run_srq(uroce::Endpoint& ep, exchange::TcpListener* listener, const Options&
   for (int i = 0; i < ctx->num_qp(); ++i) print_address("remote address:", remote[size_t(i)]);
   if (client && !connect(remote, error)) return fail(error);
 
+  if (!start_engine(ep, o, error)) return fail(error);
   const RunResult r = run_srq_pingpong(*ctx, [&] { return ep.poll(); }, o, client, routs);
+  stop_engine(ep, o);
   if (!r.error.empty()) return fail(r.error);
   print_result(o.size, o.iters, r.usec);
   if (r.mismatches)

@@ -21,8 +21,8 @@ std::unique_ptr<SrqContext> SrqContext::create(Device& dev, const Options& o, st
   if (!c->mr_) return nullptr;
   c->rx_ = static_cast<uint8_t*>(c->mr_->addr());  // zeroed, as srq_pingpong's buffer
   c->tx_ = o.chk ? c->rx_ + uint64_t(c->slots_) * o.size : c->rx_;
-  c->cq_ = dev.create_cq(int(o.rx_depth + o.num_qp), err);
-  if (!c->cq_) return error = errno_text("couldn't create CQ", err), nullptr;
+  c->cq_ = create_cq(dev, int(o.rx_depth + o.num_qp), o, c->channel_, error);
+  if (!c->cq_) return nullptr;
   SrqInitAttr sa;
   sa.max_wr = o.rx_depth;
   sa.max_sge = 1;

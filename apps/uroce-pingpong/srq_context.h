@@ -39,6 +39,7 @@ class SrqContext {
   static uint64_t wr_kind(uint64_t wr_id) { return wr_id & 3; }
 
   CompletionQueue& cq() { return *cq_; }
+  CompletionChannel* channel() { return channel_.get(); }
   QueuePair& qp(int i) { return *qps_[size_t(i)]; }
   int num_qp() const { return int(qps_.size()); }
   uint32_t size() const { return size_; }
@@ -57,6 +58,7 @@ class SrqContext {
   uint8_t* rx_ = nullptr;
   std::unique_ptr<ProtectionDomain> pd_;
   std::unique_ptr<MemoryRegion> mr_;
+  std::unique_ptr<CompletionChannel> channel_;  // -e
   std::unique_ptr<CompletionQueue> cq_;
   std::unique_ptr<SharedReceiveQueue> srq_;
   std::vector<std::unique_ptr<QueuePair>> qps_;

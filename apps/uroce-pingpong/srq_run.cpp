@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "app_support.h"
@@ -39,8 +40,14 @@ RunResult run_srq_pingpong(SrqContext& c, const PollFn& poll, const Options& o, 
   Progress progress(o.iters);
   auto last_completion = Clock::now();
   uint32_t rcnt = 0, scnt = 0, idle = 0, sends_out = client ? uint32_t(num_qp) : 0;
+  std::optional<EventWait> events;
+  if (c.channel()) events.emplace(*c.channel(), c.cq());
   while (rcnt < o.iters || scnt < o.iters) {
     const int ne = c.cq().poll(int(wc.size()), wc.data());
+    if (ne == 0 && events) {
+      if (!events->idle(stall_limit, r.error)) return r;
+      continue;
+    }
     if (ne == 0) {
       poll();
       if (++idle % 1024 == 0 && Clock::now() - last_completion > stall_limit) {

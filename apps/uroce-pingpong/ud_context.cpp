@@ -33,8 +33,8 @@ std::unique_ptr<UdContext> UdContext::create(Device& dev, const Options& o, bool
   c->rx_ = static_cast<uint8_t*>(c->mr_->addr());
   c->tx_ = (client ? c->rx_ + one : c->rx_) + kGrhBytes;
   std::memset(c->rx_, 0x7b, bytes);  // ud_pingpong's fill
-  c->cq_ = dev.create_cq(int(o.rx_depth + 1), err);
-  if (!c->cq_) return error = errno_text("couldn't create CQ", err), nullptr;
+  c->cq_ = create_cq(dev, int(o.rx_depth + 1), o, c->channel_, error);
+  if (!c->cq_) return nullptr;
   c->qp_ = create_qp(*c->pd_, *c->cq_, IBV_QPT_UD, nullptr, o.rx_depth, o.size, c->send_flags_, err);
   if (!c->qp_) return error = errno_text("couldn't create QP", err), nullptr;
   if (int e = modify_to_init(*c->qp_, IBV_QPT_UD, uint8_t(o.ib_port), kUdQkey))

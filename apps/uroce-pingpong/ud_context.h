@@ -29,6 +29,7 @@ class UdContext : public Endpoint {
   int post_recv(int n) override;
   int post_send() override;
   CompletionQueue& cq() override { return *cq_; }
+  CompletionChannel* channel() override { return channel_.get(); }
   uint8_t* tx() override { return tx_; }
   const uint8_t* rx_payload() override { return rx_ + kGrhBytes; }
   uint32_t recv_byte_len() const override { return size_ + kGrhBytes; }
@@ -50,6 +51,7 @@ class UdContext : public Endpoint {
   exchange::PingpongDest remote_;
   std::unique_ptr<ProtectionDomain> pd_;
   std::unique_ptr<MemoryRegion> mr_;
+  std::unique_ptr<CompletionChannel> channel_;  // -e
   std::unique_ptr<CompletionQueue> cq_;
   std::unique_ptr<QueuePair> qp_;
   std::unique_ptr<AddressHandle> ah_;

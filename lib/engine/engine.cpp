@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "engine.h"
 
+#include <poll.h>
 #include <rte_errno.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include <rte_mempool.h>
 
 #include <algorithm>
@@ -56,6 +59,7 @@ Engine::Engine(const DeviceConfig& config)
 }
 
 Engine::~Engine() {
+  if (async_fd_ >= 0) close(async_fd_);
   for (rte_mbuf* m : backlog_) rte_pktmbuf_free(m);
   for (rte_mbuf* m : looped_) rte_pktmbuf_free(m);
   // Frames of this pool may still sit in a port's queues (a NIC's TX ring,
@@ -66,6 +70,11 @@ Engine::~Engine() {
 }
 
 bool Engine::init(std::string& error) {
+  async_fd_ = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
+  if (async_fd_ < 0) {
+    error = "device " + device_config_.name + ": cannot create the async event descriptor: " + std::strerror(errno);
+    return false;
+  }
   static std::atomic<unsigned> instance{0};
   const std::string name = "uroce_tx" + std::to_string(instance++);
   pool_ = rte_pktmbuf_pool_create(name.c_str(), device_config_.mbufs, 256, 0, kDataRoom, SOCKET_ID_ANY);
@@ -83,17 +92,43 @@ bool Engine::init(std::string& error) {
   return true;
 }
 
-bool Engine::take_async_event(AsyncEvent& ev) {
+namespace {
+
+// Takes one count off an eventfd if it has one (never blocks).
+bool take_count(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  uint64_t v;
+  return poll(&p, 1, 0) == 1 && read(fd, &v, sizeof v) == ssize_t(sizeof v);
+}
+
+}  // namespace
+
+void Engine::post_async_event(const AsyncEvent& ev) {
+  async_events_.push_back(ev);
+  const uint64_t one = 1;
+  [[maybe_unused]] const ssize_t w = write(async_fd_, &one, sizeof one);
+}
+
+bool Engine::take_async_event_counted(AsyncEvent& ev) {
   if (async_events_.empty()) return false;
   ev = async_events_.front();
   async_events_.erase(async_events_.begin());
   return true;
 }
 
+bool Engine::take_async_event(AsyncEvent& ev) {
+  if (!take_async_event_counted(ev)) return false;
+  take_count(async_fd_);
+  return true;
+}
+
 void Engine::drop_async_events(const void* object) {
+  const size_t before = async_events_.size();
   std::erase_if(async_events_, [object](const AsyncEvent& e) {
-    return static_cast<const void*>(e.srq) == object || static_cast<const void*>(e.qp) == object;
+    return static_cast<const void*>(e.srq) == object || static_cast<const void*>(e.qp) == object ||
+           static_cast<const void*>(e.cq) == object;
   });
+  for (size_t n = before - async_events_.size(); n > 0; --n) take_count(async_fd_);
 }
 
 uint32_t Engine::alloc_qpn() {

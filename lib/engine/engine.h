@@ -55,15 +55,21 @@ class Engine : public transport::EngineServices {
   void pace(transport::Qp* qp, uint64_t at);
   rte_mbuf* alloc_mbuf();
   void transmit(rte_mbuf* m, bool to_self);
-  void post_async_event(const AsyncEvent& ev) { async_events_.push_back(ev); }
+  void post_async_event(const AsyncEvent& ev);
   bool resolve(const wire::IpAddr& ip, wire::MacAddr& mac) const { return neighbors_.lookup(ip, mac); }
 
   // Neighbours: static entries, ARP/ND resolution, answers for our GIDs.
   void add_neighbor(const wire::IpAddr& ip, const wire::MacAddr& mac) { neighbors_.set(ip, mac); }
   NeighborState resolve_neighbor(const wire::IpAddr& ip);
 
-  // Asynchronous events, in the order they happened (control path).
+  // Asynchronous events, in the order they happened (control path). The
+  // eventfd (semaphore mode, like a completion channel's) counts them:
+  // readable while one waits. take_async_event takes an event and its
+  // count; take_async_event_counted an event whose count was read.
+  int async_fd() const { return async_fd_; }
+  bool has_async_event() const { return !async_events_.empty(); }
   bool take_async_event(AsyncEvent& ev);
+  bool take_async_event_counted(AsyncEvent& ev);
   // Forgets unread events about an object that goes away.
   void drop_async_events(const void* object);
 
@@ -73,6 +79,7 @@ class Engine : public transport::EngineServices {
 
  private:
   std::vector<AsyncEvent> async_events_;
+  int async_fd_ = -1;
   DeviceConfig device_config_;
   void receive(rte_mbuf* m);
   void neighbor_rx(const rte_mbuf* m);

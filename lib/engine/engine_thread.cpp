@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "engine_thread.h"
 
+#include <linux/futex.h>
 #include <pthread.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
 #include <rte_pause.h>
@@ -27,6 +32,16 @@ constexpr unsigned kDoorbellBurst = 32;
 // rounds: a few microseconds of spinning keep latency low under load, and
 // yielding keeps an idle device from starving threads sharing its core.
 constexpr unsigned kIdleSpins = 64;
+
+long futex(std::atomic<uint32_t>* word, int op, uint32_t val, const timespec* timeout) {
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, val, timeout, nullptr, 0);
+}
+
+uint64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+}
 
 template <class Pred>
 void spin_until(Pred done) {
@@ -69,6 +84,7 @@ bool EngineThread::prepare(transport::Cq& cq, std::string& error) {
             rte_strerror(rte_errno);
     return false;
   }
+  cq.set_threaded(true);
   return true;
 }
 
@@ -122,8 +138,52 @@ void EngineThread::stop() {
   std::lock_guard<std::recursive_mutex> lock(control_);
   if (!threaded()) return;
   stop_.store(true, std::memory_order_release);
+  wake();
   thread_.join();
   threaded_.store(false, std::memory_order_release);
+  for (transport::Cq* cq : cqs_) cq->set_threaded(false);
+}
+
+void EngineThread::wake() {
+  // After the caller's store (a doorbell, a request): a seq_cst fence
+  // against nap()'s store of sleeping_ then check of the same.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!sleeping_.load(std::memory_order_relaxed)) return;
+  wake_word_.fetch_add(1, std::memory_order_release);
+  futex(&wake_word_, FUTEX_WAKE_PRIVATE, 1, nullptr);
+}
+
+bool EngineThread::work_waiting() const {
+  return rte_ring_count(doorbells_) != 0 || pause_req_.load(std::memory_order_acquire) ||
+         stop_.load(std::memory_order_acquire);
+}
+
+void EngineThread::nap(uint64_t ns) {
+  const uint32_t seen = wake_word_.load(std::memory_order_acquire);
+  sleeping_.store(true, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!work_waiting()) {
+    const timespec t{time_t(ns / 1000000000u), long(ns % 1000000000u)};
+    futex(&wake_word_, FUTEX_WAIT_PRIVATE, seen, &t);
+  }
+  sleeping_.store(false, std::memory_order_relaxed);
+}
+
+void EngineThread::idle_wait(uint64_t idle_since, uint64_t& backoff) {
+  const uint64_t max_ns = uint64_t(eng_.device_config().idle_sleep_max_us) * 1000;
+  if (max_ns == 0 || monotonic_ns() - idle_since < kIdleSpinNs) {
+    std::this_thread::yield();
+    return;
+  }
+  // Never past the engine's next timer (retransmission, RNR, ARP, pacing).
+  uint64_t ns = std::min(backoff, max_ns);
+  const uint64_t deadline = eng_.next_deadline();
+  if (deadline != kNever) {
+    const uint64_t now = eng_.device_config().clock->now_ns();
+    ns = deadline > now ? std::min(ns, deadline - now) : 0;
+  }
+  if (ns > 0) nap(ns);
+  backoff = std::min(backoff * 2, max_ns);
 }
 
 void EngineThread::loop(int cpu) {
@@ -143,8 +203,13 @@ void EngineThread::loop(int cpu) {
   if (!registered)
     std::fprintf(stderr, "uroce: engine thread not registered with DPDK (%s); mempool caches bypassed\n",
                  rte_strerror(rte_errno));
+  // Naps end when asked: a slack of 50 us (Linux's default) on each would
+  // add to the latency of the first frame after a quiet spell.
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
   started_.store(1, std::memory_order_release);
   unsigned idle = 0;
+  uint64_t idle_since = 0;
+  uint64_t backoff = kFirstNapNs;
   for (;;) {
     if (pause_req_.load(std::memory_order_acquire)) {
       park();
@@ -154,8 +219,14 @@ void EngineThread::loop(int cpu) {
     int work = drain_doorbells();
     work += eng_.poll();
     publish();
-    if (work > 0) idle = 0;
-    else if (++idle >= kIdleSpins) std::this_thread::yield();
+    if (work > 0) {
+      idle = 0;
+      backoff = kFirstNapNs;
+    } else if (++idle == kIdleSpins) {
+      idle_since = monotonic_ns();
+    } else if (idle > kIdleSpins) {
+      idle_wait(idle_since, backoff);
+    }
   }
   // Posts made before stop() reach the transport; embedded mode goes on.
   drain_doorbells();
@@ -179,6 +250,7 @@ void EngineThread::pause() {
   handshake_ = threaded();
   if (!handshake_) return;
   pause_req_.store(true, std::memory_order_seq_cst);
+  wake();
   spin_until([&] { return parked_.load(std::memory_order_acquire); });
 }
 
@@ -199,6 +271,7 @@ void EngineThread::ring(QpSubmit& s) {
   // commands or this sees the flag cleared and rings again.
   if (s.doorbell.exchange(true, std::memory_order_acq_rel)) return;
   while (rte_ring_enqueue(doorbells_, &s) != 0) rte_pause();  // a slot per QP: never full for long
+  wake();
 }
 
 int EngineThread::drain_doorbells() {

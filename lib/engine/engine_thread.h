@@ -56,6 +56,7 @@ class EngineThread {
   // Runs the posts still queued, then joins; the device is embedded again.
   void stop();
   bool threaded() const { return threaded_.load(std::memory_order_acquire); }
+  engine::Engine& engine() { return eng_; }
 
   // Control path; reentrant on one thread. Prefer the Pause guard.
   void pause();
@@ -76,7 +77,19 @@ class EngineThread {
   // Data path: qp's submission ring has new commands.
   void ring(QpSubmit& s);
 
+  // Idle policy. After kIdleSpinNs without work the thread naps on a futex
+  // (woken at once by a doorbell, a pause or stop), for kFirstNapNs first,
+  // doubling up to DeviceConfig::idle_sleep_max_us, never past the
+  // engine's next timer: received frames have no wake-up (no Rx
+  // interrupt), so a frame that arrives during a nap waits for its end.
+  static constexpr uint64_t kIdleSpinNs = 200'000;
+  static constexpr uint64_t kFirstNapNs = 20'000;
+
  private:
+  void wake();
+  bool work_waiting() const;
+  void nap(uint64_t ns);
+  void idle_wait(uint64_t idle_since, uint64_t& backoff);
   void loop(int cpu);
   void park();
   int drain_doorbells();
@@ -105,6 +118,9 @@ class EngineThread {
   std::atomic<int> started_{0};  // 1 running, -1 failed to start
   alignas(64) std::atomic<bool> pause_req_{false};
   alignas(64) std::atomic<bool> parked_{false};
+  // Written by the engine thread around a nap, read by every doorbell.
+  alignas(64) std::atomic<bool> sleeping_{false};
+  std::atomic<uint32_t> wake_word_{0};
 };
 
 // A control call's scope: the engine thread is parked (threaded mode) and

@@ -37,7 +37,7 @@ void progress(Qp& qp) {
 // Completes the front WQE with an error and flushes the rest.
 void fail(Qp& qp, ibv_wc_status status) {
   if (!qp.sq.empty()) complete_send(qp, qp.sq.front(), status);
-  move_to_error(qp);
+  fail_qp(qp);
 }
 
 // Completes SEND/WRITE WQEs whose last PSN is <= psn. Stops at a READ or

@@ -17,6 +17,21 @@ ibv_wc_opcode wc_opcode(ibv_wr_opcode op) {
 
 namespace {
 
+void post_event(Qp& qp, ibv_event_type type) {
+  AsyncEvent ev;
+  ev.event_type = type;
+  ev.qp = qp.owner;
+  qp.eng->post_async_event(ev);
+}
+
+// The first completion that found the CQ full (IBV_EVENT_CQ_ERR).
+[[gnu::cold]] void cq_overflowed(Qp& qp, Cq& cq) {
+  AsyncEvent ev;
+  ev.event_type = IBV_EVENT_CQ_ERR;
+  ev.cq = cq.owner();
+  qp.eng->post_async_event(ev);
+}
+
 void flush_recv(Qp& qp, const RecvQueue& rq, const RecvWqe& wqe) {
   ibv_wc wc{};
   wc.wr_id = wqe.wr_id;
@@ -43,7 +58,8 @@ void complete_send(Qp& qp, SendWqe& wqe, ibv_wc_status status) {
     wc.qp_num = qp.qpn;
     if (wqe.opcode == IBV_WR_RDMA_READ) wc.byte_len = uint32_t(wqe.length);
     if (wqe.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wqe.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) wc.byte_len = 8;
-    qp.scq->push(wc);
+    if (qp.scq->push(wc)) [[unlikely]]
+      cq_overflowed(qp, *qp.scq);
   }
   release_sges(qp, qp.sq.sgl(wqe));  // none kept for an inline send
   if (wqe.rd_counted) {
@@ -62,7 +78,23 @@ void complete_send(Qp& qp, SendWqe& wqe, ibv_wc_status status) {
   }
 }
 
-void complete_recv(Qp& qp, const ibv_wc& wc) { qp.rcq->push(wc); }
+
+void complete_recv(Qp& qp, const ibv_wc& wc, bool solicited) {
+  if (qp.rcq->push(wc, solicited)) [[unlikely]]
+    cq_overflowed(qp, *qp.rcq);
+}
+
+void fail_qp(Qp& qp) {
+  if (qp.state == IBV_QPS_ERR) return move_to_error(qp);
+  post_event(qp, IBV_EVENT_QP_FATAL);
+  enter_error(qp);
+}
+
+void enter_error(Qp& qp) {
+  // A QP on an SRQ takes no more of its WQEs.
+  if (qp.srq != nullptr) post_event(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
+  move_to_error(qp);
+}
 
 void move_to_error(Qp& qp) {
   qp.state = IBV_QPS_ERR;

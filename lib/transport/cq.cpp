@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "transport/cq.h"
 
+#include "transport/cq_channel.h"
+
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
@@ -27,13 +29,38 @@ Cq::Cq(uint32_t capacity)
 
 Cq::~Cq() { rte_ring_free(wc_ring_); }
 
-void Cq::push(const ibv_wc& wc) {
-  if (head_ - tail_ >= capacity_ || !overflow_.empty()) {
-    overflowed_.store(true, std::memory_order_relaxed);
-    overflow_.push_back(wc);
+bool Cq::spill(const ibv_wc& wc) {
+  const bool first = !overflowed_.exchange(true, std::memory_order_relaxed);
+  overflow_.push_back(wc);
+  return first;
+}
+
+void Cq::note(const ibv_wc& wc, bool solicited) {
+  const bool wakes_solicited = solicited || wc.status != IBV_WC_SUCCESS;
+  if (!threaded_) {
+    // Embedded: pushed is pollable. Nothing to do unless armed.
+    if (armed_.load(std::memory_order_relaxed) != 0) fire(wakes_solicited ? Arm::solicited : Arm::any);
     return;
   }
-  ring_[head_++ & mask_] = wc;
+  if (wakes_solicited) {
+    solicited_upto_ = head_ + uint32_t(overflow_.size()) + 1;
+    solicited_held_ = true;
+  }
+}
+
+void Cq::arm(bool solicited_only) {
+  // seq_cst: ordered before the application's next poll of the ring, as
+  // the engine's fence orders its publication before reading armed_.
+  armed_.store(uint8_t(solicited_only ? Arm::solicited : Arm::any), std::memory_order_seq_cst);
+}
+
+// `have`: the strongest kind among the completions that became pollable
+// (Arm::solicited if any was solicited or unsuccessful).
+void Cq::fire(Arm have) {
+  const uint8_t a = armed_.load(std::memory_order_relaxed);
+  if (a == 0 || (a == uint8_t(Arm::solicited) && have != Arm::solicited)) return;
+  // One event per arming, even if the application re-arms meanwhile.
+  if (armed_.exchange(0, std::memory_order_acq_rel) != 0) channel_->signal(*this);
 }
 
 int Cq::take(int n, ibv_wc* wc) {
@@ -56,6 +83,7 @@ bool Cq::make_ring(const char* name) {
 
 void Cq::publish() {
   ibv_wc batch[32];
+  const uint32_t first = tail_;
   // The engine is the only producer: free room only grows meanwhile.
   unsigned room = ring_room_producer(wc_ring_);
   while (room > 0 && pending()) {
@@ -63,6 +91,19 @@ void Cq::publish() {
     rte_ring_sp_enqueue_bulk_elem(wc_ring_, batch, sizeof(ibv_wc), unsigned(n), nullptr);
     room -= unsigned(n);
   }
+  if (channel_ == nullptr || tail_ == first) return;
+  // A solicited completion not yet published at the previous round has a
+  // serial at or after `first`: it is in this batch (or, if the ring was
+  // full, just behind it, about to follow).
+  Arm have = Arm::any;
+  if (solicited_held_) {
+    if (int32_t(solicited_upto_ - first) > 0) have = Arm::solicited;
+    if (int32_t(solicited_upto_ - tail_) <= 0) solicited_held_ = false;
+  }
+  // Publication before reading armed_, against the application's arm
+  // before its poll: one of the two sees the other.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  fire(have);
 }
 
 int Cq::take_published(int n, ibv_wc* wc) {

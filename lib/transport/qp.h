@@ -127,6 +127,7 @@ static_assert(sizeof(ResponderState) <= 144 && offsetof(ResponderState, res_next
 
 struct Qp {
   EngineServices* eng = nullptr;
+  QueuePair* owner = nullptr;  // the public object, for async events
   ProtectionDomain* pd = nullptr;
   Cq* scq = nullptr;
   Cq* rcq = nullptr;

@@ -169,7 +169,7 @@ int modify_qp(Qp& qp, const ibv_qp_attr& attr, int mask) {
   if (to == IBV_QPS_RESET) enter_reset(qp);
   if (to == IBV_QPS_RTR) enter_rtr(qp);
   if (to == IBV_QPS_RTS) enter_rts(qp, from);
-  if (to == IBV_QPS_ERR && from != IBV_QPS_ERR) move_to_error(qp);
+  if (to == IBV_QPS_ERR && from != IBV_QPS_ERR) enter_error(qp);
   refresh_template(qp);
   return 0;
 }

@@ -19,7 +19,7 @@ using namespace wire;
 // The requester is told, then this QP stops (IBA class C/D errors).
 void fatal(Qp& qp, NakCode code, uint32_t psn) {
   send_nak_now(qp, make_aeth_syndrome(AethType::nak, uint8_t(code)), psn);
-  move_to_error(qp);
+  fail_qp(qp);
 }
 
 void fatal_recv(Qp& qp, NakCode code, uint32_t psn, ibv_wc_status status) {
@@ -90,7 +90,7 @@ void complete_incoming(Qp& qp, const PacketView& pkt, ibv_wc_opcode opcode, uint
     wc.wc_flags |= IBV_WC_WITH_INV;
     wc.invalidated_rkey = pkt.ieth().value();
   }
-  complete_recv(qp, wc);
+  complete_recv(qp, wc, pkt.bth().se());
   release_sges(qp, qp.recv_queue().sgl(qp.resp.recv));
   qp.resp.have_recv = false;
   ++qp.counters.rdma_recvs;

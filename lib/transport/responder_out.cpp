@@ -58,7 +58,7 @@ bool send_read_packet(Qp& qp, RespOut& e, const RdAtomicResource& r) {
       memory::resolve(qp.eng->mrs(), qp.pd, r.rkey, r.va + off, len, IBV_ACCESS_REMOTE_READ, err);
   if (src == nullptr) {
     send_nak_now(qp, make_aeth_syndrome(AethType::nak, uint8_t(NakCode::remote_access_error)), e.cursor_psn);
-    move_to_error(qp);
+    fail_qp(qp);
     return false;
   }
   ExtFields ext;

@@ -46,9 +46,17 @@ void complete_send(Qp& qp, SendWqe& wqe, ibv_wc_status status);
 // The completion opcode of a work request's opcode.
 ibv_wc_opcode wc_opcode(ibv_wr_opcode op);
 // Into the QP's receive CQ.
-void complete_recv(Qp& qp, const ibv_wc& wc);
+// solicited: the message carried the SE bit (ibv_req_notify_cq).
+void complete_recv(Qp& qp, const ibv_wc& wc, bool solicited = false);
 void release_sges(Qp& qp, const SgeList& sgl);
+// Moves to (or stays in) the error state and flushes outstanding work.
 void move_to_error(Qp& qp);
+// A QP that was not in the error state enters it: move_to_error, and
+// IBV_EVENT_QP_LAST_WQE_REACHED for a QP on an SRQ.
+void enter_error(Qp& qp);
+// The transport itself failed the QP (retries exhausted, a NAK, a remote
+// access error): IBV_EVENT_QP_FATAL, then move_to_error.
+void fail_qp(Qp& qp);
 
 // Packet construction (packet.cpp).
 struct OutPacket {

@@ -100,7 +100,7 @@ void ud_rx(Qp& qp, const PacketView& pkt) {
   else if (!memory::scatter(mrs, qp.pd, sgl, 0, grh, kGrhLen) ||
            !memory::scatter(mrs, qp.pd, sgl, kGrhLen, pkt.payload, pkt.payload_len))
     wc.status = IBV_WC_LOC_PROT_ERR;
-  complete_recv(qp, wc);
+  complete_recv(qp, wc, pkt.bth().se());
   release_sges(qp, sgl);
   rq.wq.pop();
   recv_taken(qp);

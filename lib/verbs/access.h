@@ -7,6 +7,7 @@
 // reach their own structures behind an ibv_qp.
 #pragma once
 
+#include "uroce/verbs/completion_channel.h"
 #include "uroce/verbs/completion_queue.h"
 #include "uroce/verbs/device.h"
 #include "uroce/verbs/memory_region.h"
@@ -22,6 +23,7 @@ struct Access {
   static transport::Cq& cq(const CompletionQueue& c) { return *c.cq_; }
   static transport::RecvQueue& srq(const SharedReceiveQueue& s) { return *s.queue_; }
   static memory::Region& region(const MemoryRegion& m) { return *m.region_; }
+  static transport::CqChannel* channel(const CompletionChannel& c) { return c.core_.get(); }
 };
 
 inline engine::Engine& to_engine(const Device& d) { return Access::engine(d); }
@@ -29,6 +31,7 @@ inline EngineThread& to_thread(const Device& d) { return Access::thread(d); }
 inline transport::Qp& to_qp(const QueuePair& q) { return Access::qp(q); }
 inline transport::Cq& to_cq(const CompletionQueue& c) { return Access::cq(c); }
 inline transport::RecvQueue& to_srq(const SharedReceiveQueue& s) { return Access::srq(s); }
+inline transport::CqChannel* to_channel(const CompletionChannel& c) { return Access::channel(c); }
 inline memory::Region& to_region(const MemoryRegion& m) { return Access::region(m); }
 
 }  // namespace uroce::detail

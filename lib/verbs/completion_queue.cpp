@@ -4,15 +4,28 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <cerrno>
+
+#include "access.h"
+#include "engine/engine.h"
 #include "engine/engine_thread.h"
 #include "transport/cq.h"
+#include "transport/cq_channel.h"
 
 namespace uroce {
 
-CompletionQueue::CompletionQueue(uint32_t capacity, detail::EngineThread* thread)
-    : cq_(std::make_unique<transport::Cq>(capacity)), thread_(thread) {}
+CompletionQueue::CompletionQueue(uint32_t capacity, detail::EngineThread* thread, CompletionChannel* channel,
+                                 int comp_vector)
+    : cq_(std::make_unique<transport::Cq>(capacity)), thread_(thread), channel_(channel), comp_vector_(comp_vector) {
+  cq_->set_owner(this);
+  if (channel_ != nullptr) cq_->set_channel(detail::to_channel(*channel_));
+}
 
 CompletionQueue::~CompletionQueue() {
+  // Waited for outside the pause: the acknowledgement may come from
+  // another thread, whose control calls the pause would hold up.
+  transport::CqChannel* ch = cq_->channel();
+  if (ch != nullptr) ch->wait_acked(*cq_);
   detail::Pause pause(*thread_);
   if (cq_->users() != 0) {
     // verbs answers EBUSY; a destructor cannot, and going on would leave
@@ -21,6 +34,18 @@ CompletionQueue::~CompletionQueue() {
     std::abort();
   }
   thread_->detach_cq(*cq_);
+  thread_->engine().drop_async_events(this);
+  if (ch != nullptr) ch->detach(*cq_);
+}
+
+int CompletionQueue::req_notify(bool solicited_only) {
+  if (channel_ == nullptr) return EINVAL;
+  cq_->arm(solicited_only);
+  return 0;
+}
+
+void CompletionQueue::ack_events(unsigned n) {
+  if (transport::CqChannel* ch = cq_->channel(); ch != nullptr && n > 0) ch->ack(*cq_, n);
 }
 
 int CompletionQueue::poll(int n, ibv_wc* wc) {

@@ -1,11 +1,17 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "uroce/verbs/device.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 
 #include "../engine/engine.h"
 #include "../transport/qp.h"
+#include "access.h"
 #include "engine/engine_thread.h"
+#include "transport/cq_channel.h"
+#include "uroce/verbs/completion_channel.h"
 #include "uroce/verbs/completion_queue.h"
 #include "uroce/verbs/protection_domain.h"
 
@@ -35,20 +41,35 @@ std::unique_ptr<ProtectionDomain> Device::alloc_pd() {
   return std::unique_ptr<ProtectionDomain>(new ProtectionDomain(this, next_pd_handle_++));
 }
 
-std::unique_ptr<CompletionQueue> Device::create_cq(int cqe, int& err) {
-  if (cqe <= 0 || uint32_t(cqe) > engine_->device_config().limits.max_cqe) {
+std::unique_ptr<CompletionQueue> Device::create_cq(int cqe, int& err) { return create_cq(cqe, nullptr, 0, err); }
+
+std::unique_ptr<CompletionQueue> Device::create_cq(int cqe, CompletionChannel* channel, int comp_vector, int& err) {
+  if (cqe <= 0 || uint32_t(cqe) > engine_->device_config().limits.max_cqe || comp_vector < 0 ||
+      comp_vector >= num_comp_vectors() || (channel != nullptr && channel->device_ != this)) {
     err = EINVAL;
     return nullptr;
   }
   detail::Pause pause(*thread_);
-  std::unique_ptr<CompletionQueue> cq(new CompletionQueue(uint32_t(cqe), thread_.get()));
+  std::unique_ptr<CompletionQueue> cq(new CompletionQueue(uint32_t(cqe), thread_.get(), channel, comp_vector));
   std::string why;
   if (!thread_->attach_cq(*cq->cq_, why)) {
+    cq->cq_->set_channel(nullptr);
     err = ENOMEM;
     return nullptr;
   }
+  if (channel != nullptr) detail::to_channel(*channel)->attach();
   err = 0;
   return cq;
+}
+
+std::unique_ptr<CompletionChannel> Device::create_comp_channel(int& err) {
+  std::unique_ptr<CompletionChannel> ch(new CompletionChannel(this));
+  if (!detail::to_channel(*ch)->open()) {
+    err = errno;
+    return nullptr;
+  }
+  err = 0;
+  return ch;
 }
 
 int Device::poll() { return thread_->threaded() ? 0 : engine_->poll(); }
@@ -90,6 +111,26 @@ const DeviceLimits& Device::limits() const { return engine_->device_config().lim
 bool Device::get_async_event(AsyncEvent& ev) {
   detail::Pause pause(*thread_);
   return engine_->take_async_event(ev);
+}
+
+int Device::async_event_fd() const { return engine_->async_fd(); }
+
+int Device::wait_async_event(AsyncEvent& ev) {
+  for (;;) {
+    if (!thread_->threaded()) {
+      const int flags = fcntl(engine_->async_fd(), F_GETFL);
+      const bool nonblocking = flags >= 0 && (flags & O_NONBLOCK);
+      while (!engine_->has_async_event()) {
+        engine_->poll();
+        if (nonblocking && !engine_->has_async_event()) return EAGAIN;
+      }
+    }
+    uint64_t v;
+    if (read(engine_->async_fd(), &v, sizeof v) != ssize_t(sizeof v)) return errno;
+    detail::Pause pause(*thread_);
+    // Empty only if the event's object was destroyed meanwhile.
+    if (engine_->take_async_event_counted(ev)) return 0;
+  }
 }
 
 DeviceCounters Device::counters() const {

@@ -17,7 +17,9 @@
 namespace uroce {
 
 QueuePair::QueuePair(ProtectionDomain* pd, std::unique_ptr<transport::Qp> impl)
-    : pd_(pd), impl_(std::move(impl)) {}
+    : pd_(pd), impl_(std::move(impl)) {
+  impl_->owner = this;
+}
 
 QueuePair::~QueuePair() {
   detail::EngineThread& thread = detail::to_thread(pd_->device());
@@ -32,6 +34,7 @@ QueuePair::~QueuePair() {
   qp.rcq->detach();
   if (qp.srq) --qp.srq->users;
   thread.detach_qp(*impl_);
+  detail::to_engine(pd_->device()).drop_async_events(this);
   --pd_->children_;
 }
 

@@ -50,12 +50,14 @@ struct QpOptions {
   uint32_t srq_wr = 0;             // > 0: the QPs receive from one SRQ this deep
   uint32_t srq_sge = 1;
   unsigned num_qps = 1;
+  bool cq_channel = false;         // the CQ reports to a completion channel of its own
 };
 
 // One end. Members go in reverse order (QPs and AH first, PD last), as
 // verbs requires.
 struct PairSide {
   Device* dev = nullptr;
+  std::unique_ptr<CompletionChannel> channel;  // QpOptions::cq_channel
   std::unique_ptr<ProtectionDomain> pd;
   std::unique_ptr<CompletionQueue> cq;
   std::unique_ptr<MemoryRegion> mr;
@@ -101,7 +103,11 @@ inline PairSide make_side(Device& dev, const QpOptions& o) {
   s.dev = &dev;
   s.pd = dev.alloc_pd();
   int err = -1;
-  s.cq = dev.create_cq(o.cq_entries, err);
+  if (o.cq_channel) {
+    s.channel = dev.create_comp_channel(err);
+    REQUIRE(err == 0);
+  }
+  s.cq = dev.create_cq(o.cq_entries, s.channel.get(), 0, err);
   REQUIRE(err == 0);
   s.mr = s.pd->alloc_mr(o.bytes, o.mr_access, err);
   REQUIRE(err == 0);

@@ -17,8 +17,9 @@ wire::IpAddr ip(const char* text) {
 }
 
 std::unique_ptr<Device> open_device(const char* name, PacketPort& port, Clock& clock, const char* gid,
-                                    uint64_t seed) {
+                                    uint64_t seed, uint32_t idle_sleep_max_us) {
   DeviceConfig c;
+  c.idle_sleep_max_us = idle_sleep_max_us;
   c.name = name;
   c.port = &port;
   c.clock = &clock;
@@ -46,9 +47,10 @@ void check_wc(const ibv_wc& wc, uint64_t wr_id, ibv_wc_opcode op) {
 
 }  // namespace
 
-RealTimePair::RealTimePair(PacketPort& pa, PacketPort& pb, uint64_t seed, QpOptions o, size_t bytes) {
-  da = open_device("uroce_a", pa, clock, "10.0.0.1", seed);
-  db = open_device("uroce_b", pb, clock, "10.0.0.2", seed + 1);
+RealTimePair::RealTimePair(PacketPort& pa, PacketPort& pb, uint64_t seed, QpOptions o, size_t bytes,
+                           uint32_t idle_sleep_max_us) {
+  da = open_device("uroce_a", pa, clock, "10.0.0.1", seed, idle_sleep_max_us);
+  db = open_device("uroce_b", pb, clock, "10.0.0.2", seed + 1, idle_sleep_max_us);
   da->add_neighbor(ip("10.0.0.2"), pb.mac());
   db->add_neighbor(ip("10.0.0.1"), pa.mac());
   o.bytes = bytes;

@@ -20,7 +20,9 @@ using Millis = std::chrono::milliseconds;
 class RealTimePair {
  public:
   // Ports must outlive the pair. gids 10.0.0.1 (a) and 10.0.0.2 (b).
-  RealTimePair(PacketPort& pa, PacketPort& pb, uint64_t seed, QpOptions o = {}, size_t bytes = 1 << 20);
+  // idle_sleep_max_us: DeviceConfig's, for both devices.
+  RealTimePair(PacketPort& pa, PacketPort& pb, uint64_t seed, QpOptions o = {}, size_t bytes = 1 << 20,
+               uint32_t idle_sleep_max_us = DeviceConfig{}.idle_sleep_max_us);
   // Polls until both devices have been idle for a while, so no frame is in
   // flight when the devices (and their pools) go away.
   ~RealTimePair();

@@ -6,6 +6,9 @@
 #include <catch2/catch.hpp>
 
 #include <sched.h>
+#include <sys/resource.h>
+
+#include <cstdio>
 
 #include <atomic>
 #include <chrono>
@@ -725,6 +728,143 @@ TEST_CASE("threaded: two QPs of one threaded device, looped back inside its engi
     for (int i = 0; i < 1000 && dev->poll() > 0; ++i) {
     }
   }
+}
+
+}  // namespace uroce::test
+
+namespace uroce::test {
+namespace {
+
+double cpu_seconds() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+// Process CPU time over wall time while the test thread sleeps for `wall`
+// (the engine threads idle meanwhile).
+double idle_cpu_share(std::chrono::milliseconds wall) {
+  const double c0 = cpu_seconds();
+  const auto t0 = SteadyClock::now();
+  std::this_thread::sleep_for(wall);
+  const double c1 = cpu_seconds();
+  return (c1 - c0) / std::chrono::duration<double>(SteadyClock::now() - t0).count();
+}
+
+// b's side waits the verbs way: poll; if empty, arm, poll again (a
+// completion may have come before the arming), then sleep in get_event.
+ibv_wc wait_with_events(Side& s) {
+  ibv_wc wc{};
+  for (;;) {
+    if (s.cq->poll(1, &wc) == 1) return wc;
+    REQUIRE(s.cq->req_notify(false) == 0);
+    if (s.cq->poll(1, &wc) == 1) return wc;
+    CompletionQueue* cq = nullptr;
+    REQUIRE(s.channel->get_event(cq) == 0);
+    REQUIRE(cq == s.cq.get());
+    cq->ack_events(1);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("threaded: sleeping on a completion channel; an idle engine thread naps", "[threaded-events]") {
+  std::unique_ptr<DpdkPort> pa, pb;
+  std::string error;
+  REQUIRE(open_ring_pair("thr_events", 1500, pa, pb, error));
+  QpOptions o = slow_timer();
+  o.cq_channel = true;
+
+  // Before: an engine that never naps keeps its threads busy.
+  double spinning = 0;
+  {
+    RealTimePair p(*pa, *pb, 510, o, 1 << 20, 0);
+    start_thread(*p.da);
+    start_thread(*p.db);
+    spinning = idle_cpu_share(std::chrono::milliseconds(500));
+    check_quiet(p);
+  }
+
+  RealTimePair p(*pa, *pb, 511, o);
+  start_thread(*p.da);
+  start_thread(*p.db);
+
+  // A thread blocked in get_event; the process must stay (nearly) idle.
+  REQUIRE(p.b.cq->req_notify(false) == 0);
+  std::atomic<CompletionQueue*> woke{nullptr};
+  std::atomic<int> rc{-1};
+  std::thread waiter([&] {
+    CompletionQueue* cq = nullptr;
+    rc = p.b.channel->get_event(cq);
+    woke = cq;
+  });
+  const double napping = idle_cpu_share(std::chrono::milliseconds(1000));
+  std::printf("idle process CPU / wall: %.1f%% with the engine threads spinning, %.1f%% napping\n",
+              100 * spinning, 100 * napping);
+  CHECK(napping < 0.10);
+  CHECK(woke.load() == nullptr);
+
+  REQUIRE(post_recv(p.b, 1, 0, 256) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_SEND, 2, 0, 64) == 0);
+  const auto t0 = SteadyClock::now();
+  while (woke.load() == nullptr && SteadyClock::now() - t0 < Millis(5000)) std::this_thread::sleep_for(Millis(1));
+  waiter.join();
+  CHECK(rc.load() == 0);
+  REQUIRE(woke.load() == p.b.cq.get());
+  p.b.cq->ack_events(1);
+  REQUIRE(drain(*p.b.cq, 1).size() == 1);
+  REQUIRE(drain(*p.a.cq, 1).size() == 1);
+
+  // Many round trips, b sleeping for each receive: a lost wake-up hangs.
+  constexpr int kRounds = 300;
+  for (int i = 0; i < kRounds; ++i) {
+    REQUIRE(post_recv(p.b, 100 + i, 0, 256) == 0);
+    REQUIRE(post_wr(p.a, IBV_WR_SEND, 1000 + i, 0, 64) == 0);
+    const ibv_wc wc = wait_with_events(p.b);
+    CHECK(wc.status == IBV_WC_SUCCESS);
+    CHECK(wc.wr_id == uint64_t(100 + i));
+    REQUIRE(drain(*p.a.cq, 1).size() == 1);
+  }
+
+  // Async events while threaded: a thread blocked in wait_async_event
+  // wakes when a's new QP exhausts its retries (its peer QP is gone).
+  {
+    int err = 0;
+    QpInitAttr init;
+    init.cap.max_send_wr = init.cap.max_recv_wr = 4;
+    init.cap.max_send_sge = init.cap.max_recv_sge = 1;
+    init.send_cq = init.recv_cq = p.a.cq.get();
+    auto qa = p.a.pd->create_qp(init, err);
+    REQUIRE(err == 0);
+    init.send_cq = init.recv_cq = p.b.cq.get();
+    auto qb = p.b.pd->create_qp(init, err);
+    REQUIRE(err == 0);
+    QpOptions quick;
+    quick.timeout = 8;  // 1 ms
+    quick.retry_cnt = 1;
+    connect(*qa, with_psn(quick, 70), *p.db, qb->qp_num(), 80);
+    connect(*qb, with_psn(quick, 80), *p.da, qa->qp_num(), 70);
+    qb.reset();
+    AsyncEvent ev;
+    std::atomic<int> arc{-1};
+    std::thread waiter([&] { arc = p.da->wait_async_event(ev); });
+    ibv_sge sge{p.a.addr(0), 64, p.a.mr->lkey()};
+    SendWr sw;
+    sw.wr_id = 9;
+    sw.sg_list = &sge;
+    sw.num_sge = 1;
+    sw.send_flags = IBV_SEND_SIGNALED;
+    const SendWr* bad = nullptr;
+    REQUIRE(qa->post_send(&sw, &bad) == 0);
+    const auto wc = drain(*p.a.cq, 1);
+    REQUIRE(wc.size() == 1);
+    CHECK(wc[0].status == IBV_WC_RETRY_EXC_ERR);
+    waiter.join();
+    CHECK(arc.load() == 0);
+    CHECK(ev.event_type == IBV_EVENT_QP_FATAL);
+    CHECK(ev.qp == qa.get());
+  }
+  check_quiet(p);
 }
 
 }  // namespace uroce::test

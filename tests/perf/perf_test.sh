@@ -41,6 +41,21 @@ case $case_ in
     grep -q "Max inline data : 0\[B\]" "$out" || fail "-I 0 not kept"
     run_ok write_bw --loopback --verify -n 200
     grep -q "Max inline data : 0\[B\]" "$out" || fail "write_bw: default inline size is not 0" ;;
+  events)
+    # -e in every test perftest takes it in: the loops sleep on the
+    # completion channels while the engines run on threads of their own.
+    for t in send_bw read_bw atomic_bw send_lat read_lat atomic_lat; do
+      run_ok $t --loopback --verify -n 300 -e
+      [ "$(row_count)" = 1 ] || fail "$t -e: expected one result row"
+      grep -q "Test with events" "$out" || fail "$t -e: no 'Test with events' banner line"
+    done
+    run_ok send_bw --loopback --verify -n 300 -e -q 2 -b
+    run_ok send_bw --loopback --verify -n 300 -e -c UD -s 512
+    run_ok read_lat --loopback --verify -n 100 -e --idle-sleep-us 0
+    # -X names a completion vector; the device has one (0).
+    run_ok send_lat --loopback --verify -n 50 -e -X 0
+    timeout 60 "$perf" send_lat --loopback -n 50 -e -X 1 >"$out" 2>&1 && fail "-X 1 was accepted"
+    grep -q "Completion vector specified is invalid" "$out" || fail "-X 1: no message about the vector" ;;
   sizes-and-mtus)
     # sizes that are not multiples of the MTU, every path MTU, several QPs
     for m in 256 1024 4096; do
@@ -147,7 +162,7 @@ for side in ('client', 'server'):
     [ $? = 2 ] && grep -q "loopback" "$out" || fail "client/server mode should explain it needs --dev and --ip, or --loopback"
     for case in "--loopback --dev net_null0|takes no --dev" "--dev net_null0 --ip 300.1.1.1|not an IPv4" \
                 "--dev net_null0 --ip 10.0.0.1 --mac zz|not a MAC" "--loopback -x 3|valid indexes 0..2" \
-                "--loopback -e|not supported yet" "--loopback -R|rdma_cm"; do
+                "--loopback --idle-sleep-us 2000000|idle-sleep-us" "--loopback -R|rdma_cm"; do
       timeout 30 "$perf" send_bw ${case%%|*} >"$out" 2>&1
       rc=$?
       [ $rc = 2 ] && grep -q -- "${case##*|}" "$out" || fail "send_bw ${case%%|*}: exit $rc, expected 2 and '${case##*|}'"

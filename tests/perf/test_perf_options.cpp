@@ -195,7 +195,8 @@ TEST_CASE("flags another test type lists get perftest's treatment", "[perf][opti
   refused({"atomic_bw", "--loopback", "-c", "UC"}, "UC connection not possible in READ/ATOMIC");
   refused({"read_lat", "--loopback", "-c", "UC"}, "UC connection not possible in READ/ATOMIC");
   refused({"write_bw", "--loopback", "-R"}, "rdma_cm");
-  refused({"send_bw", "--loopback", "-e"}, "uroce polls completions");
+  refused({"write_bw", "--loopback", "-e"}, "Events feature not available on WRITE verb");
+  refused({"write_lat", "--loopback", "-X", "0"}, "Events feature not available on WRITE verb");
   // perftest takes -t in a latency test and does nothing with it
   const Outcome unused = parse({"write_lat", "--loopback", "-t", "4"});
   CHECK(unused.rc == -1);
@@ -218,6 +219,10 @@ TEST_CASE("perftest's defaults and rules", "[perf][options]") {
   CHECK(parsed({"write_bw", "--loopback"}).iters == 5000);
   CHECK(parsed({"read_bw", "--loopback"}).iters == 1000);
   CHECK(parsed({"send_bw", "--loopback"}).iters == 1000);
+  CHECK_FALSE(parsed({"send_bw", "--loopback"}).use_event);
+  CHECK(parsed({"send_bw", "--loopback", "-e"}).use_event);
+  CHECK(parsed({"read_lat", "--loopback", "-e", "-X", "3"}).comp_vector == 3);
+  CHECK(parsed({"atomic_bw", "--loopback", "--idle-sleep-us", "0"}).idle_sleep_us == 0);
   CHECK(parsed({"write_lat", "--loopback"}).size == 2);
   CHECK(parsed({"atomic_lat", "--loopback"}).size == 8);
   CHECK(parsed({"write_bw", "--loopback"}).cq_mod == 1);          // above 8 KiB: no CQ moderation

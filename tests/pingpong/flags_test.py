@@ -44,7 +44,7 @@ TABLE = {
     'prefetch': ('ignored', None, ['-o'], 'no on-demand MR'),  # rdma-core: needs -o or -O
     'dm': ('ignored', None, [], 'no device memory'),
     'new_send': ('ignored', None, [], 'one way to post a send'),
-    'events': ('refused', None, [], 'not supported yet'),
+    'events': ('accepted', None, [], None),
     'ts': ('refused', None, [], 'not supported'),
 }
 

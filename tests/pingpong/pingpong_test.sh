@@ -7,7 +7,7 @@
 # fd00::1/::2 for the IPv6 run. Needs root; exit 77 (skip) otherwise.
 #
 # usage: pingpong_test.sh CASE UROCE_PINGPONG UROCE_DUMP ORACLE_PY WORKDIR
-#   CASE: sizes | pcap | errors | usage | ud | uc | srq
+#   CASE: sizes | pcap | errors | usage | ud | uc | srq | events
 #
 # Namespace A is this script's own (unshare --net re-runs it there);
 # namespace B belongs to a `sleep` holder process. Both vanish when their
@@ -387,6 +387,24 @@ case $case_ in
     grep -q "couldn't read remote address 0 of 256" "$work/fewer.cli.out" || fail "-q 4 vs -q 2: the client does not say the server hung up"
     echo "ok: -q 4 server, -q 2 client -> both exit 1, the server names the cause" ;;
 
+  events)
+    setup_links
+    # -e: each side sleeps on its completion channel between completions
+    # (its engine on a thread of its own); -c checks every message. The
+    # last run pairs an -e server with a polling client.
+    for run in "rc:-e:-e" "ud:-e:-e" "srq:-e:-e" "rc:-e:"; do
+      IFS=: read -r mode se ce <<<"$run"
+      extra= sep=,
+      [ "$mode" = ud ] && extra=--ud sep=:
+      [ "$mode" = srq ] && extra="--srq -q 3"
+      name=events-$mode${ce:+-both}
+      start_server "$name" "" $extra $se -s 512 -n 500 -c --timeout 20
+      run_client "$name" "" $extra $ce -s 512 -n 500 -c --timeout 20
+      wait_server
+      check_run "$name" 512 500 $sep
+      echo "ok: $mode server $se, client ${ce:-polling}: $(grep usec/iter "$work/$name.cli.out")"
+    done ;;
+
   usage)
     expect() {  # expect RC NEEDLE ARGS...
       local want=$1 needle=$2; shift 2
@@ -396,7 +414,6 @@ case $case_ in
       grep -q -- "$needle" "$work/usage.out" || fail "uroce-pingpong $*: output lacks '$needle'"
     }
     d="--dev net_null0 --ip 10.0.0.1"
-    expect 2 "events (sleep on CQ events) is not supported yet" $d -e
     expect 2 "prefetch is valid only with on-demand memory region" $d -P
     expect 2 "--ip 10.0.0.300: not an IPv4 or IPv6 address" --dev net_null0 --ip 10.0.0.300
     expect 2 "--mac 02:00: not a MAC address" $d --mac 02:00
@@ -406,7 +423,8 @@ case $case_ in
     expect 2 "mtu" $d -m 1000
     expect 2 "ib-port" $d -i 2
     expect 2 "size" $d -s 0
-    expect 0 "not supported yet" --help
+    expect 0 "timestamps: not supported" --help
+    expect 0 "sleep on CQ events" --help
     expect 0 "chk" --help
     expect 0 "uroce-pingpong" --version
     expect 0 "ibv_ud_pingpong" --help

@@ -19,6 +19,7 @@ namespace uroce {
 namespace transport {
 class Cq;
 }
+class CompletionChannel;
 namespace detail {
 class EngineThread;
 struct Access;
@@ -32,6 +33,20 @@ class UROCE_API CompletionQueue {
 
   // Up to n completions into wc, oldest first; returns how many.
   int poll(int n, ibv_wc* wc);
+  // ibv_req_notify_cq: the next completion (solicited_only: the next one
+  // of an incoming SEND with the solicited bit, or the next unsuccessful
+  // one) that arrives after this call queues one event on the CQ's
+  // channel; then the CQ must be armed again. Completions already in the
+  // CQ do not count: arm, then poll the CQ empty, then wait. EINVAL if
+  // the CQ has no channel.
+  int req_notify(bool solicited_only);
+  // ibv_ack_cq_events: n events taken with CompletionChannel::get_event.
+  // Destroying the CQ waits until every event handed out is acknowledged.
+  void ack_events(unsigned n);
+  CompletionChannel* channel() const { return channel_; }
+  // The completion vector given at creation (uroce has one interrupt-less
+  // engine per device: recorded, for ibv_cq's comp_vector).
+  int comp_vector() const { return comp_vector_; }
   uint32_t capacity() const;
   // Completions waiting; in threaded mode, those poll() can take now.
   uint32_t size() const;
@@ -44,10 +59,12 @@ class UROCE_API CompletionQueue {
  private:
   friend class Device;
   friend struct detail::Access;
-  CompletionQueue(uint32_t capacity, detail::EngineThread* thread);
+  CompletionQueue(uint32_t capacity, detail::EngineThread* thread, CompletionChannel* channel, int comp_vector);
 
   std::unique_ptr<transport::Cq> cq_;
   detail::EngineThread* thread_;
+  CompletionChannel* channel_;
+  int comp_vector_;
 };
 
 }  // namespace uroce

@@ -34,6 +34,7 @@ struct Access;
 
 class ProtectionDomain;
 class CompletionQueue;
+class CompletionChannel;
 
 class UROCE_API Device {
  public:
@@ -46,6 +47,14 @@ class UROCE_API Device {
   std::unique_ptr<ProtectionDomain> alloc_pd();
   // ibv_create_cq: EINVAL if cqe is 0 or above the device limit.
   std::unique_ptr<CompletionQueue> create_cq(int cqe, int& err);
+  // ibv_create_cq with a completion channel (nullptr: none) and a
+  // completion vector (0 .. num_comp_vectors()-1, else EINVAL).
+  std::unique_ptr<CompletionQueue> create_cq(int cqe, CompletionChannel* channel, int comp_vector, int& err);
+  // ibv_create_comp_channel: nullptr with err (EMFILE, ENFILE, ENOMEM) if
+  // its descriptor cannot be made.
+  std::unique_ptr<CompletionChannel> create_comp_channel(int& err);
+  // Completion vectors: one, the engine.
+  int num_comp_vectors() const { return 1; }
 
   // Runs the engine once; returns the amount of work done (0 = idle). In
   // threaded mode it does nothing and returns 0.
@@ -80,8 +89,18 @@ class UROCE_API Device {
   const std::vector<wire::IpAddr>& gids() const;
   const DeviceLimits& limits() const;
   // ibv_get_async_event without blocking: the oldest event not yet taken,
-  // false if there is none. Take an SRQ's events before destroying it.
+  // false if there is none. Destroying a QP, CQ or SRQ drops its events
+  // not yet taken (an event taken stays valid until its object goes: there
+  // is nothing to acknowledge, ibv_ack_async_event has no counterpart).
   bool get_async_event(AsyncEvent& ev);
+  // Readable while an event waits (an eventfd), for poll/epoll or an event
+  // loop; may be set O_NONBLOCK.
+  int async_event_fd() const;
+  // ibv_get_async_event: waits for the next event; 0, or EAGAIN if the
+  // descriptor is O_NONBLOCK and none waits, or EINTR. In embedded mode it
+  // runs the engine while it waits (events come only from the engine). Use
+  // either this or get_async_event from one thread at a time.
+  int wait_async_event(AsyncEvent& ev);
   // Sum over live and destroyed QPs plus device-level drops.
   DeviceCounters counters() const;
 

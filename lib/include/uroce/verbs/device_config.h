@@ -35,6 +35,12 @@ struct DeviceConfig {
   // ARP/ND: a request every retry_ms until a reply or timeout_ms.
   uint32_t neighbor_retry_ms = 200;
   uint32_t neighbor_timeout_ms = 3000;
+  // Threaded mode: after 200 us without work the engine thread naps,
+  // 20 us first, doubling up to this, so an idle device stops using a
+  // core. A frame that arrives during a nap is seen at its end (there is no
+  // Rx interrupt); posts and control calls wake it at once. 0: never nap
+  // (the thread spins, yielding the CPU). docs/engine.md.
+  uint32_t idle_sleep_max_us = 1000;
   DeviceLimits limits{};
   // Congestion control of every QP unless its QpInitAttr::cc overrides it
   // (docs/dcqcn.md). Data packets carry cc.dcqcn.data_ecn even with none.

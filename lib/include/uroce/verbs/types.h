@@ -92,11 +92,18 @@ struct DeviceLimits {
 };
 
 // An asynchronous event (ibv_get_async_event's ibv_async_event, with our
-// objects). Only IBV_EVENT_SRQ_LIMIT_REACHED is produced so far.
+// objects). Produced: IBV_EVENT_QP_FATAL (the transport moved an RC QP to
+// the error state: retries or RNR retries exhausted, a NAK, a remote or
+// local access error; not a modify to ERR), IBV_EVENT_QP_LAST_WQE_REACHED
+// (a QP on an SRQ entered the error state, by any cause),
+// IBV_EVENT_CQ_ERR (the first completion that found a CQ full: it is kept
+// all the same, CompletionQueue::overflowed) and
+// IBV_EVENT_SRQ_LIMIT_REACHED. docs/verbs.md lists those that are not.
 struct AsyncEvent {
   ibv_event_type event_type = IBV_EVENT_DEVICE_FATAL;
   SharedReceiveQueue* srq = nullptr;  // SRQ events
   QueuePair* qp = nullptr;            // QP events
+  CompletionQueue* cq = nullptr;      // CQ events
 };
 
 // Where a peer's MAC address stands (ARP for IPv4, ND for IPv6).

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "uroce/verbs/address_handle.h"
+#include "uroce/verbs/completion_channel.h"
 #include "uroce/verbs/completion_queue.h"
 #include "uroce/verbs/counters.h"
 #include "uroce/verbs/device.h"

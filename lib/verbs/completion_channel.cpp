@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "uroce/verbs/completion_channel.h"
+
+#include <fcntl.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+
+#include "transport/cq.h"
+#include "transport/cq_channel.h"
+#include "uroce/verbs/device.h"
+
+namespace uroce {
+
+CompletionChannel::CompletionChannel(Device* device)
+    : device_(device), core_(std::make_unique<transport::CqChannel>()) {}
+
+CompletionChannel::~CompletionChannel() {
+  if (core_->users() != 0) {
+    std::fprintf(stderr, "uroce: completion channel destroyed while %u CQ(s) still use it\n", core_->users());
+    std::abort();
+  }
+}
+
+int CompletionChannel::fd() const { return core_->fd(); }
+
+int CompletionChannel::get_event(CompletionQueue*& cq) {
+  for (;;) {
+    if (!device_->engine_thread_running()) {
+      // Embedded mode: no one else runs the engine, so wait by running it.
+      const int flags = fcntl(core_->fd(), F_GETFL);
+      const bool nonblocking = flags >= 0 && (flags & O_NONBLOCK);
+      while (!core_->has_event()) {
+        device_->poll();
+        if (nonblocking && !core_->has_event()) return EAGAIN;
+      }
+    }
+    if (const int e = core_->consume(); e != 0) return e;
+    // Empty only if the event's CQ was destroyed after it was signalled.
+    if (transport::Cq* c = core_->take(); c != nullptr) {
+      cq = c->owner();
+      return 0;
+    }
+  }
+}
+
+}  // namespace uroce
