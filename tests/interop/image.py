@@ -149,7 +149,11 @@ def module_order(moddir):
 
 
 def ldd_libs(path):
-    out = sh(["ldd", path])
+    # The system's libraries, whatever the caller's LD_LIBRARY_PATH says:
+    # meson points it at the build tree, where uroce's drop-in
+    # libibverbs.so.1 would stand in for the one the VM's tools need.
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    out = sh(["ldd", path], env=env)
     libs = re.findall(r"=> (/\S+)", out) + re.findall(r"^\s*(/\S+) \(", out, re.M)
     return libs
 
