@@ -8,6 +8,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <poll.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -36,6 +39,43 @@ struct Opened {
     ibv_free_device_list(list);
   }
 };
+
+// An RC QP on `cq` (and `srq`, if any) moved to INIT.
+ibv_qp* init_qp(ibv_pd* pd, ibv_cq* cq, ibv_srq* srq) {
+  ibv_qp_init_attr init{};
+  init.send_cq = cq;
+  init.recv_cq = cq;
+  init.srq = srq;
+  init.cap.max_send_wr = 8;
+  init.cap.max_recv_wr = 8;
+  init.cap.max_send_sge = 1;
+  init.cap.max_recv_sge = 1;
+  init.qp_type = IBV_QPT_RC;
+  ibv_qp* qp = ibv_create_qp(pd, &init);
+  REQUIRE(qp);
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_INIT;
+  attr.port_num = 1;
+  REQUIRE(ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0);
+  return qp;
+}
+
+void to_error(ibv_qp* qp) {
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_ERR;
+  REQUIRE(ibv_modify_qp(qp, &attr, IBV_QP_STATE) == 0);
+}
+
+void set_nonblocking(int fd, bool on) {
+  const int flags = fcntl(fd, F_GETFL);
+  REQUIRE(flags >= 0);
+  REQUIRE(fcntl(fd, F_SETFL, on ? (flags | O_NONBLOCK) : (flags & ~O_NONBLOCK)) == 0);
+}
+
+bool readable(int fd, int timeout_ms) {
+  pollfd p{fd, POLLIN, 0};
+  return poll(&p, 1, timeout_ms) == 1 && (p.revents & POLLIN);
+}
 
 }  // namespace
 
@@ -147,10 +187,8 @@ TEST_CASE("objects: PD, MR with optional flags, CQ, QP, SRQ; refusals", "[abi-ca
   REQUIRE(cq);
   ibv_wc wc;
   CHECK(ibv_poll_cq(cq, 1, &wc) == 0);
-  errno = 0;
-  CHECK(ibv_create_comp_channel(o.ctx) == nullptr);
-  CHECK(errno == EOPNOTSUPP);
-  CHECK(ibv_req_notify_cq(cq, 0) == EOPNOTSUPP);
+  CHECK(ibv_req_notify_cq(cq, 0) == EINVAL);  // no completion channel
+  CHECK(o.ctx->num_comp_vectors == 1);
 
   ibv_qp_init_attr init{};
   init.send_cq = cq;
@@ -288,4 +326,124 @@ TEST_CASE("two contexts share the device; the port stays open until the last clo
   CHECK(ibv_query_port(c, 1, &port) == 0);
   CHECK(ibv_close_device(c) == 0);
   ibv_free_device_list(list);
+}
+
+TEST_CASE("completion channel: arm, event by fd, EAGAIN, EBUSY", "[abi-calls]") {
+  Opened o;
+  ibv_pd* pd = ibv_alloc_pd(o.ctx);
+  REQUIRE(pd);
+  std::vector<char> buf(4096);
+  ibv_mr* mr = ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
+  REQUIRE(mr);
+  ibv_comp_channel* ch = ibv_create_comp_channel(o.ctx);
+  REQUIRE(ch);
+  CHECK(ch->fd >= 0);
+  CHECK(ch->context == o.ctx);
+  int tag = 0;
+  errno = 0;
+  CHECK(ibv_create_cq(o.ctx, 16, &tag, ch, o.ctx->num_comp_vectors) == nullptr);
+  CHECK(errno == EINVAL);
+  ibv_cq* cq = ibv_create_cq(o.ctx, 16, &tag, ch, 0);
+  REQUIRE(cq);
+  CHECK(cq->channel == ch);
+  CHECK(ibv_destroy_comp_channel(ch) == EBUSY);
+
+  // Nothing pending on a non-blocking channel: EAGAIN, not a wait.
+  set_nonblocking(ch->fd, true);
+  ibv_cq* ev_cq = nullptr;
+  void* ev_ctx = nullptr;
+  errno = 0;
+  CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == -1);
+  CHECK(errno == EAGAIN);
+  CHECK_FALSE(readable(ch->fd, 0));
+
+  // Armed, then a completion (a receive flushed by ERR): one event.
+  REQUIRE(ibv_req_notify_cq(cq, 0) == 0);
+  ibv_qp* qp = init_qp(pd, cq, nullptr);
+  ibv_sge sge{reinterpret_cast<uintptr_t>(buf.data()), 64, mr->lkey};
+  ibv_recv_wr rwr{};
+  rwr.wr_id = 7;
+  rwr.sg_list = &sge;
+  rwr.num_sge = 1;
+  ibv_recv_wr* bad = nullptr;
+  REQUIRE(ibv_post_recv(qp, &rwr, &bad) == 0);
+  to_error(qp);
+  REQUIRE(readable(ch->fd, 5000));
+  REQUIRE(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0);
+  CHECK(ev_cq == cq);
+  CHECK(ev_ctx == &tag);
+  ibv_ack_cq_events(cq, 1);
+  CHECK(cq->comp_events_completed == 1);
+  ibv_wc wc{};
+  int polled = 0;
+  for (int i = 0; i < 100000 && polled == 0; ++i) polled = ibv_poll_cq(cq, 1, &wc);
+  REQUIRE(polled == 1);
+  CHECK(wc.wr_id == 7);
+  // Not armed again: a second completion queues no event.
+  ibv_qp* qp2 = init_qp(pd, cq, nullptr);
+  REQUIRE(ibv_post_recv(qp2, &rwr, &bad) == 0);
+  to_error(qp2);
+  polled = 0;
+  for (int i = 0; i < 100000 && polled == 0; ++i) polled = ibv_poll_cq(cq, 1, &wc);
+  REQUIRE(polled == 1);
+  errno = 0;
+  CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == -1);
+  CHECK(errno == EAGAIN);
+
+  // Blocking again: an event already queued is returned at once.
+  set_nonblocking(ch->fd, false);
+  REQUIRE(ibv_req_notify_cq(cq, 0) == 0);
+  ibv_qp* qp3 = init_qp(pd, cq, nullptr);
+  REQUIRE(ibv_post_recv(qp3, &rwr, &bad) == 0);
+  to_error(qp3);
+  REQUIRE(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0);
+  CHECK(ev_cq == cq);
+  ibv_ack_cq_events(cq, 1);
+  CHECK(cq->comp_events_completed == 2);
+
+  CHECK(ibv_destroy_qp(qp3) == 0);
+  CHECK(ibv_destroy_qp(qp2) == 0);
+  CHECK(ibv_destroy_qp(qp) == 0);
+  CHECK(ibv_destroy_cq(cq) == 0);
+  CHECK(ibv_destroy_comp_channel(ch) == 0);
+  CHECK(ibv_dereg_mr(mr) == 0);
+  CHECK(ibv_dealloc_pd(pd) == 0);
+}
+
+TEST_CASE("asynchronous events: the context's fd, the shim's ibv_qp, EAGAIN", "[abi-calls]") {
+  Opened o;
+  ibv_pd* pd = ibv_alloc_pd(o.ctx);
+  REQUIRE(pd);
+  ibv_cq* cq = ibv_create_cq(o.ctx, 16, nullptr, nullptr, 0);
+  REQUIRE(cq);
+  ibv_srq_init_attr sattr{};
+  sattr.attr.max_wr = 16;
+  sattr.attr.max_sge = 1;
+  ibv_srq* srq = ibv_create_srq(pd, &sattr);
+  REQUIRE(srq);
+  REQUIRE(o.ctx->async_fd >= 0);
+  set_nonblocking(o.ctx->async_fd, true);
+  ibv_async_event ev{};
+  errno = 0;
+  CHECK(ibv_get_async_event(o.ctx, &ev) == -1);
+  CHECK(errno == EAGAIN);
+
+  // A QP on an SRQ that enters the error state: "last WQE reached".
+  ibv_qp* qp = init_qp(pd, cq, srq);
+  to_error(qp);
+  REQUIRE(readable(o.ctx->async_fd, 5000));
+  REQUIRE(ibv_get_async_event(o.ctx, &ev) == 0);
+  CHECK(ev.event_type == IBV_EVENT_QP_LAST_WQE_REACHED);
+  CHECK(ev.element.qp == qp);
+  ibv_ack_async_event(&ev);
+  CHECK(qp->events_completed == 1);
+  errno = 0;
+  CHECK(ibv_get_async_event(o.ctx, &ev) == -1);
+  CHECK(errno == EAGAIN);
+  set_nonblocking(o.ctx->async_fd, false);
+
+  CHECK(ibv_destroy_qp(qp) == 0);
+  CHECK(ibv_destroy_srq(srq) == 0);
+  CHECK(ibv_destroy_cq(cq) == 0);
+  CHECK(ibv_dealloc_pd(pd) == 0);
 }

@@ -256,14 +256,15 @@ UROCE_V11(ibv_open_device) ibv_context* uroce_v11_ibv_open_device(ibv_device* d)
   }
   auto* ctx = new Context;
   ctx->rec = rec;
-  if (pipe2(ctx->async_pipe, O_CLOEXEC) != 0) ctx->async_pipe[0] = ctx->async_pipe[1] = -1;
   ctx->vctx.sz = sizeof(verbs_context);
   ctx->vctx.query_port = query_port_op;
   ctx->vctx.query_device_ex = query_device_ex_op;
   ibv_context& c = ctx->vctx.context;
   c.device = d;
   c.cmd_fd = -1;
-  c.async_fd = ctx->async_pipe[0];
+  // The device's event descriptor, shared by its contexts: programs poll
+  // it and set it O_NONBLOCK, and ibv_get_async_event honours that.
+  c.async_fd = ctx->device().async_event_fd();
   c.num_comp_vectors = 1;
   pthread_mutex_init(&c.mutex, nullptr);
   c.abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -274,8 +275,6 @@ UROCE_V11(ibv_open_device) ibv_context* uroce_v11_ibv_open_device(ibv_device* d)
 UROCE_V11(ibv_close_device) int uroce_v11_ibv_close_device(ibv_context* c) {
   Context* ctx = ctx_of(c);
   DeviceRec* rec = ctx->rec;
-  for (int fd : ctx->async_pipe)
-    if (fd >= 0) close(fd);
   pthread_mutex_destroy(&c->mutex);
   delete ctx;
   std::lock_guard<std::mutex> lock(rec->open_mutex);

@@ -248,20 +248,6 @@ UROCE_EXPORT ibv_rate mbps_to_ibv_rate(int mbps) {
 
 // --- Verbs uroce does not offer --------------------------------------------
 
-UROCE_EXPORT ibv_comp_channel* ibv_create_comp_channel(ibv_context*) {
-  log_once("channel", "ibv_create_comp_channel: completion channels are not supported yet (poll the CQ)");
-  errno = EOPNOTSUPP;
-  return nullptr;
-}
-UROCE_EXPORT int ibv_destroy_comp_channel(ibv_comp_channel*) { return EOPNOTSUPP; }
-
-UROCE_V11(ibv_get_cq_event) int uroce_v11_ibv_get_cq_event(ibv_comp_channel*, ibv_cq**, void**) {
-  unsupported("ibv_get_cq_event");
-  errno = EOPNOTSUPP;
-  return -1;
-}
-UROCE_V11(ibv_ack_cq_events) void uroce_v11_ibv_ack_cq_events(ibv_cq*, unsigned int) {}
-
 UROCE_V11(ibv_resize_cq) int uroce_v11_ibv_resize_cq(ibv_cq*, int) {
   unsupported("ibv_resize_cq");
   return EOPNOTSUPP;

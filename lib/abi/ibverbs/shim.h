@@ -21,6 +21,8 @@
 namespace uroce::abi {
 
 struct Context;
+struct Cq;
+struct Qp;
 struct Srq;
 
 // struct ibv_device, followed by a non-NULL pointer where rdma-core keeps
@@ -39,14 +41,16 @@ struct DeviceRec {
   // device's objects, from any context: the engine parks for each, one
   // caller at a time.
   std::mutex control;
+  // Live CQs, QPs and SRQs of every context (under `control`), to name the
+  // one an asynchronous event is about: the device's event queue is one.
+  std::vector<Cq*> cqs;
+  std::vector<Qp*> qps;
+  std::vector<Srq*> srqs;
 };
 
 struct Context {
   verbs_context vctx{};  // its last member is the ibv_context handed out
   DeviceRec* rec = nullptr;
-  int async_pipe[2] = {-1, -1};
-  // Live SRQs, to name the one an asynchronous event is about.
-  std::vector<Srq*> srqs;
   Device& device() { return rec->endpoint->device(); }
 };
 
@@ -67,16 +71,30 @@ struct Cq {
   std::unique_ptr<CompletionQueue> impl;
   std::mutex poll_mutex;
   uint32_t empty_polls = 0;  // under poll_mutex
+  // Events handed out, under cq.mutex; ibv_ack_* counts them back in the
+  // ibv_cq's *_events_completed and destroy waits on cq.cond for both.
+  uint32_t comp_events_reported = 0;
+  uint32_t async_events_reported = 0;
 };
 
 struct Srq {
   ibv_srq srq{};
   std::unique_ptr<SharedReceiveQueue> impl;
+  uint32_t events_reported = 0;  // under srq.mutex, as Cq's
+};
+
+// struct ibv_comp_channel; `refcnt` counts the CQs that use it.
+struct Channel {
+  ibv_comp_channel ch{};
+  std::unique_ptr<CompletionChannel> impl;
+  std::mutex cqs_mutex;
+  std::vector<Cq*> cqs;  // to turn an event's CompletionQueue into its ibv_cq
 };
 
 struct Qp {
   ibv_qp qp{};
   std::unique_ptr<QueuePair> impl;
+  uint32_t events_reported = 0;  // under qp.mutex, as Cq's
   // Sends and receives share the QP's one submission ring in threaded
   // mode: one mutex for both.
   std::mutex post_mutex;
@@ -93,6 +111,17 @@ inline Pd* pd_of(ibv_pd* p) { return reinterpret_cast<Pd*>(p); }
 inline Cq* cq_of(ibv_cq* c) { return reinterpret_cast<Cq*>(c); }
 inline Qp* qp_of(ibv_qp* q) { return reinterpret_cast<Qp*>(q); }
 inline Srq* srq_of(ibv_srq* s) { return reinterpret_cast<Srq*>(s); }
+inline Channel* channel_of(ibv_comp_channel* c) { return reinterpret_cast<Channel*>(c); }
+
+// Blocks on the object's cond until `acked()` holds: destroying a CQ, QP
+// or SRQ waits until the events handed out for it are acknowledged, as
+// libibverbs' destroy calls do.
+template <class Pred>
+void wait_events_acked(pthread_mutex_t& mutex, pthread_cond_t& cond, Pred acked) {
+  pthread_mutex_lock(&mutex);
+  while (!acked()) pthread_cond_wait(&cond, &mutex);
+  pthread_mutex_unlock(&mutex);
+}
 
 // One line on stderr, prefixed "uroce libibverbs: "; `once` keys lines
 // that a program would otherwise repeat.

@@ -3,7 +3,6 @@
 // over uroce's verbs objects, and the data path ops that verbs.h's inline
 // ibv_post_send / ibv_post_recv / ibv_poll_cq call through ibv_context.
 #include <errno.h>
-#include <fcntl.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -149,9 +148,11 @@ int poll_cq_op(ibv_cq* c, int n, ibv_wc* wc) {
   return got;
 }
 
-int req_notify_cq_op(ibv_cq*, int) {
-  log_once("notify", "ibv_req_notify_cq: completion events are not supported yet (poll the CQ)");
-  return EOPNOTSUPP;
+int req_notify_cq_op(ibv_cq* c, int solicited_only) { return cq_of(c)->impl->req_notify(solicited_only != 0); }
+
+template <class T>
+void erase_one(std::vector<T*>& v, T* x) {
+  v.erase(std::remove(v.begin(), v.end(), x), v.end());
 }
 
 Context& ctx_of_pd(ibv_pd* p) { return *ctx_of(p->context); }
@@ -248,20 +249,28 @@ UROCE_V11(ibv_dereg_mr) int uroce_v11_ibv_dereg_mr(ibv_mr* m) {
 }
 
 UROCE_V11(ibv_create_cq) ibv_cq* uroce_v11_ibv_create_cq(ibv_context* c, int cqe, void* cq_context,
-                                                         ibv_comp_channel* channel, int) {
-  if (channel) {
-    log_once("channel", "ibv_create_cq: completion channels are not supported yet");
-    return errno = EOPNOTSUPP, nullptr;
-  }
+                                                         ibv_comp_channel* channel, int comp_vector) {
   Context* ctx = ctx_of(c);
+  Channel* ch = channel ? channel_of(channel) : nullptr;
   auto* cq = new Cq;
   int err = 0;
   {
     std::lock_guard<std::mutex> lock(ctx->rec->control);
-    cq->impl = ctx->device().create_cq(cqe, err);
+    cq->impl = ctx->device().create_cq(cqe, ch ? ch->impl.get() : nullptr, comp_vector, err);
+    if (cq->impl) {
+      ctx->rec->cqs.push_back(cq);
+      if (ch) ++channel->refcnt;
+    }
   }
   if (!cq->impl) return delete cq, errno = err ? err : ENOMEM, nullptr;
+  if (ch) {
+    std::lock_guard<std::mutex> lock(ch->cqs_mutex);
+    ch->cqs.push_back(cq);
+  }
   cq->cq.context = c;
+  cq->cq.channel = channel;
+  cq->cq.comp_events_completed = 0;
+  cq->cq.async_events_completed = 0;
   cq->cq.cq_context = cq_context;
   cq->cq.cqe = static_cast<int>(cq->impl->capacity());
   pthread_mutex_init(&cq->cq.mutex, nullptr);
@@ -271,9 +280,26 @@ UROCE_V11(ibv_create_cq) ibv_cq* uroce_v11_ibv_create_cq(ibv_context* c, int cqe
 
 UROCE_V11(ibv_destroy_cq) int uroce_v11_ibv_destroy_cq(ibv_cq* c) {
   Cq* cq = cq_of(c);
+  DeviceRec* rec = ctx_of(c->context)->rec;
+  // Out of the lists first, so that no new event names it; then the wait
+  // for those already handed out.
+  if (c->channel) {
+    Channel* ch = channel_of(c->channel);
+    std::lock_guard<std::mutex> lock(ch->cqs_mutex);
+    erase_one(ch->cqs, cq);
+  }
   {
-    std::lock_guard<std::mutex> lock(ctx_of(c->context)->rec->control);
+    std::lock_guard<std::mutex> lock(rec->control);
+    erase_one(rec->cqs, cq);
+  }
+  wait_events_acked(c->mutex, c->cond, [&] {
+    return c->comp_events_completed == cq->comp_events_reported &&
+           c->async_events_completed == cq->async_events_reported;
+  });
+  {
+    std::lock_guard<std::mutex> lock(rec->control);
     cq->impl.reset();
+    if (c->channel) --c->channel->refcnt;
   }
   pthread_mutex_destroy(&c->mutex);
   pthread_cond_destroy(&c->cond);
@@ -297,7 +323,10 @@ UROCE_V11(ibv_create_qp) ibv_qp* uroce_v11_ibv_create_qp(ibv_pd* p, ibv_qp_init_
   {
     std::lock_guard<std::mutex> lock(ctx_of_pd(p).rec->control);
     qp->impl = pd_of(p)->impl->create_qp(attr, err);
-    if (qp->impl) fill_qp_cap(*qp->impl, init->cap);
+    if (qp->impl) {
+      fill_qp_cap(*qp->impl, init->cap);
+      ctx_of_pd(p).rec->qps.push_back(qp);
+    }
   }
   if (!qp->impl) return delete qp, errno = err ? err : ENOMEM, nullptr;
   ibv_qp& q = qp->qp;
@@ -311,6 +340,7 @@ UROCE_V11(ibv_create_qp) ibv_qp* uroce_v11_ibv_create_qp(ibv_pd* p, ibv_qp_init_
   q.handle = q.qp_num;
   q.state = IBV_QPS_RESET;
   q.qp_type = init->qp_type;
+  q.events_completed = 0;
   pthread_mutex_init(&q.mutex, nullptr);
   pthread_cond_init(&q.cond, nullptr);
   return &q;
@@ -351,8 +381,14 @@ UROCE_V11(ibv_query_qp) int uroce_v11_ibv_query_qp(ibv_qp* q, ibv_qp_attr* attr,
 
 UROCE_V11(ibv_destroy_qp) int uroce_v11_ibv_destroy_qp(ibv_qp* q) {
   Qp* qp = qp_of(q);
+  DeviceRec* rec = ctx_of(q->context)->rec;
   {
-    std::lock_guard<std::mutex> lock(ctx_of(q->context)->rec->control);
+    std::lock_guard<std::mutex> lock(rec->control);
+    erase_one(rec->qps, qp);
+  }
+  wait_events_acked(q->mutex, q->cond, [&] { return q->events_completed == qp->events_reported; });
+  {
+    std::lock_guard<std::mutex> lock(rec->control);
     qp->impl.reset();
   }
   pthread_mutex_destroy(&q->mutex);
@@ -382,11 +418,12 @@ UROCE_V11(ibv_create_srq) ibv_srq* uroce_v11_ibv_create_srq(ibv_pd* p, ibv_srq_i
   init->attr.max_sge = srq->impl->max_sge();
   {
     std::lock_guard<std::mutex> lock(ctx_of_pd(p).rec->control);
-    ctx_of_pd(p).srqs.push_back(srq);
+    ctx_of_pd(p).rec->srqs.push_back(srq);
   }
   srq->srq.context = p->context;
   srq->srq.srq_context = init->srq_context;
   srq->srq.pd = p;
+  srq->srq.events_completed = 0;
   pthread_mutex_init(&srq->srq.mutex, nullptr);
   pthread_cond_init(&srq->srq.cond, nullptr);
   return &srq->srq;
@@ -404,11 +441,15 @@ UROCE_V11(ibv_query_srq) int uroce_v11_ibv_query_srq(ibv_srq* s, ibv_srq_attr* a
 
 UROCE_V11(ibv_destroy_srq) int uroce_v11_ibv_destroy_srq(ibv_srq* s) {
   Srq* srq = srq_of(s);
+  DeviceRec* rec = ctx_of(s->context)->rec;
   {
-    std::lock_guard<std::mutex> lock(ctx_of(s->context)->rec->control);
+    std::lock_guard<std::mutex> lock(rec->control);
+    erase_one(rec->srqs, srq);
+  }
+  wait_events_acked(s->mutex, s->cond, [&] { return s->events_completed == srq->events_reported; });
+  {
+    std::lock_guard<std::mutex> lock(rec->control);
     srq->impl.reset();
-    std::vector<Srq*>& v = ctx_of(s->context)->srqs;
-    v.erase(std::remove(v.begin(), v.end(), srq), v.end());
   }
   pthread_mutex_destroy(&s->mutex);
   pthread_cond_destroy(&s->cond);
@@ -485,29 +526,5 @@ UROCE_EXPORT ibv_ah* ibv_create_ah_from_wc(ibv_pd* p, ibv_wc* wc, ibv_grh* grh, 
   if (ibv_init_ah_from_wc(p->context, port, wc, grh, &attr)) return nullptr;
   return uroce_v11_ibv_create_ah(p, &attr);
 }
-
-// Events: only the SRQ limit is produced by the device; it is taken
-// without blocking when one is waiting.
-UROCE_V11(ibv_get_async_event) int uroce_v11_ibv_get_async_event(ibv_context* c, ibv_async_event* ev) {
-  Context* ctx = ctx_of(c);
-  for (;;) {
-    AsyncEvent e;
-    {
-      std::lock_guard<std::mutex> lock(ctx->rec->control);
-      if (ctx->device().get_async_event(e)) {
-        std::memset(ev, 0, sizeof *ev);
-        ev->event_type = e.event_type;
-        for (Srq* s : ctx->srqs)
-          if (s->impl.get() == e.srq) ev->element.srq = &s->srq;
-        return 0;
-      }
-    }
-    // A program that made the fd non-blocking (to poll it) wants EAGAIN.
-    if (fcntl(c->async_fd, F_GETFL) & O_NONBLOCK) return errno = EAGAIN, -1;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-}
-
-UROCE_V11(ibv_ack_async_event) void uroce_v11_ibv_ack_async_event(ibv_async_event*) {}
 
 }  // extern "C"
