@@ -120,22 +120,27 @@ case $case_ in
       echo "ok: ibv_rc_pingpong -s $1 -n $2: $(grep usec/iter "$work/rc$1.cli.out")"
     done
     # UC (no ACKs), UD (address handles, the 40-byte GRH area) and SRQ (16
-    # RC QPs on one shared receive queue), where installed.
-    for t in ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong; do
+    # RC QPs on one shared receive queue), where installed; with -e they
+    # sleep on a completion channel (ibv_req_notify_cq, ibv_get_cq_event).
+    for cmd in ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong \
+               "ibv_rc_pingpong -e" "ibv_ud_pingpong -e" "ibv_srq_pingpong -e"; do
+      t=${cmd%% *}
       command -v $t >/dev/null || { echo "skip: $t not installed"; continue; }
-      timeout 60 "$run" --dev net_af_packet0,iface=ra --ip 10.0.0.1 -- $t -d uroce0 -g 1 -n 200 >"$work/$t.srv.out" 2>&1 &
+      name=$(echo "$cmd" | tr -c 'a-zA-Z0-9\n' '_')
+      timeout 60 "$run" --dev net_af_packet0,iface=ra --ip 10.0.0.1 -- $cmd -d uroce0 -g 1 -n 200 \
+        >"$work/$name.srv.out" 2>&1 &
       SRV=$!
       sleep 0.5
-      inb timeout 60 "$run" --dev net_af_packet0,iface=rb --ip 10.0.0.2 -- $t -d uroce0 -g 1 -n 200 192.168.78.1 \
-        >"$work/$t.cli.out" 2>&1
+      inb timeout 60 "$run" --dev net_af_packet0,iface=rb --ip 10.0.0.2 -- $cmd -d uroce0 -g 1 -n 200 192.168.78.1 \
+        >"$work/$name.cli.out" 2>&1
       CRC=$?
       wait "$SRV"; SRC=$?; SRV=
-      [ $SRC = 0 ] || fail "$t server exited $SRC"
-      [ $CRC = 0 ] || fail "$t client exited $CRC"
-      for f in "$work/$t.srv.out" "$work/$t.cli.out"; do
+      [ $SRC = 0 ] || fail "$cmd server exited $SRC"
+      [ $CRC = 0 ] || fail "$cmd client exited $CRC"
+      for f in "$work/$name.srv.out" "$work/$name.cli.out"; do
         grep -qE "^200 iters in [0-9.]+ seconds = [0-9.]+ usec/iter$" "$f" || fail "no iters line in $f"
       done
-      echo "ok: $t -n 200: $(grep usec/iter "$work/$t.cli.out")"
+      echo "ok: $cmd -n 200: $(grep usec/iter "$work/$name.cli.out")"
     done ;;
 
   perftest)
@@ -145,9 +150,11 @@ case $case_ in
     # perftest's own TCP exchange; -F: no CPU-frequency check. Each run:
     # the tool and its flags, then the message size and iteration count its
     # result row starts with (UD messages are one packet: the MTU, 1024).
+    # -e: completions by event (a completion channel) instead of polling.
     for spec in "ib_write_bw -n 200|65536 200" "ib_send_lat -n 200|2 200" "ib_read_bw -n 200|65536 200" \
                 "ib_atomic_bw -n 200|8 200" "ib_send_bw --use-srq -n 200|65536 200" \
-                "ib_write_bw -q 4 -n 200|65536 800" "ib_send_bw -c UD -n 200|1024 200"; do
+                "ib_write_bw -q 4 -n 200|65536 800" "ib_send_bw -c UD -n 200|1024 200" \
+                "ib_send_bw -e -n 200|65536 200" "ib_send_lat -e -n 200|2 200"; do
       cmd=${spec%%|*} want=${spec#*|}
       t=${cmd%% *}
       command -v $t >/dev/null || { echo "skip: $t not installed"; continue; }
@@ -194,13 +201,9 @@ case $case_ in
     grep -q "RoCE LAG level on uroce0:1 (ra) is 1" "$o" || fail "UCX did not find uroce0's netdev ra"
     grep -q "^# Memory domain: uroce0$" "$work/ucx_info--no-kernel-view.out" &&
       fail "--no-kernel-view: UCX still lists uroce0 (the view is not what it needs)"
-    if grep -q "ibv_create_comp_channel" "$o"; then
-      echo "note: the drop-in refuses completion channels; UCX opens no uroce0 interface"
-    else
-      for tl in rc_verbs ud_verbs; do
-        grep -A1 "Transport: $tl$" "$o" | grep -q "Device: uroce0:1$" || fail "ucx_info -d lists no $tl on uroce0:1"
-      done
-    fi
+    for tl in rc_verbs ud_verbs; do
+      grep -A1 "Transport: $tl$" "$o" | grep -q "Device: uroce0:1$" || fail "ucx_info -d lists no $tl on uroce0:1"
+    done
     echo "ok: /dev/infiniband/uroce0 and RoCE v2 gid_attrs in the program's namespace only; UCX opens uroce0, GID 1" ;;
 
   ucx)
@@ -212,10 +215,8 @@ case $case_ in
     setup_links
     UCX_LOG_LEVEL=debug timeout 60 "$run" --dev net_af_packet0,iface=ra --ip 10.0.0.1 -- ucx_info -d \
       >"$work/ucx_info.out" 2>&1 || fail "ucx_info -d failed"
-    if grep -q "ibv_create_comp_channel" "$work/ucx_info.out"; then
-      echo "SKIP: the drop-in refuses completion channels, and UCX creates one for every interface"
-      exit 77
-    fi
+    grep -A1 "Transport: rc_verbs$" "$work/ucx_info.out" | grep -q "Device: uroce0:1$" ||
+      fail "ucx_info -d lists no rc_verbs on uroce0:1 (UCX creates a completion channel for every interface)"
     export UCX_UD_VERBS_ETH_DGID_CHECK=n UCX_NET_DEVICES=uroce0:1
     for spec in "-t put_bw -x rc_verbs -n 1000|1000" "-t put_bw -x rc_verbs -D zcopy -s 65536 -n 500|500" \
                 "-t get -x rc_verbs -D zcopy -s 65536 -n 500|500" "-t am_lat -x rc_verbs -n 1000|1000" \
