@@ -150,6 +150,12 @@ void Engine::add_qp(transport::Qp* qp) {
   all_.push_back(qp);
 }
 
+void Engine::send_deferred_acks(transport::Qp* qp) {
+  if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT || qp->state == IBV_QPS_ERR) return;
+  transport::responder_send_deferred_acks(*qp);
+  flush_tx();
+}
+
 void Engine::remove_qp(transport::Qp* qp) {
   if (qp->cc.algo != cc::CcAlgo::none) --cc_qps_;
   retired_ += qp->counters;

@@ -45,6 +45,10 @@ class Engine : public transport::EngineServices {
   uint32_t alloc_qpn();
   void add_qp(transport::Qp* qp);
   void remove_qp(transport::Qp* qp);
+  // Before a QP is destroyed: its deferred ACKs leave now (else the peer,
+  // whose request the application here has seen complete, retries until
+  // it gives up).
+  void send_deferred_acks(transport::Qp* qp);
   transport::Qp* find_qp(uint32_t qpn) const;
   // The transport::EngineServices calls (documented there), which forward
   // to these.

@@ -176,4 +176,15 @@ void responder_tx(Qp& qp) {
   }
 }
 
+void responder_send_deferred_acks(Qp& qp) {
+  auto& out = qp.resp.out;
+  // Not through send_entry: it holds back an ACK queued in this poll,
+  // and no other poll comes for this QP.
+  while (!out.empty() && out.front().kind == RespOut::ack && qp.eng->tx_has_room()) {
+    const RespOut& e = out.front();
+    if (!send_ack_packet(qp, e.syndrome, e.psn, e.msn)) return;
+    out.pop();
+  }
+}
+
 }  // namespace uroce::transport

@@ -30,6 +30,10 @@ void completer_timer(Qp& qp);
 // Responder (responder.cpp, responder_out.cpp).
 void responder_rx(Qp& qp, const wire::PacketView& pkt);
 void responder_tx(Qp& qp);
+// Sends the plain ACKs waiting at the head of the responder's queue (they
+// leave one poll late, see queue_ack): a QP about to be destroyed or reset
+// owes its peer the ACK of what the application has already seen complete.
+void responder_send_deferred_acks(Qp& qp);
 // UC's responder (responder.cpp): every packet a UC QP receives.
 void uc_rx(Qp& qp, const wire::PacketView& pkt);
 

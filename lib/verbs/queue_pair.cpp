@@ -25,6 +25,7 @@ QueuePair::~QueuePair() {
   detail::EngineThread& thread = detail::to_thread(pd_->device());
   detail::Pause pause(thread);
   transport::Qp& qp = *impl_;
+  detail::to_engine(pd_->device()).send_deferred_acks(&qp);
   // Like ibv_destroy_qp: outstanding work is dropped without completions,
   // but the regions it referenced are released.
   transport::modify_qp(qp, [] { ibv_qp_attr a{}; a.qp_state = IBV_QPS_RESET; return a; }(), IBV_QP_STATE);
