@@ -81,3 +81,20 @@ TEST_CASE("A lost READ response is re-requested and the data is right", "[acks]"
   CHECK(p.fabric.wire().counters(p.port_b(), p.port_a()).lost > 0);
   CHECK(p.a.qp->counters().completer_retry_err > 0);
 }
+
+TEST_CASE("A QP destroyed right after its receive completes still acknowledges it", "[acks]") {
+  Pair p(114);
+  fill(p.a.buf(), 64, 4);
+  REQUIRE(post_recv(p.b, 1, 0, 64) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_SEND, 2, 0, 64, 0, 0) == 0);
+  // The receive's completion is there as soon as the SEND is seen; its
+  // plain ACK would leave with b's next poll, which never comes.
+  auto wb = p.wait(p.b, 1);
+  REQUIRE(wb.size() == 1);
+  CHECK(wb[0].status == IBV_WC_SUCCESS);
+  p.b.qp.reset();
+  auto wa = p.wait(p.a, 1);
+  REQUIRE(wa.size() == 1);
+  CHECK(wa[0].status == IBV_WC_SUCCESS);  // not IBV_WC_RETRY_EXC_ERR
+  CHECK(p.a.qp->counters().sent_pkts == 1);  // nothing retransmitted
+}
