@@ -22,17 +22,20 @@ void fatal(Qp& qp, NakCode code, uint32_t psn) {
   fail_qp(qp);
 }
 
+// Completes the receive WQE the responder holds with `status` and gives it up.
+void fail_held_recv(Qp& qp, ibv_wc_status status) {
+  ibv_wc wc{};
+  wc.wr_id = qp.resp.recv.wr_id;
+  wc.status = status;
+  wc.opcode = IBV_WC_RECV;
+  wc.qp_num = qp.qpn;
+  complete_recv(qp, wc);
+  release_sges(qp, qp.recv_queue().sgl(qp.resp.recv));
+  qp.resp.have_recv = false;
+}
+
 void fatal_recv(Qp& qp, NakCode code, uint32_t psn, ibv_wc_status status) {
-  if (qp.resp.have_recv) {
-    ibv_wc wc{};
-    wc.wr_id = qp.resp.recv.wr_id;
-    wc.status = status;
-    wc.opcode = IBV_WC_RECV;
-    wc.qp_num = qp.qpn;
-    complete_recv(qp, wc);
-    release_sges(qp, qp.recv_queue().sgl(qp.resp.recv));
-    qp.resp.have_recv = false;
-  }
+  if (qp.resp.have_recv) fail_held_recv(qp, status);
   fatal(qp, code, psn);
 }
 
@@ -225,14 +228,7 @@ void uc_abandon(Qp& qp, ibv_wc_status status) {
   if (!qp.resp.have_recv) return;
   qp.resp.recv_off = 0;
   if (qp.srq == nullptr) return;
-  ibv_wc wc{};
-  wc.wr_id = qp.resp.recv.wr_id;
-  wc.status = status;
-  wc.opcode = IBV_WC_RECV;
-  wc.qp_num = qp.qpn;
-  complete_recv(qp, wc);
-  release_sges(qp, qp.recv_queue().sgl(qp.resp.recv));
-  qp.resp.have_recv = false;
+  fail_held_recv(qp, status);
 }
 
 // Drops this packet and the rest of its message, counted once per message.
