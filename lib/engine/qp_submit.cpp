@@ -155,6 +155,25 @@ int submit_send(QpSubmit& s, const transport::Qp& qp, const SendWr* wr, const Se
   return 0;
 }
 
+int check_submit_chain(const QpSubmit& s, const transport::Qp& qp, const SendWr* wr, const SendWr** bad) {
+  uint64_t outstanding = s.posted_sends - s.retired_sends.load(std::memory_order_acquire);
+  for (; wr != nullptr; wr = wr->next) {
+    int err = 0;
+    if (blocks_send(s.state))
+      err = EINVAL;
+    else if (outstanding >= s.max_send_wr)
+      err = ENOMEM;
+    else
+      err = transport::check_send(qp, *wr);
+    if (err) {
+      if (bad) *bad = wr;
+      return err;
+    }
+    ++outstanding;
+  }
+  return 0;
+}
+
 int submit_recv(QpSubmit& s, const transport::Qp& qp, const RecvWr* wr, const RecvWr** bad, bool& queued) {
   uint8_t* buf = reinterpret_cast<uint8_t*>(s.staging.data());
   for (; wr != nullptr; wr = wr->next) {

@@ -77,6 +77,9 @@ void sync_submit(QpSubmit& s, const transport::Qp& qp);
 // Caller's side: check and enqueue each WR; 0, or EINVAL/ENOMEM with *bad
 // at the first WR not posted. `queued` tells whether any WR was enqueued.
 int submit_send(QpSubmit& s, const transport::Qp& qp, const SendWr* wr, const SendWr** bad, bool& queued);
+// Whether submit_send would take every WR of the chain: 0, or its errno
+// with *bad at the first WR it would refuse. Enqueues nothing.
+int check_submit_chain(const QpSubmit& s, const transport::Qp& qp, const SendWr* wr, const SendWr** bad);
 int submit_recv(QpSubmit& s, const transport::Qp& qp, const RecvWr* wr, const RecvWr** bad, bool& queued);
 
 // Engine's side: run every queued command through the transport (a WR the

@@ -134,6 +134,25 @@ int check_send(const Qp& qp, const SendWr& wr) {
   return 0;
 }
 
+int check_send_chain(const Qp& qp, const SendWr* wr, const SendWr** bad) {
+  uint32_t room = qp.sq.capacity() - qp.sq.size();
+  for (; wr != nullptr; wr = wr->next) {
+    int err = 0;
+    if (qp.state == IBV_QPS_RESET || qp.state == IBV_QPS_INIT || qp.state == IBV_QPS_RTR)
+      err = EINVAL;
+    else if (room == 0)
+      err = ENOMEM;
+    else
+      err = check_send(qp, *wr);
+    if (err) {
+      if (bad) *bad = wr;
+      return err;
+    }
+    --room;
+  }
+  return 0;
+}
+
 int post_send(Qp& qp, const SendWr* wr, const SendWr** bad) {
   const bool idle = qp.sq.empty();
   for (; wr != nullptr; wr = wr->next) {

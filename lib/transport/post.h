@@ -13,6 +13,9 @@ int post_send(Qp& qp, const SendWr* wr, const SendWr** bad);
 // message sizes, UD address handle. 0 or EINVAL. Reads only what modify()
 // and creation set, so threaded mode runs it on the caller's thread.
 int check_send(const Qp& qp, const SendWr& wr);
+// Whether post_send would take every WR of the chain: 0, or the errno it
+// would return with *bad at the first WR it would refuse. Posts nothing.
+int check_send_chain(const Qp& qp, const SendWr* wr, const SendWr** bad);
 int post_recv(Qp& qp, const RecvWr* wr, const RecvWr** bad);
 // Into a receive queue (the QP's or an SRQ's); EINVAL/ENOMEM.
 int post_recv_to(RecvQueue& rq, EngineServices& eng, const RecvWr& wr);

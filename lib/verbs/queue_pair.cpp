@@ -65,6 +65,17 @@ int QueuePair::post_send(const SendWr* wr, const SendWr** bad) {
   return transport::post_send(*impl_, wr, bad);
 }
 
+int QueuePair::post_send_all(const SendWr* wr, const SendWr** bad) {
+  // Room only grows between the check and the post (the engine retires
+  // WRs, this thread alone posts): the post then takes every WR.
+  if (sub_ != nullptr && sub_->thread->threaded()) {
+    if (const int err = detail::check_submit_chain(*sub_, *impl_, wr, bad)) return err;
+  } else if (const int err = transport::check_send_chain(*impl_, wr, bad)) {
+    return err;
+  }
+  return post_send(wr, bad);
+}
+
 int QueuePair::post_recv(const RecvWr* wr, const RecvWr** bad) {
   if (sub_ != nullptr && sub_->thread->threaded()) {
     bool queued = false;

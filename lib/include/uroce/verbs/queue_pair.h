@@ -48,6 +48,10 @@ class UROCE_API QueuePair {
   // application thread may post to a QP at a time.
   int post_send(const SendWr* wr, const SendWr** bad);
   int post_recv(const RecvWr* wr, const RecvWr** bad);
+  // post_send, all or nothing: either every WR of the chain is posted, or
+  // none is and the errno names *bad, the first WR refused (ibv_wr_complete
+  // commits a batch this way).
+  int post_send_all(const SendWr* wr, const SendWr** bad);
 
   uint32_t qp_num() const;
   ibv_qp_type qp_type() const;
