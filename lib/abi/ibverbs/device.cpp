@@ -73,6 +73,7 @@ void stop_all_at_exit() {
   for (DeviceRec* rec : devices()) {
     std::lock_guard<std::mutex> lock(rec->open_mutex);
     if (rec->endpoint) {
+      stop_event_router(*rec);
       rec->endpoint->device().stop_engine_thread();
       rec->endpoint.reset();
     }
@@ -95,6 +96,12 @@ bool open_endpoint(DeviceRec& rec) {
   if (!rec.endpoint) return log_line("cannot open " + rec.settings.name + ": " + error), false;
   if (!rec.endpoint->device().start_engine_thread(-1, error)) {
     log_line("cannot start the engine of " + rec.settings.name + ": " + error);
+    rec.endpoint.reset();
+    return false;
+  }
+  if (!start_event_router(rec)) {
+    log_line("cannot start the event router of " + rec.settings.name);
+    rec.endpoint->device().stop_engine_thread();
     rec.endpoint.reset();
     return false;
   }
@@ -161,6 +168,16 @@ ibv_mtu active_mtu(uint16_t eth_mtu, bool v6) {
 }
 
 }  // namespace
+
+// One open fewer; the last stops the router and the engine, closes the port.
+void release_device(DeviceRec& rec) {
+  std::lock_guard<std::mutex> lock(rec.open_mutex);
+  if (--rec.open_count == 0 && rec.endpoint) {
+    stop_event_router(rec);
+    rec.endpoint->device().stop_engine_thread();
+    rec.endpoint.reset();
+  }
+}
 
 void log_line(const std::string& text) {
   std::lock_guard<std::mutex> lock(log_mutex);
@@ -256,15 +273,22 @@ UROCE_V11(ibv_open_device) ibv_context* uroce_v11_ibv_open_device(ibv_device* d)
   }
   auto* ctx = new Context;
   ctx->rec = rec;
+  if (!join_events(*ctx)) {
+    delete ctx;
+    release_device(*rec);
+    return errno = EMFILE, nullptr;
+  }
   ctx->vctx.sz = sizeof(verbs_context);
   ctx->vctx.query_port = query_port_op;
   ctx->vctx.query_device_ex = query_device_ex_op;
+  ctx->vctx.create_cq_ex = create_cq_ex_op;
+  ctx->vctx.create_qp_ex = create_qp_ex_op;
   ibv_context& c = ctx->vctx.context;
   c.device = d;
   c.cmd_fd = -1;
-  // The device's event descriptor, shared by its contexts: programs poll
-  // it and set it O_NONBLOCK, and ibv_get_async_event honours that.
-  c.async_fd = ctx->device().async_event_fd();
+  // This context's own event descriptor: programs poll it and set it
+  // O_NONBLOCK, and ibv_get_async_event honours that.
+  c.async_fd = ctx->event_fd;
   c.num_comp_vectors = 1;
   pthread_mutex_init(&c.mutex, nullptr);
   c.abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -275,13 +299,10 @@ UROCE_V11(ibv_open_device) ibv_context* uroce_v11_ibv_open_device(ibv_device* d)
 UROCE_V11(ibv_close_device) int uroce_v11_ibv_close_device(ibv_context* c) {
   Context* ctx = ctx_of(c);
   DeviceRec* rec = ctx->rec;
+  leave_events(*ctx);
   pthread_mutex_destroy(&c->mutex);
   delete ctx;
-  std::lock_guard<std::mutex> lock(rec->open_mutex);
-  if (--rec->open_count == 0 && rec->endpoint) {
-    rec->endpoint->device().stop_engine_thread();
-    rec->endpoint.reset();
-  }
+  release_device(*rec);
   return 0;
 }
 

@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Completion channels and asynchronous events over uroce's: the channel's
-// and the device's descriptors are the native eventfds themselves, so a
-// program polls them, sets them O_NONBLOCK, and the calls honour it. What
-// this layer adds is the verbs bookkeeping: which ibv_cq / ibv_qp / ibv_srq
-// an event names, and the *_events_completed counters destroy waits on.
+// Completion channels and asynchronous events over uroce's. A channel's
+// descriptor is the native eventfd itself. The device's event queue is one
+// for all its contexts, while verbs gives each context its own: a router
+// thread per open device takes each event and queues it on the context
+// that owns its object, whose async_fd (an eventfd of its own) counts its
+// queue. Programs poll either descriptor, set it O_NONBLOCK, and the calls
+// honour it. This layer also keeps the verbs bookkeeping: which ibv_cq /
+// ibv_qp / ibv_srq an event names, and the *_events_completed counters
+// destroy waits on.
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -16,6 +22,11 @@
 
 namespace uroce::abi {
 namespace {
+
+template <class T>
+void erase_one(std::vector<T*>& v, T* x) {
+  v.erase(std::remove(v.begin(), v.end(), x), v.end());
+}
 
 template <class T, class Native>
 T* find_impl(const std::vector<T*>& v, const Native* native) {
@@ -69,43 +80,132 @@ Element element_of(ibv_event_type t) {
   }
 }
 
-// Fills `ev` from a native event; false if its object is being destroyed
-// (no longer listed): the event is dropped. Under the device's control.
-bool to_verbs_event(DeviceRec& rec, const AsyncEvent& e, ibv_async_event& ev) {
-  std::memset(&ev, 0, sizeof ev);
-  ev.event_type = e.event_type;
+// The context an object belongs to.
+Context* owner(ibv_context* c) { return ctx_of(c); }
+
+void push_event(Context& ctx, const PendingEvent& ev) {
+  std::lock_guard<std::mutex> lock(ctx.event_mutex);
+  ctx.events.push_back(ev);
+  const uint64_t one = 1;
+  [[maybe_unused]] const ssize_t w = write(ctx.event_fd, &one, sizeof one);
+}
+
+// One count off a context's semaphore eventfd, whose count is the length
+// of its queue (under event_mutex): never blocks.
+void take_count(Context& ctx) {
+  uint64_t v;
+  [[maybe_unused]] const ssize_t r = read(ctx.event_fd, &v, sizeof v);
+}
+
+// To the context that owns the event's object; a port or device event to
+// every context, as the kernel tells every open file of the device. An
+// object no longer listed is being destroyed: its event is dropped. Under
+// the device's control.
+void route(DeviceRec& rec, const AsyncEvent& e) {
+  PendingEvent ev{e.event_type};
+  Context* to = nullptr;
   switch (element_of(e.event_type)) {
-    case Element::qp: {
-      Qp* qp = find_impl(rec.qps, e.qp);
-      if (!qp) return false;
-      ev.element.qp = &qp->qp;
-      count_reported(qp->qp.mutex, qp->events_reported);
-      return true;
-    }
-    case Element::cq: {
-      Cq* cq = find_impl(rec.cqs, e.cq);
-      if (!cq) return false;
-      ev.element.cq = &cq->cq;
-      count_reported(cq->cq.mutex, cq->async_events_reported);
-      return true;
-    }
-    case Element::srq: {
-      Srq* srq = find_impl(rec.srqs, e.srq);
-      if (!srq) return false;
-      ev.element.srq = &srq->srq;
-      count_reported(srq->srq.mutex, srq->events_reported);
-      return true;
-    }
+    case Element::qp:
+      if ((ev.qp = find_impl(rec.qps, e.qp))) to = owner(ev.qp->qp.context);
+      break;
+    case Element::cq:
+      if ((ev.cq = find_impl(rec.cqs, e.cq))) to = owner(ev.cq->cq.context);
+      break;
+    case Element::srq:
+      if ((ev.srq = find_impl(rec.srqs, e.srq))) to = owner(ev.srq->srq.context);
+      break;
+    case Element::port:
+    case Element::device:
+      for (Context* ctx : rec.contexts) push_event(*ctx, ev);
+      return;
+  }
+  if (to) push_event(*to, ev);
+}
+
+void run_router(DeviceRec* rec) {
+  const int device_fd = rec->endpoint->device().async_event_fd();
+  for (;;) {
+    pollfd fds[2] = {{device_fd, POLLIN, 0}, {rec->router_stop, POLLIN, 0}};
+    if (poll(fds, 2, -1) < 0) continue;  // EINTR
+    if (fds[1].revents) return;
+    std::lock_guard<std::mutex> lock(rec->control);
+    AsyncEvent e;
+    while (rec->endpoint->device().get_async_event(e)) route(*rec, e);
+  }
+}
+
+// Fills `ev` from a routed event and counts it as handed out.
+void to_verbs_event(const PendingEvent& p, ibv_async_event& ev) {
+  std::memset(&ev, 0, sizeof ev);
+  ev.event_type = p.type;
+  switch (element_of(p.type)) {
+    case Element::qp:
+      ev.element.qp = &p.qp->qp;
+      count_reported(p.qp->qp.mutex, p.qp->events_reported);
+      break;
+    case Element::cq:
+      ev.element.cq = &p.cq->cq;
+      count_reported(p.cq->cq.mutex, p.cq->async_events_reported);
+      break;
+    case Element::srq:
+      ev.element.srq = &p.srq->srq;
+      count_reported(p.srq->srq.mutex, p.srq->events_reported);
+      break;
     case Element::port:
       ev.element.port_num = 1;
-      return true;
+      break;
     case Element::device:
-      return true;
+      break;
   }
-  return true;
 }
 
 }  // namespace
+
+bool start_event_router(DeviceRec& rec) {
+  rec.router_stop = eventfd(0, EFD_CLOEXEC);
+  if (rec.router_stop < 0) return false;
+  rec.router = std::thread(run_router, &rec);
+  return true;
+}
+
+void stop_event_router(DeviceRec& rec) {
+  if (rec.router_stop < 0) return;
+  const uint64_t one = 1;
+  [[maybe_unused]] const ssize_t w = write(rec.router_stop, &one, sizeof one);
+  rec.router.join();
+  close(rec.router_stop);
+  rec.router_stop = -1;
+}
+
+bool join_events(Context& ctx) {
+  // Blocking, as the program expects its async_fd to be until it sets
+  // O_NONBLOCK; the count read back is never more than was written.
+  ctx.event_fd = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
+  if (ctx.event_fd < 0) return false;
+  std::lock_guard<std::mutex> lock(ctx.rec->control);
+  ctx.rec->contexts.push_back(&ctx);
+  return true;
+}
+
+void leave_events(Context& ctx) {
+  {
+    std::lock_guard<std::mutex> lock(ctx.rec->control);
+    erase_one(ctx.rec->contexts, &ctx);
+  }
+  if (ctx.event_fd >= 0) close(ctx.event_fd);
+  ctx.event_fd = -1;
+}
+
+void withdraw_events(DeviceRec& rec, const void* object) {
+  for (Context* ctx : rec.contexts) {
+    std::lock_guard<std::mutex> lock(ctx->event_mutex);
+    auto names = [&](const PendingEvent& e) { return e.qp == object || e.cq == object || e.srq == object; };
+    for (const PendingEvent& e : ctx->events)
+      if (names(e)) take_count(*ctx);
+    ctx->events.erase(std::remove_if(ctx->events.begin(), ctx->events.end(), names), ctx->events.end());
+  }
+}
+
 }  // namespace uroce::abi
 
 using namespace uroce;
@@ -164,19 +264,18 @@ UROCE_V11(ibv_ack_cq_events) void uroce_v11_ibv_ack_cq_events(ibv_cq* c, unsigne
   count_acked(c->mutex, c->cond, c->comp_events_completed, n);
 }
 
-// Waits by poll() on the device's descriptor, unless it is O_NONBLOCK, and
-// takes events under the control mutex, which also keeps the object lists
-// still while an event is matched to its object.
+// Waits by poll() on the context's descriptor, unless it is O_NONBLOCK.
 UROCE_V11(ibv_get_async_event) int uroce_v11_ibv_get_async_event(ibv_context* c, ibv_async_event* ev) {
   Context* ctx = ctx_of(c);
   for (;;) {
     {
-      std::lock_guard<std::mutex> lock(ctx->rec->control);
-      AsyncEvent e;
-      bool got;
-      while ((got = ctx->device().get_async_event(e)) && !to_verbs_event(*ctx->rec, e, *ev)) {
+      std::lock_guard<std::mutex> lock(ctx->event_mutex);
+      if (!ctx->events.empty()) {
+        take_count(*ctx);
+        to_verbs_event(ctx->events.front(), *ev);
+        ctx->events.pop_front();
+        return 0;
       }
-      if (got) return 0;
     }
     const int flags = fcntl(c->async_fd, F_GETFL);
     if (flags >= 0 && (flags & O_NONBLOCK)) return errno = EAGAIN, -1;

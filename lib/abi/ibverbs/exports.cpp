@@ -274,12 +274,6 @@ UROCE_EXPORT ibv_mr* ibv_reg_dmabuf_mr(ibv_pd*, uint64_t, size_t, uint64_t, int,
   return nullptr;
 }
 
-UROCE_EXPORT ibv_qp_ex* ibv_qp_to_qp_ex(ibv_qp*) {
-  unsupported("ibv_qp_to_qp_ex");
-  errno = EOPNOTSUPP;
-  return nullptr;
-}
-
 UROCE_EXPORT int ibv_query_qp_data_in_order(ibv_qp*, ibv_wr_opcode, uint32_t) { return 0; }
 
 UROCE_EXPORT int ibv_query_ece(ibv_qp*, ibv_ece*) { return EOPNOTSUPP; }

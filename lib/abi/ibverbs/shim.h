@@ -9,9 +9,11 @@
 #include <infiniband/verbs.h>
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "config.h"
@@ -42,16 +44,36 @@ struct DeviceRec {
   // caller at a time.
   std::mutex control;
   // Live CQs, QPs and SRQs of every context (under `control`), to name the
-  // one an asynchronous event is about: the device's event queue is one.
+  // one an asynchronous event is about, and the open contexts, to hand it
+  // to the one that owns that object: the device's event queue is one.
   std::vector<Cq*> cqs;
   std::vector<Qp*> qps;
   std::vector<Srq*> srqs;
+  std::vector<Context*> contexts;
+  // Moves the device's events to their contexts' queues while the device
+  // is open (events.cpp); `router_stop` is an eventfd that ends it.
+  std::thread router;
+  int router_stop = -1;
+};
+
+// An event routed to a context, not yet handed out: its object is named
+// by the record, so that a destroy can withdraw it.
+struct PendingEvent {
+  ibv_event_type type;
+  Qp* qp = nullptr;
+  Cq* cq = nullptr;
+  Srq* srq = nullptr;
 };
 
 struct Context {
   verbs_context vctx{};  // its last member is the ibv_context handed out
   DeviceRec* rec = nullptr;
   Device& device() { return rec->endpoint->device(); }
+  // This context's asynchronous events: `event_fd` (its async_fd) is a
+  // semaphore eventfd that counts them, under event_mutex.
+  std::mutex event_mutex;
+  std::deque<PendingEvent> events;
+  int event_fd = -1;
 };
 
 struct Pd {
@@ -66,8 +88,13 @@ struct Mr {
 
 // Threaded mode lets one application thread poll a CQ and post to a QP at
 // a time; verbs promises any number: the mutexes bridge the two.
+// An ibv_cq_ex begins with the fields of an ibv_cq (ibv_cq_ex_to_cq is a
+// cast): every CQ is one, those made by ibv_create_cq_ex fill the rest.
 struct Cq {
-  ibv_cq cq{};
+  union {
+    ibv_cq_ex ex{};
+    ibv_cq cq;
+  };
   std::unique_ptr<CompletionQueue> impl;
   std::mutex poll_mutex;
   uint32_t empty_polls = 0;  // under poll_mutex
@@ -75,6 +102,9 @@ struct Cq {
   // ibv_cq's *_events_completed and destroy waits on cq.cond for both.
   uint32_t comp_events_reported = 0;
   uint32_t async_events_reported = 0;
+  // The completion ibv_start_poll / ibv_next_poll stepped to, read by
+  // ibv_wc_read_*; poll_mutex is held from a successful start to end_poll.
+  ibv_wc current{};
 };
 
 struct Srq {
@@ -91,13 +121,32 @@ struct Channel {
   std::vector<Cq*> cqs;  // to turn an event's CompletionQueue into its ibv_cq
 };
 
+// The WRs built between ibv_wr_start and ibv_wr_complete (qp_ex.cpp),
+// in storage sized at creation from the QP's capacities: no allocation
+// per post.
+struct WrBatch {
+  std::vector<SendWr> wrs;     // max_send_wr
+  std::vector<ibv_sge> sges;   // max_send_sge per WR
+  std::vector<uint8_t> bytes;  // max_inline_data per WR, inline data copied
+  uint32_t count = 0;
+  uint32_t sge_stride = 0;
+  uint32_t inline_stride = 0;
+  int error = 0;  // the first error of this batch, reported by wr_complete
+};
+
+// ibv_qp_ex begins with its ibv_qp (ibv_qp_to_qp_ex's answer is the same
+// record); its post API is filled for QPs made with send_ops_flags.
 struct Qp {
-  ibv_qp qp{};
+  union {
+    ibv_qp_ex ex{};
+    ibv_qp qp;
+  };
   std::unique_ptr<QueuePair> impl;
   uint32_t events_reported = 0;  // under qp.mutex, as Cq's
   // Sends and receives share the QP's one submission ring in threaded
-  // mode: one mutex for both.
+  // mode: one mutex for both (held from ibv_wr_start to complete/abort).
   std::mutex post_mutex;
+  std::unique_ptr<WrBatch> batch;  // set when the ibv_wr_* API is enabled
 };
 
 struct Ah {
@@ -137,6 +186,24 @@ uint64_t node_guid_be(const DeviceRec& rec);
 
 // The data path ops placed in ibv_context::ops (verbs.cpp).
 void fill_data_ops(ibv_context_ops& ops);
+// ibv_create_cq / ibv_create_qp's work, shared with their _ex forms
+// (verbs.cpp); nullptr with errno set on failure.
+Cq* create_cq(ibv_context* c, int cqe, void* cq_context, ibv_comp_channel* channel, int comp_vector);
+Qp* create_qp(ibv_pd* p, ibv_qp_init_attr* init);
+// The verbs_context ops of the extended CQ and QP (cq_ex.cpp, qp_ex.cpp).
+ibv_cq_ex* create_cq_ex_op(ibv_context* c, ibv_cq_init_attr_ex* attr);
+ibv_qp* create_qp_ex_op(ibv_context* c, ibv_qp_init_attr_ex* attr);
+// Asynchronous events (events.cpp): the router runs while the device is
+// open (under open_mutex); a context joins and leaves the routing; a
+// destroy withdraws the events not yet handed out for its object (under
+// the device's control).
+bool start_event_router(DeviceRec& rec);
+void stop_event_router(DeviceRec& rec);
+bool join_events(Context& ctx);
+void leave_events(Context& ctx);
+void withdraw_events(DeviceRec& rec, const void* object);
+// One open of the device fewer (device.cpp).
+void release_device(DeviceRec& rec);
 // Port attributes, whole (verbs_context::query_port honours its size).
 int fill_port_attr(Context& ctx, uint8_t port, ibv_port_attr& attr);
 

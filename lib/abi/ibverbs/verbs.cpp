@@ -165,6 +165,74 @@ void fill_qp_cap(const QueuePair& qp, ibv_qp_cap& cap) {
 
 }  // namespace
 
+Cq* create_cq(ibv_context* c, int cqe, void* cq_context, ibv_comp_channel* channel, int comp_vector) {
+  Context* ctx = ctx_of(c);
+  Channel* ch = channel ? channel_of(channel) : nullptr;
+  auto* cq = new Cq;
+  int err = 0;
+  {
+    std::lock_guard<std::mutex> lock(ctx->rec->control);
+    cq->impl = ctx->device().create_cq(cqe, ch ? ch->impl.get() : nullptr, comp_vector, err);
+    if (cq->impl) {
+      ctx->rec->cqs.push_back(cq);
+      if (ch) ++channel->refcnt;
+    }
+  }
+  if (!cq->impl) return delete cq, errno = err ? err : ENOMEM, nullptr;
+  if (ch) {
+    std::lock_guard<std::mutex> lock(ch->cqs_mutex);
+    ch->cqs.push_back(cq);
+  }
+  cq->cq.context = c;
+  cq->cq.channel = channel;
+  cq->cq.comp_events_completed = 0;
+  cq->cq.async_events_completed = 0;
+  cq->cq.cq_context = cq_context;
+  cq->cq.cqe = static_cast<int>(cq->impl->capacity());
+  pthread_mutex_init(&cq->cq.mutex, nullptr);
+  pthread_cond_init(&cq->cq.cond, nullptr);
+  return cq;
+}
+
+Qp* create_qp(ibv_pd* p, ibv_qp_init_attr* init) {
+  if (init->qp_type != IBV_QPT_RC && init->qp_type != IBV_QPT_UC && init->qp_type != IBV_QPT_UD)
+    return errno = EOPNOTSUPP, nullptr;
+  if (!init->send_cq || !init->recv_cq) return errno = EINVAL, nullptr;
+  QpInitAttr attr;
+  attr.send_cq = cq_of(init->send_cq)->impl.get();
+  attr.recv_cq = cq_of(init->recv_cq)->impl.get();
+  attr.srq = init->srq ? srq_of(init->srq)->impl.get() : nullptr;
+  attr.cap = init->cap;
+  attr.qp_type = init->qp_type;
+  attr.sq_sig_all = init->sq_sig_all;
+  auto* qp = new Qp;
+  int err = 0;
+  {
+    std::lock_guard<std::mutex> lock(ctx_of_pd(p).rec->control);
+    qp->impl = pd_of(p)->impl->create_qp(attr, err);
+    if (qp->impl) {
+      fill_qp_cap(*qp->impl, init->cap);
+      ctx_of_pd(p).rec->qps.push_back(qp);
+    }
+  }
+  if (!qp->impl) return delete qp, errno = err ? err : ENOMEM, nullptr;
+  ibv_qp& q = qp->qp;
+  q.context = p->context;
+  q.qp_context = init->qp_context;
+  q.pd = p;
+  q.send_cq = init->send_cq;
+  q.recv_cq = init->recv_cq;
+  q.srq = init->srq;
+  q.qp_num = qp->impl->qp_num();
+  q.handle = q.qp_num;
+  q.state = IBV_QPS_RESET;
+  q.qp_type = init->qp_type;
+  q.events_completed = 0;
+  pthread_mutex_init(&q.mutex, nullptr);
+  pthread_cond_init(&q.cond, nullptr);
+  return qp;
+}
+
 void fill_data_ops(ibv_context_ops& ops) {
   ops.post_send = post_send_op;
   ops.post_recv = post_recv_op;
@@ -250,32 +318,8 @@ UROCE_V11(ibv_dereg_mr) int uroce_v11_ibv_dereg_mr(ibv_mr* m) {
 
 UROCE_V11(ibv_create_cq) ibv_cq* uroce_v11_ibv_create_cq(ibv_context* c, int cqe, void* cq_context,
                                                          ibv_comp_channel* channel, int comp_vector) {
-  Context* ctx = ctx_of(c);
-  Channel* ch = channel ? channel_of(channel) : nullptr;
-  auto* cq = new Cq;
-  int err = 0;
-  {
-    std::lock_guard<std::mutex> lock(ctx->rec->control);
-    cq->impl = ctx->device().create_cq(cqe, ch ? ch->impl.get() : nullptr, comp_vector, err);
-    if (cq->impl) {
-      ctx->rec->cqs.push_back(cq);
-      if (ch) ++channel->refcnt;
-    }
-  }
-  if (!cq->impl) return delete cq, errno = err ? err : ENOMEM, nullptr;
-  if (ch) {
-    std::lock_guard<std::mutex> lock(ch->cqs_mutex);
-    ch->cqs.push_back(cq);
-  }
-  cq->cq.context = c;
-  cq->cq.channel = channel;
-  cq->cq.comp_events_completed = 0;
-  cq->cq.async_events_completed = 0;
-  cq->cq.cq_context = cq_context;
-  cq->cq.cqe = static_cast<int>(cq->impl->capacity());
-  pthread_mutex_init(&cq->cq.mutex, nullptr);
-  pthread_cond_init(&cq->cq.cond, nullptr);
-  return &cq->cq;
+  Cq* cq = create_cq(c, cqe, cq_context, channel, comp_vector);
+  return cq ? &cq->cq : nullptr;
 }
 
 UROCE_V11(ibv_destroy_cq) int uroce_v11_ibv_destroy_cq(ibv_cq* c) {
@@ -291,6 +335,7 @@ UROCE_V11(ibv_destroy_cq) int uroce_v11_ibv_destroy_cq(ibv_cq* c) {
   {
     std::lock_guard<std::mutex> lock(rec->control);
     erase_one(rec->cqs, cq);
+    withdraw_events(*rec, cq);
   }
   wait_events_acked(c->mutex, c->cond, [&] {
     return c->comp_events_completed == cq->comp_events_reported &&
@@ -308,42 +353,8 @@ UROCE_V11(ibv_destroy_cq) int uroce_v11_ibv_destroy_cq(ibv_cq* c) {
 }
 
 UROCE_V11(ibv_create_qp) ibv_qp* uroce_v11_ibv_create_qp(ibv_pd* p, ibv_qp_init_attr* init) {
-  if (init->qp_type != IBV_QPT_RC && init->qp_type != IBV_QPT_UC && init->qp_type != IBV_QPT_UD)
-    return errno = EOPNOTSUPP, nullptr;
-  if (!init->send_cq || !init->recv_cq) return errno = EINVAL, nullptr;
-  QpInitAttr attr;
-  attr.send_cq = cq_of(init->send_cq)->impl.get();
-  attr.recv_cq = cq_of(init->recv_cq)->impl.get();
-  attr.srq = init->srq ? srq_of(init->srq)->impl.get() : nullptr;
-  attr.cap = init->cap;
-  attr.qp_type = init->qp_type;
-  attr.sq_sig_all = init->sq_sig_all;
-  auto* qp = new Qp;
-  int err = 0;
-  {
-    std::lock_guard<std::mutex> lock(ctx_of_pd(p).rec->control);
-    qp->impl = pd_of(p)->impl->create_qp(attr, err);
-    if (qp->impl) {
-      fill_qp_cap(*qp->impl, init->cap);
-      ctx_of_pd(p).rec->qps.push_back(qp);
-    }
-  }
-  if (!qp->impl) return delete qp, errno = err ? err : ENOMEM, nullptr;
-  ibv_qp& q = qp->qp;
-  q.context = p->context;
-  q.qp_context = init->qp_context;
-  q.pd = p;
-  q.send_cq = init->send_cq;
-  q.recv_cq = init->recv_cq;
-  q.srq = init->srq;
-  q.qp_num = qp->impl->qp_num();
-  q.handle = q.qp_num;
-  q.state = IBV_QPS_RESET;
-  q.qp_type = init->qp_type;
-  q.events_completed = 0;
-  pthread_mutex_init(&q.mutex, nullptr);
-  pthread_cond_init(&q.cond, nullptr);
-  return &q;
+  Qp* qp = create_qp(p, init);
+  return qp ? &qp->qp : nullptr;
 }
 
 UROCE_V11(ibv_modify_qp) int uroce_v11_ibv_modify_qp(ibv_qp* q, ibv_qp_attr* attr, int mask) {
@@ -385,6 +396,7 @@ UROCE_V11(ibv_destroy_qp) int uroce_v11_ibv_destroy_qp(ibv_qp* q) {
   {
     std::lock_guard<std::mutex> lock(rec->control);
     erase_one(rec->qps, qp);
+    withdraw_events(*rec, qp);
   }
   wait_events_acked(q->mutex, q->cond, [&] { return q->events_completed == qp->events_reported; });
   {
@@ -445,6 +457,7 @@ UROCE_V11(ibv_destroy_srq) int uroce_v11_ibv_destroy_srq(ibv_srq* s) {
   {
     std::lock_guard<std::mutex> lock(rec->control);
     erase_one(rec->srqs, srq);
+    withdraw_events(*rec, srq);
   }
   wait_events_acked(s->mutex, s->cond, [&] { return s->events_completed == srq->events_reported; });
   {

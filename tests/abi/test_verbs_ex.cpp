@@ -1,0 +1,648 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The extended verbs of the drop-in libibverbs, called through verbs.h's
+// inline functions as a program built with Debian's header calls them:
+// ibv_create_cq_ex and its polling API, ibv_create_qp_ex and the ibv_wr_*
+// post API, and asynchronous events routed to the context that owns their
+// object. Data moves between two RC QPs of one device (the engine's
+// loopback: nothing reaches the null port).
+#include <infiniband/verbs.h>
+
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <poll.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+struct Opened {
+  ibv_device** list = nullptr;
+  ibv_context* ctx = nullptr;
+  Opened() {
+    int n = 0;
+    list = ibv_get_device_list(&n);
+    REQUIRE(list);
+    REQUIRE(n == 1);
+    ctx = ibv_open_device(list[0]);
+    REQUIRE(ctx);
+  }
+  ~Opened() {
+    ibv_close_device(ctx);
+    ibv_free_device_list(list);
+  }
+};
+
+constexpr int kAccess =
+    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+
+ibv_qp_init_attr_ex qp_attr(ibv_pd* pd, ibv_cq* scq, ibv_cq* rcq, ibv_qp_type type = IBV_QPT_RC) {
+  ibv_qp_init_attr_ex a{};
+  a.send_cq = scq;
+  a.recv_cq = rcq;
+  a.cap.max_send_wr = 8;
+  a.cap.max_recv_wr = 8;
+  a.cap.max_send_sge = 2;
+  a.cap.max_recv_sge = 2;
+  a.cap.max_inline_data = 64;
+  a.qp_type = type;
+  a.comp_mask = IBV_QP_INIT_ATTR_PD;
+  a.pd = pd;
+  return a;
+}
+
+// RESET -> INIT -> RTR -> RTS towards `remote` on this device's GID 1.
+void connect(ibv_context* ctx, ibv_qp* qp, uint32_t remote) {
+  ibv_gid gid;
+  REQUIRE(ibv_query_gid(ctx, 1, 1, &gid) == 0);
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.port_num = 1;
+  a.qp_access_flags = kAccess;
+  REQUIRE(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0);
+  a = {};
+  a.qp_state = IBV_QPS_RTR;
+  a.path_mtu = IBV_MTU_1024;
+  a.dest_qp_num = remote;
+  a.max_dest_rd_atomic = 4;
+  a.min_rnr_timer = 1;
+  a.ah_attr.is_global = 1;
+  a.ah_attr.grh.dgid = gid;
+  a.ah_attr.grh.sgid_index = 1;
+  a.ah_attr.grh.hop_limit = 64;
+  a.ah_attr.port_num = 1;
+  REQUIRE(ibv_modify_qp(qp, &a,
+                        IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                            IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) == 0);
+  a = {};
+  a.qp_state = IBV_QPS_RTS;
+  a.timeout = 14;
+  a.retry_cnt = 7;
+  a.rnr_retry = 7;
+  a.max_rd_atomic = 4;
+  REQUIRE(ibv_modify_qp(qp, &a,
+                        IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                            IBV_QP_MAX_QP_RD_ATOMIC) == 0);
+}
+
+// Up to `n` completions within two seconds.
+std::vector<ibv_wc> wait_wc(ibv_cq* cq, int n, int ms = 2000) {
+  std::vector<ibv_wc> out;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (int(out.size()) < n && std::chrono::steady_clock::now() < until) {
+    ibv_wc wc;
+    if (ibv_poll_cq(cq, 1, &wc) == 1) out.push_back(wc);
+  }
+  return out;
+}
+
+void post_recv(ibv_qp* qp, uint64_t wr_id, void* addr, uint32_t len, uint32_t lkey) {
+  ibv_sge sge{reinterpret_cast<uintptr_t>(addr), len, lkey};
+  ibv_recv_wr wr{};
+  wr.wr_id = wr_id;
+  wr.sg_list = &sge;
+  wr.num_sge = len ? 1 : 0;
+  ibv_recv_wr* bad = nullptr;
+  REQUIRE(ibv_post_recv(qp, &wr, &bad) == 0);
+}
+
+// Two RC QPs of one device joined to each other: `a` posts through the
+// ibv_wr_* API, `b` receives on an extended CQ.
+struct Pair {
+  Opened o;
+  ibv_pd* pd = nullptr;
+  std::vector<uint8_t> abuf = std::vector<uint8_t>(8192), bbuf = std::vector<uint8_t>(8192);
+  ibv_mr* amr = nullptr;
+  ibv_mr* bmr = nullptr;
+  ibv_cq* acq = nullptr;
+  ibv_cq_ex* bcqx = nullptr;
+  ibv_qp* a = nullptr;
+  ibv_qp* b = nullptr;
+  ibv_qp_ex* ax = nullptr;
+  explicit Pair(uint64_t wc_flags = IBV_WC_STANDARD_FLAGS) {
+    pd = ibv_alloc_pd(o.ctx);
+    REQUIRE(pd);
+    amr = ibv_reg_mr(pd, abuf.data(), abuf.size(), kAccess);
+    bmr = ibv_reg_mr(pd, bbuf.data(), bbuf.size(), kAccess);
+    REQUIRE(amr);
+    REQUIRE(bmr);
+    acq = ibv_create_cq(o.ctx, 32, nullptr, nullptr, 0);
+    REQUIRE(acq);
+    ibv_cq_init_attr_ex cqa{};
+    cqa.cqe = 32;
+    cqa.wc_flags = wc_flags;
+    bcqx = ibv_create_cq_ex(o.ctx, &cqa);
+    REQUIRE(bcqx);
+    ibv_qp_init_attr_ex qa = qp_attr(pd, acq, acq);
+    qa.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    qa.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
+                        IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
+                        IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+    a = ibv_create_qp_ex(o.ctx, &qa);
+    REQUIRE(a);
+    ax = ibv_qp_to_qp_ex(a);
+    REQUIRE(ax);
+    CHECK(&ax->qp_base == a);
+    ibv_qp_init_attr_ex qb = qp_attr(pd, ibv_cq_ex_to_cq(bcqx), ibv_cq_ex_to_cq(bcqx));
+    b = ibv_create_qp_ex(o.ctx, &qb);  // the PD alone: ibv_create_qp underneath
+    REQUIRE(b);
+    connect(o.ctx, a, b->qp_num);
+    connect(o.ctx, b, a->qp_num);
+  }
+  ~Pair() {
+    ibv_destroy_qp(a);
+    ibv_destroy_qp(b);
+    ibv_destroy_cq(acq);
+    ibv_destroy_cq(ibv_cq_ex_to_cq(bcqx));
+    ibv_dereg_mr(amr);
+    ibv_dereg_mr(bmr);
+    ibv_dealloc_pd(pd);
+  }
+  uint64_t baddr(size_t off = 0) { return reinterpret_cast<uintptr_t>(bbuf.data() + off); }
+  uint64_t aaddr(size_t off = 0) { return reinterpret_cast<uintptr_t>(abuf.data() + off); }
+  ibv_cq* bcq() { return ibv_cq_ex_to_cq(bcqx); }
+  // One signalled WR built by `build` between wr_start and wr_complete;
+  // its completion on a's CQ.
+  template <class Build>
+  ibv_wc post(uint64_t wr_id, Build&& build) {
+    ibv_wr_start(ax);
+    ax->wr_id = wr_id;
+    ax->wr_flags = IBV_SEND_SIGNALED;
+    build();
+    REQUIRE(ibv_wr_complete(ax) == 0);
+    auto wc = wait_wc(acq, 1);
+    REQUIRE(wc.size() == 1);
+    CHECK(wc[0].wr_id == wr_id);
+    CHECK(wc[0].status == IBV_WC_SUCCESS);
+    return wc[0];
+  }
+};
+
+void fill(std::vector<uint8_t>& v, size_t off, size_t n, uint8_t seed) {
+  for (size_t i = 0; i < n; ++i) v[off + i] = uint8_t(seed + i * 7);
+}
+
+}  // namespace
+
+TEST_CASE("ibv_create_cq_ex: refusals of what uroce's completions do not record", "[abi-ex]") {
+  Opened o;
+  ibv_cq_init_attr_ex a{};
+  a.cqe = 8;
+  for (uint64_t flag : {uint64_t(IBV_WC_EX_WITH_COMPLETION_TIMESTAMP), uint64_t(IBV_WC_EX_WITH_CVLAN),
+                        uint64_t(IBV_WC_EX_WITH_FLOW_TAG), uint64_t(IBV_WC_EX_WITH_TM_INFO),
+                        uint64_t(IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)}) {
+    a.wc_flags = IBV_WC_STANDARD_FLAGS | flag;
+    errno = 0;
+    CHECK(ibv_create_cq_ex(o.ctx, &a) == nullptr);
+    CHECK(errno == EOPNOTSUPP);
+  }
+  a.wc_flags = IBV_WC_STANDARD_FLAGS;
+  a.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS;
+  a.flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
+  errno = 0;
+  CHECK(ibv_create_cq_ex(o.ctx, &a) == nullptr);
+  CHECK(errno == EOPNOTSUPP);
+  a.flags = IBV_CREATE_CQ_ATTR_SINGLE_THREADED;
+  ibv_cq_ex* cq = ibv_create_cq_ex(o.ctx, &a);
+  REQUIRE(cq);
+  ibv_poll_cq_attr pa{};
+  CHECK(ibv_start_poll(cq, &pa) == ENOENT);  // empty; no end_poll owed
+  ibv_wc wc;
+  CHECK(ibv_poll_cq(ibv_cq_ex_to_cq(cq), 1, &wc) == 0);
+  CHECK(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)) == 0);
+}
+
+TEST_CASE("ibv_cq_ex: every read_* agrees with ibv_poll_cq on the same completion", "[abi-ex]") {
+  Pair p;
+  fill(p.abuf, 0, 300, 1);
+  // Two receives take two identical SENDs with immediate: the first polled
+  // by ibv_poll_cq, the second through the extended API.
+  post_recv(p.b, 11, p.bbuf.data(), 1024, p.bmr->lkey);
+  post_recv(p.b, 11, p.bbuf.data() + 1024, 1024, p.bmr->lkey);
+  for (int i = 0; i < 2; ++i)
+    p.post(20 + i, [&] {
+      ibv_wr_send_imm(p.ax, htonl(0xabcd0123));
+      ibv_wr_set_sge(p.ax, p.amr->lkey, p.aaddr(), 300);
+    });
+  std::vector<ibv_wc> first;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  ibv_wc wc{};
+  while (ibv_poll_cq(p.bcq(), 1, &wc) == 0 && std::chrono::steady_clock::now() < until) {
+  }
+  REQUIRE(wc.wr_id == 11);
+  REQUIRE(wc.status == IBV_WC_SUCCESS);
+  ibv_poll_cq_attr pa{};
+  int rc = ENOENT;
+  while ((rc = ibv_start_poll(p.bcqx, &pa)) == ENOENT && std::chrono::steady_clock::now() < until) {
+  }
+  REQUIRE(rc == 0);
+  CHECK(p.bcqx->wr_id == wc.wr_id);
+  CHECK(p.bcqx->status == wc.status);
+  CHECK(ibv_wc_read_opcode(p.bcqx) == wc.opcode);
+  CHECK(ibv_wc_read_opcode(p.bcqx) == IBV_WC_RECV);
+  CHECK(ibv_wc_read_vendor_err(p.bcqx) == wc.vendor_err);
+  CHECK(ibv_wc_read_byte_len(p.bcqx) == wc.byte_len);
+  CHECK(ibv_wc_read_byte_len(p.bcqx) == 300);
+  CHECK(ibv_wc_read_imm_data(p.bcqx) == wc.imm_data);
+  CHECK(ntohl(ibv_wc_read_imm_data(p.bcqx)) == 0xabcd0123);
+  CHECK(ibv_wc_read_qp_num(p.bcqx) == wc.qp_num);
+  CHECK(ibv_wc_read_qp_num(p.bcqx) == p.b->qp_num);
+  CHECK(ibv_wc_read_src_qp(p.bcqx) == wc.src_qp);
+  CHECK(ibv_wc_read_wc_flags(p.bcqx) == wc.wc_flags);
+  CHECK((ibv_wc_read_wc_flags(p.bcqx) & IBV_WC_WITH_IMM));
+  CHECK(ibv_wc_read_slid(p.bcqx) == wc.slid);
+  CHECK(ibv_wc_read_sl(p.bcqx) == wc.sl);
+  CHECK(ibv_wc_read_dlid_path_bits(p.bcqx) == wc.dlid_path_bits);
+  CHECK(ibv_next_poll(p.bcqx) == ENOENT);
+  ibv_end_poll(p.bcqx);
+  CHECK(std::memcmp(p.abuf.data(), p.bbuf.data(), 300) == 0);
+  CHECK(std::memcmp(p.abuf.data(), p.bbuf.data() + 1024, 300) == 0);
+
+  // next_poll steps through several completions in one start/end.
+  post_recv(p.b, 31, p.bbuf.data(), 64, p.bmr->lkey);
+  post_recv(p.b, 32, p.bbuf.data(), 64, p.bmr->lkey);
+  p.post(40, [&] {
+    ibv_wr_send(p.ax);
+    ibv_wr_set_sge(p.ax, p.amr->lkey, p.aaddr(), 8);
+  });
+  p.post(41, [&] {
+    ibv_wr_send(p.ax);
+    ibv_wr_set_sge(p.ax, p.amr->lkey, p.aaddr(), 16);
+  });
+  while ((rc = ibv_start_poll(p.bcqx, &pa)) == ENOENT) {
+  }
+  REQUIRE(rc == 0);
+  CHECK(p.bcqx->wr_id == 31);
+  CHECK(ibv_wc_read_byte_len(p.bcqx) == 8);
+  while ((rc = ibv_next_poll(p.bcqx)) == ENOENT) {
+  }
+  CHECK(p.bcqx->wr_id == 32);
+  CHECK(ibv_wc_read_byte_len(p.bcqx) == 16);
+  CHECK((ibv_wc_read_wc_flags(p.bcqx) & IBV_WC_WITH_IMM) == 0);
+  ibv_end_poll(p.bcqx);
+  // A comp_mask the API does not define: EINVAL.
+  pa.comp_mask = 1;
+  CHECK(ibv_start_poll(p.bcqx, &pa) == EINVAL);
+}
+
+TEST_CASE("ibv_cq_ex with a completion channel", "[abi-ex]") {
+  Opened o;
+  ibv_comp_channel* ch = ibv_create_comp_channel(o.ctx);
+  REQUIRE(ch);
+  int tag = 0;
+  ibv_cq_init_attr_ex a{};
+  a.cqe = 8;
+  a.cq_context = &tag;
+  a.channel = ch;
+  a.wc_flags = IBV_WC_EX_WITH_BYTE_LEN;
+  ibv_cq_ex* cqx = ibv_create_cq_ex(o.ctx, &a);
+  REQUIRE(cqx);
+  ibv_cq* cq = ibv_cq_ex_to_cq(cqx);
+  CHECK(cq->channel == ch);
+  CHECK(cq->cq_context == &tag);
+  ibv_pd* pd = ibv_alloc_pd(o.ctx);
+  REQUIRE(pd);
+  std::vector<char> buf(64);
+  ibv_mr* mr = ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
+  REQUIRE(mr);
+  REQUIRE(ibv_req_notify_cq(cq, 0) == 0);
+  ibv_qp_init_attr_ex qa = qp_attr(pd, cq, cq);
+  ibv_qp* qp = ibv_create_qp_ex(o.ctx, &qa);
+  REQUIRE(qp);
+  CHECK(ibv_qp_to_qp_ex(qp) == nullptr);  // made without send_ops_flags
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_INIT;
+  attr.port_num = 1;
+  REQUIRE(ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0);
+  post_recv(qp, 5, buf.data(), 64, mr->lkey);
+  attr.qp_state = IBV_QPS_ERR;
+  REQUIRE(ibv_modify_qp(qp, &attr, IBV_QP_STATE) == 0);
+  ibv_cq* ev_cq = nullptr;
+  void* ev_ctx = nullptr;
+  REQUIRE(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0);
+  CHECK(ev_cq == cq);
+  CHECK(ev_ctx == &tag);
+  ibv_ack_cq_events(cq, 1);
+  ibv_poll_cq_attr pa{};
+  int rc;
+  while ((rc = ibv_start_poll(cqx, &pa)) == ENOENT) {
+  }
+  REQUIRE(rc == 0);
+  CHECK(cqx->wr_id == 5);
+  CHECK(cqx->status == IBV_WC_WR_FLUSH_ERR);
+  ibv_end_poll(cqx);
+  CHECK(ibv_destroy_qp(qp) == 0);
+  CHECK(ibv_destroy_cq(cq) == 0);
+  CHECK(ibv_destroy_comp_channel(ch) == 0);
+  CHECK(ibv_dereg_mr(mr) == 0);
+  CHECK(ibv_dealloc_pd(pd) == 0);
+}
+
+TEST_CASE("ibv_wr_*: each operation moves its data", "[abi-ex]") {
+  Pair p;
+  SECTION("RDMA WRITE, one SGE and a list") {
+    fill(p.abuf, 0, 2000, 3);
+    p.post(1, [&] {
+      ibv_wr_rdma_write(p.ax, p.bmr->rkey, p.baddr(100));
+      ibv_wr_set_sge(p.ax, p.amr->lkey, p.aaddr(), 2000);
+    });
+    CHECK(std::memcmp(p.bbuf.data() + 100, p.abuf.data(), 2000) == 0);
+    const ibv_sge list[2] = {{p.aaddr(10), 5, p.amr->lkey}, {p.aaddr(500), 7, p.amr->lkey}};
+    p.post(2, [&] {
+      ibv_wr_rdma_write(p.ax, p.bmr->rkey, p.baddr(4000));
+      ibv_wr_set_sge_list(p.ax, 2, list);
+    });
+    CHECK(std::memcmp(p.bbuf.data() + 4000, p.abuf.data() + 10, 5) == 0);
+    CHECK(std::memcmp(p.bbuf.data() + 4005, p.abuf.data() + 500, 7) == 0);
+  }
+  SECTION("RDMA WRITE with immediate") {
+    fill(p.abuf, 0, 40, 9);
+    post_recv(p.b, 77, nullptr, 0, 0);
+    const ibv_wc wc = p.post(3, [&] {
+      ibv_wr_rdma_write_imm(p.ax, p.bmr->rkey, p.baddr(8), htonl(0x55aa));
+      ibv_wr_set_sge(p.ax, p.amr->lkey, p.aaddr(), 40);
+    });
+    CHECK(wc.opcode == IBV_WC_RDMA_WRITE);
+    auto r = wait_wc(p.bcq(), 1);
+    REQUIRE(r.size() == 1);
+    CHECK(r[0].wr_id == 77);
+    CHECK(r[0].opcode == IBV_WC_RECV_RDMA_WITH_IMM);
+    CHECK(ntohl(r[0].imm_data) == 0x55aa);
+    CHECK(std::memcmp(p.bbuf.data() + 8, p.abuf.data(), 40) == 0);
+  }
+  SECTION("RDMA READ") {
+    fill(p.bbuf, 200, 1500, 5);
+    const ibv_wc wc = p.post(4, [&] {
+      ibv_wr_rdma_read(p.ax, p.bmr->rkey, p.baddr(200));
+      ibv_wr_set_sge(p.ax, p.amr->lkey, p.aaddr(64), 1500);
+    });
+    CHECK(wc.opcode == IBV_WC_RDMA_READ);
+    CHECK(std::memcmp(p.abuf.data() + 64, p.bbuf.data() + 200, 1500) == 0);
+  }
+  SECTION("SEND, SEND with immediate, inline data and an inline list") {
+    fill(p.abuf, 0, 100, 7);
+    post_recv(p.b, 1, p.bbuf.data(), 256, p.bmr->lkey);
+    p.post(5, [&] {
+      ibv_wr_send(p.ax);
+      ibv_wr_set_sge(p.ax, p.amr->lkey, p.aaddr(), 100);
+    });
+    auto r = wait_wc(p.bcq(), 1);
+    REQUIRE(r.size() == 1);
+    CHECK(r[0].byte_len == 100);
+    CHECK(std::memcmp(p.bbuf.data(), p.abuf.data(), 100) == 0);
+
+    // Inline: the bytes are taken at the call; the buffer is reused before
+    // wr_complete.
+    char text[] = "inline bytes";
+    post_recv(p.b, 2, p.bbuf.data() + 1024, 256, p.bmr->lkey);
+    p.post(6, [&] {
+      ibv_wr_send_imm(p.ax, htonl(7));
+      ibv_wr_set_inline_data(p.ax, text, sizeof text);
+      std::memset(text, 'x', sizeof text - 1);
+    });
+    r = wait_wc(p.bcq(), 1);
+    REQUIRE(r.size() == 1);
+    CHECK(r[0].byte_len == sizeof "inline bytes");
+    CHECK(ntohl(r[0].imm_data) == 7);
+    CHECK(std::string(reinterpret_cast<char*>(p.bbuf.data() + 1024)) == "inline bytes");
+
+    char one[] = "abc", two[] = "defgh";
+    const ibv_data_buf bufs[2] = {{one, 3}, {two, 5}};
+    post_recv(p.b, 3, p.bbuf.data() + 2048, 256, p.bmr->lkey);
+    p.post(7, [&] {
+      ibv_wr_send(p.ax);
+      ibv_wr_set_inline_data_list(p.ax, 2, bufs);
+    });
+    r = wait_wc(p.bcq(), 1);
+    REQUIRE(r.size() == 1);
+    CHECK(r[0].byte_len == 8);
+    CHECK(std::memcmp(p.bbuf.data() + 2048, "abcdefgh", 8) == 0);
+  }
+  SECTION("atomics: compare-and-swap and fetch-and-add") {
+    uint64_t remote = 40;
+    std::memcpy(p.bbuf.data() + 64, &remote, 8);
+    const ibv_wc wc = p.post(8, [&] {
+      ibv_wr_atomic_cmp_swp(p.ax, p.bmr->rkey, p.baddr(64), 40, 1000);
+      ibv_wr_set_sge(p.ax, p.amr->lkey, p.aaddr(0), 8);
+    });
+    CHECK(wc.opcode == IBV_WC_COMP_SWAP);
+    uint64_t v;
+    std::memcpy(&v, p.abuf.data(), 8);
+    CHECK(v == 40);  // the old value
+    std::memcpy(&v, p.bbuf.data() + 64, 8);
+    CHECK(v == 1000);
+    p.post(9, [&] {
+      ibv_wr_atomic_fetch_add(p.ax, p.bmr->rkey, p.baddr(64), 5);
+      ibv_wr_set_sge(p.ax, p.amr->lkey, p.aaddr(8), 8);
+    });
+    std::memcpy(&v, p.abuf.data() + 8, 8);
+    CHECK(v == 1000);
+    std::memcpy(&v, p.bbuf.data() + 64, 8);
+    CHECK(v == 1005);
+  }
+}
+
+TEST_CASE("ibv_wr_*: a batch is posted whole or not at all; wr_abort posts nothing", "[abi-ex]") {
+  Pair p;
+  fill(p.abuf, 0, 64, 1);
+  // Aborted: nothing completes, nothing is written.
+  ibv_wr_start(p.ax);
+  p.ax->wr_id = 1;
+  p.ax->wr_flags = IBV_SEND_SIGNALED;
+  ibv_wr_rdma_write(p.ax, p.bmr->rkey, p.baddr());
+  ibv_wr_set_sge(p.ax, p.amr->lkey, p.aaddr(), 64);
+  ibv_wr_abort(p.ax);
+  CHECK(wait_wc(p.acq, 1, 300).empty());
+  CHECK(p.bbuf[0] == 0);
+
+  // A valid WR, then one with too many SGEs: EINVAL, and neither goes.
+  const ibv_sge three[3] = {{p.aaddr(), 1, p.amr->lkey}, {p.aaddr(), 1, p.amr->lkey}, {p.aaddr(), 1, p.amr->lkey}};
+  ibv_wr_start(p.ax);
+  p.ax->wr_id = 2;
+  ibv_wr_rdma_write(p.ax, p.bmr->rkey, p.baddr());
+  ibv_wr_set_sge(p.ax, p.amr->lkey, p.aaddr(), 64);
+  ibv_wr_rdma_write(p.ax, p.bmr->rkey, p.baddr(100));
+  ibv_wr_set_sge_list(p.ax, 3, three);
+  CHECK(ibv_wr_complete(p.ax) == EINVAL);
+  // Inline data longer than max_inline_data: EINVAL.
+  std::vector<char> big(4096, 'z');
+  ibv_wr_start(p.ax);
+  ibv_wr_send(p.ax);
+  ibv_wr_set_inline_data(p.ax, big.data(), big.size());
+  CHECK(ibv_wr_complete(p.ax) == EINVAL);
+  // More WRs than the send queue holds: ENOMEM, none posted.
+  ibv_qp_attr qa{};
+  ibv_qp_init_attr qi{};
+  REQUIRE(ibv_query_qp(p.a, &qa, IBV_QP_CAP, &qi) == 0);
+  ibv_wr_start(p.ax);
+  for (uint32_t i = 0; i <= qi.cap.max_send_wr; ++i) {
+    ibv_wr_rdma_write(p.ax, p.bmr->rkey, p.baddr());
+    ibv_wr_set_sge(p.ax, p.amr->lkey, p.aaddr(), 64);
+  }
+  CHECK(ibv_wr_complete(p.ax) == ENOMEM);
+  CHECK(wait_wc(p.acq, 1, 300).empty());
+  CHECK(p.bbuf[0] == 0);
+
+  // The queue still works, and a batch of two goes in one wr_complete.
+  ibv_wr_start(p.ax);
+  p.ax->wr_id = 3;
+  p.ax->wr_flags = 0;
+  ibv_wr_rdma_write(p.ax, p.bmr->rkey, p.baddr());
+  ibv_wr_set_sge(p.ax, p.amr->lkey, p.aaddr(), 32);
+  p.ax->wr_id = 4;
+  p.ax->wr_flags = IBV_SEND_SIGNALED;
+  ibv_wr_rdma_write(p.ax, p.bmr->rkey, p.baddr(32));
+  ibv_wr_set_sge(p.ax, p.amr->lkey, p.aaddr(32), 32);
+  REQUIRE(ibv_wr_complete(p.ax) == 0);
+  auto wc = wait_wc(p.acq, 1);
+  REQUIRE(wc.size() == 1);
+  CHECK(wc[0].wr_id == 4);  // only the signalled one completes
+  CHECK(std::memcmp(p.bbuf.data(), p.abuf.data(), 64) == 0);
+}
+
+TEST_CASE("ibv_create_qp_ex: operations and attributes uroce does not offer are refused", "[abi-ex]") {
+  Opened o;
+  ibv_pd* pd = ibv_alloc_pd(o.ctx);
+  REQUIRE(pd);
+  ibv_cq* cq = ibv_create_cq(o.ctx, 8, nullptr, nullptr, 0);
+  REQUIRE(cq);
+  for (uint64_t op : {uint64_t(IBV_QP_EX_WITH_BIND_MW), uint64_t(IBV_QP_EX_WITH_LOCAL_INV),
+                      uint64_t(IBV_QP_EX_WITH_SEND_WITH_INV), uint64_t(IBV_QP_EX_WITH_TSO),
+                      uint64_t(IBV_QP_EX_WITH_ATOMIC_WRITE)}) {
+    ibv_qp_init_attr_ex a = qp_attr(pd, cq, cq);
+    a.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    a.send_ops_flags = IBV_QP_EX_WITH_SEND | op;
+    errno = 0;
+    CHECK(ibv_create_qp_ex(o.ctx, &a) == nullptr);
+    CHECK(errno == EOPNOTSUPP);
+  }
+  ibv_qp_init_attr_ex a = qp_attr(pd, cq, cq);
+  a.comp_mask |= IBV_QP_INIT_ATTR_XRCD;
+  errno = 0;
+  CHECK(ibv_create_qp_ex(o.ctx, &a) == nullptr);
+  CHECK(errno == EOPNOTSUPP);
+  a = qp_attr(pd, cq, cq, IBV_QPT_XRC_SEND);
+  a.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  a.send_ops_flags = IBV_QP_EX_WITH_SEND;
+  errno = 0;
+  CHECK(ibv_create_qp_ex(o.ctx, &a) == nullptr);
+  CHECK(errno == EOPNOTSUPP);
+  a = qp_attr(pd, cq, cq);
+  a.comp_mask |= IBV_QP_INIT_ATTR_CREATE_FLAGS;
+  a.create_flags = IBV_QP_CREATE_SCATTER_FCS;
+  errno = 0;
+  CHECK(ibv_create_qp_ex(o.ctx, &a) == nullptr);
+  CHECK(errno == EOPNOTSUPP);
+  CHECK(ibv_destroy_cq(cq) == 0);
+  CHECK(ibv_dealloc_pd(pd) == 0);
+}
+
+namespace {
+
+// An RC QP of `ctx` on an SRQ, moved to the error state: the device
+// raises "last WQE reached" for it.
+struct ErrorQp {
+  ibv_pd* pd;
+  ibv_cq* cq;
+  ibv_srq* srq;
+  ibv_qp* qp;
+  explicit ErrorQp(ibv_context* ctx) {
+    pd = ibv_alloc_pd(ctx);
+    REQUIRE(pd);
+    cq = ibv_create_cq(ctx, 8, nullptr, nullptr, 0);
+    REQUIRE(cq);
+    ibv_srq_init_attr sa{};
+    sa.attr.max_wr = 4;
+    sa.attr.max_sge = 1;
+    srq = ibv_create_srq(pd, &sa);
+    REQUIRE(srq);
+    ibv_qp_init_attr init{};
+    init.send_cq = cq;
+    init.recv_cq = cq;
+    init.srq = srq;
+    init.cap.max_send_wr = 4;
+    init.cap.max_send_sge = 1;
+    init.qp_type = IBV_QPT_RC;
+    qp = ibv_create_qp(pd, &init);
+    REQUIRE(qp);
+  }
+  void fail() {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    REQUIRE(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0);
+    a.qp_state = IBV_QPS_ERR;
+    REQUIRE(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0);
+  }
+  void destroy() {
+    CHECK(ibv_destroy_qp(qp) == 0);
+    CHECK(ibv_destroy_srq(srq) == 0);
+    CHECK(ibv_destroy_cq(cq) == 0);
+    CHECK(ibv_dealloc_pd(pd) == 0);
+  }
+};
+
+bool readable(int fd, int ms) {
+  pollfd p{fd, POLLIN, 0};
+  return poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
+}
+
+void nonblocking(int fd) { REQUIRE(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0); }
+
+}  // namespace
+
+TEST_CASE("asynchronous events go to the context that owns the object", "[abi-ex]") {
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  REQUIRE(n == 1);
+  ibv_context* a = ibv_open_device(list[0]);
+  ibv_context* b = ibv_open_device(list[0]);
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(a->async_fd != b->async_fd);
+  nonblocking(a->async_fd);
+  nonblocking(b->async_fd);
+
+  ErrorQp qb(b);
+  qb.fail();
+  REQUIRE(readable(b->async_fd, 5000));
+  CHECK_FALSE(readable(a->async_fd, 200));
+  ibv_async_event ev{};
+  errno = 0;
+  CHECK(ibv_get_async_event(a, &ev) == -1);
+  CHECK(errno == EAGAIN);
+  REQUIRE(ibv_get_async_event(b, &ev) == 0);
+  CHECK(ev.event_type == IBV_EVENT_QP_LAST_WQE_REACHED);
+  CHECK(ev.element.qp == qb.qp);
+  ibv_ack_async_event(&ev);
+  CHECK_FALSE(readable(b->async_fd, 0));
+
+  ErrorQp qa(a);
+  qa.fail();
+  REQUIRE(readable(a->async_fd, 5000));
+  CHECK_FALSE(readable(b->async_fd, 200));
+  REQUIRE(ibv_get_async_event(a, &ev) == 0);
+  CHECK(ev.element.qp == qa.qp);
+  ibv_ack_async_event(&ev);
+
+  // An event never taken is withdrawn when its QP goes: the destroy does
+  // not wait for it, and the descriptor stops being readable.
+  ErrorQp qb2(b);
+  qb2.fail();
+  REQUIRE(readable(b->async_fd, 5000));
+  qb2.destroy();
+  CHECK_FALSE(readable(b->async_fd, 0));
+  errno = 0;
+  CHECK(ibv_get_async_event(b, &ev) == -1);
+  CHECK(errno == EAGAIN);
+
+  qa.destroy();
+  qb.destroy();
+  CHECK(ibv_close_device(a) == 0);
+  CHECK(ibv_close_device(b) == 0);
+  ibv_free_device_list(list);
+}
