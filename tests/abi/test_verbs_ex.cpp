@@ -468,6 +468,16 @@ TEST_CASE("ibv_wr_*: a batch is posted whole or not at all; wr_abort posts nothi
   ibv_wr_rdma_write(p.ax, p.bmr->rkey, p.baddr(100));
   ibv_wr_set_sge_list(p.ax, 3, three);
   CHECK(ibv_wr_complete(p.ax) == EINVAL);
+  // The same with an error only the QP's own checks see (an atomic's SGE
+  // must be 8 bytes): the valid WR before it is not posted either.
+  ibv_wr_start(p.ax);
+  p.ax->wr_id = 2;
+  p.ax->wr_flags = IBV_SEND_SIGNALED;
+  ibv_wr_rdma_write(p.ax, p.bmr->rkey, p.baddr());
+  ibv_wr_set_sge(p.ax, p.amr->lkey, p.aaddr(), 64);
+  ibv_wr_atomic_fetch_add(p.ax, p.bmr->rkey, p.baddr(512), 1);
+  ibv_wr_set_sge(p.ax, p.amr->lkey, p.aaddr(), 4);
+  CHECK(ibv_wr_complete(p.ax) == EINVAL);
   // Inline data longer than max_inline_data: EINVAL.
   std::vector<char> big(4096, 'z');
   ibv_wr_start(p.ax);
