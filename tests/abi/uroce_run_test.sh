@@ -122,8 +122,11 @@ case $case_ in
     # UC (no ACKs), UD (address handles, the 40-byte GRH area) and SRQ (16
     # RC QPs on one shared receive queue), where installed; with -e they
     # sleep on a completion channel (ibv_req_notify_cq, ibv_get_cq_event).
+    # ibv_rc_pingpong -N posts its SENDs through ibv_create_qp_ex and the
+    # ibv_wr_* API (perftest never does on uroce: docs/verbs-abi.md).
     for cmd in ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong \
-               "ibv_rc_pingpong -e" "ibv_ud_pingpong -e" "ibv_srq_pingpong -e"; do
+               "ibv_rc_pingpong -e" "ibv_ud_pingpong -e" "ibv_srq_pingpong -e" \
+               "ibv_rc_pingpong -N" "ibv_rc_pingpong -N -e"; do
       t=${cmd%% *}
       command -v $t >/dev/null || { echo "skip: $t not installed"; continue; }
       name=$(echo "$cmd" | tr -c 'a-zA-Z0-9\n' '_')
