@@ -313,3 +313,50 @@ TEST_CASE("RC between two QPs of the same device (loopback)", "[verbs]") {
   CHECK(wa[0].status == IBV_WC_SUCCESS);
   CHECK(fabric.wire().totals().sent == 0);  // the SEND and its ACK stayed inside the device
 }
+
+TEST_CASE("post_send_all: a chain is posted whole or not at all", "[verbs]") {
+  Pair p(60);
+  fill(p.a.buf(), 4096, 3);
+  REQUIRE(post_recv(p.b, 1, 0, 4096) == 0);
+  // A valid SEND, then an atomic whose SGE is not 8 bytes: EINVAL at the
+  // atomic, and the SEND stays unposted too.
+  ibv_sge s[2] = {sge(p.a, 0, 100), sge(p.a, 1024, 4)};
+  SendWr w[2];
+  w[0] = make_wr(IBV_WR_SEND, 10, &s[0]);
+  w[1] = make_wr(IBV_WR_ATOMIC_FETCH_AND_ADD, 11, &s[1]);
+  w[1].wr.atomic.remote_addr = p.b.addr(8192);
+  w[1].wr.atomic.rkey = p.b.key();
+  w[0].next = &w[1];
+  const SendWr* bad = nullptr;
+  CHECK(p.a.qp->post_send_all(&w[0], &bad) == EINVAL);
+  CHECK(bad == &w[1]);
+  p.run_for(50 * (kSecond / 1000));
+  CHECK(p.wait(p.a, 1, 10 * (kSecond / 1000)).empty());
+  CHECK(p.wait(p.b, 1, 10 * (kSecond / 1000)).empty());
+
+  // More WRs than the send queue holds: ENOMEM at the first that does not
+  // fit, none posted.
+  ibv_qp_attr attr{};
+  QpInitAttr init;
+  REQUIRE(p.a.qp->query(attr, IBV_QP_CAP, init) == 0);
+  std::vector<SendWr> many(init.cap.max_send_wr + 1);
+  for (size_t i = 0; i < many.size(); ++i) {
+    many[i] = make_wr(IBV_WR_SEND, 100 + i, &s[0]);
+    if (i) many[i - 1].next = &many[i];
+  }
+  bad = nullptr;
+  CHECK(p.a.qp->post_send_all(many.data(), &bad) == ENOMEM);
+  CHECK(bad == &many.back());
+  CHECK(p.wait(p.a, 1, 10 * (kSecond / 1000)).empty());
+
+  // The valid SEND alone goes.
+  w[0].next = nullptr;
+  REQUIRE(p.a.qp->post_send_all(&w[0], &bad) == 0);
+  auto wb = p.wait(p.b, 1);
+  REQUIRE(wb.size() == 1);
+  CHECK(wb[0].byte_len == 100);
+  CHECK(std::memcmp(p.a.buf(), p.b.buf(), 100) == 0);
+  auto wa = p.wait(p.a, 1);
+  REQUIRE(wa.size() == 1);
+  CHECK(wa[0].wr_id == 10);
+}
