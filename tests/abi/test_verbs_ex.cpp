@@ -514,6 +514,80 @@ TEST_CASE("ibv_wr_*: a batch is posted whole or not at all; wr_abort posts nothi
   CHECK(std::memcmp(p.bbuf.data(), p.abuf.data(), 64) == 0);
 }
 
+TEST_CASE("ibv_wr_* on UD: ibv_wr_set_ud_addr names the destination", "[abi-ex]") {
+  Opened o;
+  ibv_pd* pd = ibv_alloc_pd(o.ctx);
+  REQUIRE(pd);
+  std::vector<uint8_t> buf(4096);
+  ibv_mr* mr = ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
+  REQUIRE(mr);
+  ibv_cq* cq = ibv_create_cq(o.ctx, 16, nullptr, nullptr, 0);
+  REQUIRE(cq);
+  ibv_qp_init_attr_ex qa = qp_attr(pd, cq, cq, IBV_QPT_UD);
+  qa.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  qa.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+  ibv_qp* a = ibv_create_qp_ex(o.ctx, &qa);
+  REQUIRE(a);
+  ibv_qp_init_attr_ex qb = qp_attr(pd, cq, cq, IBV_QPT_UD);
+  ibv_qp* b = ibv_create_qp_ex(o.ctx, &qb);
+  REQUIRE(b);
+  constexpr uint32_t kQkey = 0x11111111;
+  for (ibv_qp* q : {a, b}) {
+    ibv_qp_attr at{};
+    at.qp_state = IBV_QPS_INIT;
+    at.port_num = 1;
+    at.qkey = kQkey;
+    REQUIRE(ibv_modify_qp(q, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) == 0);
+    at = {};
+    at.qp_state = IBV_QPS_RTR;
+    REQUIRE(ibv_modify_qp(q, &at, IBV_QP_STATE) == 0);
+    at.qp_state = IBV_QPS_RTS;
+    REQUIRE(ibv_modify_qp(q, &at, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0);
+  }
+  ibv_ah_attr ah_attr{};
+  ah_attr.is_global = 1;
+  REQUIRE(ibv_query_gid(o.ctx, 1, 1, &ah_attr.grh.dgid) == 0);
+  ah_attr.grh.sgid_index = 1;
+  ah_attr.grh.hop_limit = 64;
+  ah_attr.port_num = 1;
+  ibv_ah* ah = ibv_create_ah(pd, &ah_attr);
+  REQUIRE(ah);
+  post_recv(b, 9, buf.data() + 1024, 40 + 256, mr->lkey);
+  const char text[] = "datagram";
+  std::memcpy(buf.data(), text, sizeof text);
+  ibv_qp_ex* ax = ibv_qp_to_qp_ex(a);
+  REQUIRE(ax);
+  ibv_wr_start(ax);
+  ax->wr_id = 3;
+  ax->wr_flags = IBV_SEND_SIGNALED;
+  ibv_wr_send_imm(ax, htonl(99));
+  ibv_wr_set_ud_addr(ax, ah, b->qp_num, kQkey);
+  ibv_wr_set_sge(ax, mr->lkey, reinterpret_cast<uintptr_t>(buf.data()), sizeof text);
+  REQUIRE(ibv_wr_complete(ax) == 0);
+  auto wc = wait_wc(cq, 2);
+  REQUIRE(wc.size() == 2);
+  const ibv_wc& recv = wc[0].wr_id == 9 ? wc[0] : wc[1];
+  const ibv_wc& send = wc[0].wr_id == 9 ? wc[1] : wc[0];
+  CHECK(send.wr_id == 3);
+  CHECK(send.status == IBV_WC_SUCCESS);
+  CHECK(recv.status == IBV_WC_SUCCESS);
+  CHECK(recv.byte_len == 40 + sizeof text);
+  CHECK(recv.src_qp == a->qp_num);
+  CHECK(ntohl(recv.imm_data) == 99);
+  CHECK(std::memcmp(buf.data() + 1024 + 40, text, sizeof text) == 0);
+  // Without an address a UD SEND is refused at wr_complete.
+  ibv_wr_start(ax);
+  ibv_wr_send(ax);
+  ibv_wr_set_sge(ax, mr->lkey, reinterpret_cast<uintptr_t>(buf.data()), 8);
+  CHECK(ibv_wr_complete(ax) == EINVAL);
+  CHECK(ibv_destroy_ah(ah) == 0);
+  CHECK(ibv_destroy_qp(a) == 0);
+  CHECK(ibv_destroy_qp(b) == 0);
+  CHECK(ibv_destroy_cq(cq) == 0);
+  CHECK(ibv_dereg_mr(mr) == 0);
+  CHECK(ibv_dealloc_pd(pd) == 0);
+}
+
 TEST_CASE("ibv_create_qp_ex: operations and attributes uroce does not offer are refused", "[abi-ex]") {
   Opened o;
   ibv_pd* pd = ibv_alloc_pd(o.ctx);
