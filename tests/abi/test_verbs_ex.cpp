@@ -512,6 +512,18 @@ TEST_CASE("ibv_wr_*: a batch is posted whole or not at all; wr_abort posts nothi
   REQUIRE(wc.size() == 1);
   CHECK(wc[0].wr_id == 4);  // only the signalled one completes
   CHECK(std::memcmp(p.bbuf.data(), p.abuf.data(), 64) == 0);
+
+  // A receive posted by the thread that is building a batch (as providers
+  // allow: their receive side does not wait for the send side's batch).
+  ibv_wr_start(p.ax);
+  p.ax->wr_id = 5;
+  ibv_wr_rdma_write(p.ax, p.bmr->rkey, p.baddr(64));
+  ibv_wr_set_sge(p.ax, p.amr->lkey, p.aaddr(), 8);
+  post_recv(p.a, 6, p.abuf.data() + 4096, 64, p.amr->lkey);
+  REQUIRE(ibv_wr_complete(p.ax) == 0);
+  wc = wait_wc(p.acq, 1);
+  REQUIRE(wc.size() == 1);
+  CHECK(wc[0].wr_id == 5);
 }
 
 TEST_CASE("ibv_wr_* on UD: ibv_wr_set_ud_addr names the destination", "[abi-ex]") {

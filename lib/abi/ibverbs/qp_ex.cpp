@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // ibv_create_qp_ex and the post API of struct ibv_qp_ex (verbs.h's inline
-// ibv_wr_* call its function pointers). ibv_wr_start takes the QP's post
+// ibv_wr_* call its function pointers). ibv_wr_start takes the batch's
 // mutex and opens a batch; each ibv_wr_<op> starts a WR in the batch from
 // the QP's wr_id and wr_flags, the ibv_wr_set_* calls complete it; the WRs
 // live in storage sized at creation. ibv_wr_complete posts the batch all
@@ -154,10 +154,10 @@ void wr_set_inline_data(ibv_qp_ex* q, void* addr, size_t length) {
 }
 
 void wr_start(ibv_qp_ex* q) {
-  Qp& qp = qp_of_ex(q);
-  qp.post_mutex.lock();
-  qp.batch->count = 0;
-  qp.batch->error = 0;
+  WrBatch& b = *qp_of_ex(q).batch;
+  b.mutex.lock();
+  b.count = 0;
+  b.error = 0;
 }
 
 int wr_complete(ibv_qp_ex* q) {
@@ -168,17 +168,18 @@ int wr_complete(ibv_qp_ex* q) {
     for (uint32_t i = 0; i + 1 < b.count; ++i) b.wrs[i].next = &b.wrs[i + 1];
     b.wrs[b.count - 1].next = nullptr;
     const SendWr* bad = nullptr;
+    std::lock_guard<std::mutex> lock(qp.post_mutex);
     rc = qp.impl->post_send_all(b.wrs.data(), &bad);
   }
   b.count = 0;
-  qp.post_mutex.unlock();
+  b.mutex.unlock();
   return rc;
 }
 
 void wr_abort(ibv_qp_ex* q) {
-  Qp& qp = qp_of_ex(q);
-  qp.batch->count = 0;
-  qp.post_mutex.unlock();
+  WrBatch& b = *qp_of_ex(q).batch;
+  b.count = 0;
+  b.mutex.unlock();
 }
 
 void fill_post_ops(ibv_qp_ex& ex) {

@@ -132,6 +132,10 @@ struct WrBatch {
   uint32_t sge_stride = 0;
   uint32_t inline_stride = 0;
   int error = 0;  // the first error of this batch, reported by wr_complete
+  // Held from ibv_wr_start to complete/abort: one batch at a time per QP,
+  // while ibv_post_recv (which takes only post_mutex) stays open to the
+  // thread building it.
+  std::mutex mutex;
 };
 
 // ibv_qp_ex begins with its ibv_qp (ibv_qp_to_qp_ex's answer is the same
@@ -144,7 +148,7 @@ struct Qp {
   std::unique_ptr<QueuePair> impl;
   uint32_t events_reported = 0;  // under qp.mutex, as Cq's
   // Sends and receives share the QP's one submission ring in threaded
-  // mode: one mutex for both (held from ibv_wr_start to complete/abort).
+  // mode: one mutex for both.
   std::mutex post_mutex;
   std::unique_ptr<WrBatch> batch;  // set when the ibv_wr_* API is enabled
 };
