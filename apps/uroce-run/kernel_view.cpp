@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "kernel_view.h"
 
+#include <dirent.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -117,20 +118,131 @@ std::string netdev_of(const std::string& dev) {
   return dev.substr(at + 6, dev.find(',', at) - (at + 6));
 }
 
-bool enter_kernel_view(const std::vector<ViewDevice>& devices, std::string& error) {
-  if (unshare(CLONE_NEWNS) != 0) return fail(error, "unshare(CLONE_NEWNS)");
+namespace {
+
+bool write_proc(const char* path, const std::string& text) {
+  std::ofstream f(path);
+  f << text;
+  f.flush();
+  return static_cast<bool>(f);
+}
+
+std::string read_line(const char* path) {
+  std::ifstream f(path);
+  std::string line;
+  std::getline(f, line);
+  return line;
+}
+
+// Why the kernel will not give this user a user namespace, or "" when it
+// may: Debian's switch, the namespace limit, then unshare itself (an LSM
+// or a container's seccomp profile can still refuse it).
+std::string userns_refusal() {
+  if (read_line("/proc/sys/kernel/unprivileged_userns_clone") == "0")
+    return "kernel.unprivileged_userns_clone is 0";
+  if (read_line("/proc/sys/user/max_user_namespaces") == "0") return "user.max_user_namespaces is 0";
+  return "";
+}
+
+// A user namespace that maps the caller's own ids to themselves: PROGRAM
+// keeps its uid and gid (files, sockets, ps look the same) and, not being
+// uid 0 in it, loses at execve the capabilities the namespace gave this
+// process for the mounts.
+bool enter_user_namespace(std::string& refused, std::string& error) {
+  const uid_t uid = geteuid();
+  const gid_t gid = getegid();
+  refused = userns_refusal();
+  if (!refused.empty()) return false;
+  if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
+    refused = std::string("unshare(CLONE_NEWUSER) failed: ") + std::strerror(errno);
+    return false;
+  }
+  // An unprivileged process may write gid_map only after denying setgroups.
+  if (!write_proc("/proc/self/setgroups", "deny")) return fail(error, "write /proc/self/setgroups");
+  if (!write_proc("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1\n"))
+    return fail(error, "write /proc/self/uid_map");
+  if (!write_proc("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1\n"))
+    return fail(error, "write /proc/self/gid_map");
+  return true;
+}
+
+// Unprivileged, /dev cannot be an overlay: mknod is refused and every file
+// system mounted in a user namespace is nodev, so the real /dev/null seen
+// through it would no longer open. The new /dev is a tmpfs directory of
+// symbolic links into the real /dev, bound (with its sub-mounts) at
+// /dev/.host, and /dev/infiniband/uroceN links to /dev/null: a character
+// device PROGRAM may read and write, which is all UCX asks.
+bool replace_dev_user(const std::string& tmp, const std::vector<ViewDevice>& devices, std::string& error) {
+  const std::string nd = tmp + "/newdev";
+  if (!make_dirs(nd + "/.host") || !make_dirs(nd + "/infiniband")) return fail(error, "mkdir " + nd);
+  if (mount("/dev", (nd + "/.host").c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
+    return fail(error, "bind /dev");
+  DIR* dir = opendir("/dev");
+  if (dir == nullptr) return fail(error, "opendir /dev");
+  bool ok = true;
+  while (dirent* e = readdir(dir)) {
+    const std::string name = e->d_name;
+    // infiniband/ is made above, its entries are linked below.
+    if (name == "." || name == ".." || name == ".host" || name == "infiniband") continue;
+    const std::string link = nd + "/" + name;
+    if (symlink(("/dev/.host/" + name).c_str(), link.c_str()) != 0) {
+      ok = fail(error, "symlink " + link);
+      break;
+    }
+  }
+  closedir(dir);
+  if (!ok) return false;
+  if (DIR* ib = opendir("/dev/infiniband")) {  // a host with RDMA devices keeps them
+    while (dirent* e = readdir(ib)) {
+      const std::string name = e->d_name;
+      if (name == "." || name == "..") continue;
+      if (symlink(("/dev/.host/infiniband/" + name).c_str(), (nd + "/infiniband/" + name).c_str()) != 0 &&
+          errno != EEXIST) {
+        closedir(ib);
+        return fail(error, "symlink infiniband/" + name);
+      }
+    }
+    closedir(ib);
+  }
+  for (const ViewDevice& d : devices) {
+    const std::string link = nd + "/infiniband/" + d.name;
+    unlink(link.c_str());  // a kernel device of the same name gives way, as in the root view
+    if (symlink("/dev/null", link.c_str()) != 0) return fail(error, "symlink " + link);
+  }
+  if (mount(nd.c_str(), "/dev", nullptr, MS_BIND | MS_REC, nullptr) != 0) return fail(error, "bind onto /dev");
+  return true;
+}
+
+// The private tmpfs that holds the upper directories and the new /dev;
+// detached once mounted, leaving no name, so only this namespace sees it.
+bool build_view(const std::vector<ViewDevice>& devices, bool user, std::string& error) {
   // Nothing mounted from here on reaches the parent namespace.
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return fail(error, "make / private");
-  // The overlays' upper directories live on a tmpfs that only this
-  // namespace ever sees; it is detached once mounted, leaving no name.
   char tmp[] = "/tmp/uroce-run.XXXXXX";
   if (mkdtemp(tmp) == nullptr) return fail(error, "mkdtemp");
   bool ok = mount("uroce-run", tmp, "tmpfs", MS_NOSUID, "mode=0755") == 0;
   if (!ok) fail(error, "tmpfs");
-  ok = ok && replace_sys_class(tmp, devices, error) && replace_dev(tmp, devices, error);
+  ok = ok && replace_sys_class(tmp, devices, error) &&
+       (user ? replace_dev_user(tmp, devices, error) : replace_dev(tmp, devices, error));
   umount2(tmp, MNT_DETACH);
   rmdir(tmp);
   return ok;
+}
+
+}  // namespace
+
+ViewResult enter_kernel_view(const std::vector<ViewDevice>& devices, std::string& error) {
+  if (geteuid() == 0) {
+    if (unshare(CLONE_NEWNS) != 0) return fail(error, "unshare(CLONE_NEWNS)"), ViewResult::failed;
+    return build_view(devices, false, error) ? ViewResult::entered : ViewResult::failed;
+  }
+  std::string refused;
+  if (!enter_user_namespace(refused, error)) {
+    if (refused.empty()) return ViewResult::failed;
+    error = refused;
+    return ViewResult::refused;
+  }
+  return build_view(devices, true, error) ? ViewResult::entered : ViewResult::failed;
 }
 
 }  // namespace uroce::run

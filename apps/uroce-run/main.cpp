@@ -5,9 +5,10 @@
 // Checks the settings, puts them in the UROCE_* variables the drop-in
 // libibverbs reads, puts the drop-in's directory first in LD_LIBRARY_PATH
 // and executes PROGRAM: an unmodified verbs program then finds uroce0.
-// As root it first gives PROGRAM a private mount namespace with the
-// devices' /dev/infiniband nodes and /sys/class/infiniband files, which
-// UCX looks for (kernel_view.h); --no-kernel-view leaves them out.
+// It first gives PROGRAM a private mount namespace with the devices'
+// /dev/infiniband nodes and /sys/class/infiniband files, which UCX looks
+// for (kernel_view.h): as root directly, as another user inside a user
+// namespace where the kernel allows one; --no-kernel-view leaves them out.
 // Exit 2 for a usage error, before PROGRAM starts; 127 if it cannot start.
 #include <unistd.h>
 
@@ -33,8 +34,9 @@ const char kUsage[] =
     "the DPDK port SPEC (a PCI address or a vdev string such as net_af_packet0,iface=eth1)\n"
     "with address ADDR (IPv4 or IPv6; GID 1). --config FILE describes more devices\n"
     "(docs/verbs-abi.md). Options left out keep the UROCE_* variables already set.\n"
-    "As root, PROGRAM runs in a private mount namespace that adds /dev/infiniband/uroceN\n"
-    "and /sys/class/infiniband/uroceN (UCX needs them); --no-kernel-view leaves them out.\n";
+    "PROGRAM runs in a private mount namespace (a user namespace too when not root) that adds\n"
+    "/dev/infiniband/uroceN and /sys/class/infiniband/uroceN (UCX needs them);\n"
+    "--no-kernel-view leaves them out.\n";
 
 struct Options {
   std::string dev, ip, mac, mtu, eal, config;
@@ -155,8 +157,20 @@ void enter_view() {
   if (!uroce::abi::load_settings(settings, error)) return;  // the drop-in reports it
   std::vector<uroce::run::ViewDevice> devices;
   for (const auto& d : settings.devices) devices.push_back({d.name, uroce::run::netdev_of(d.dev)});
-  if (!uroce::run::enter_kernel_view(devices, error))
-    std::fprintf(stderr, "uroce-run: warning: no /dev/infiniband and /sys/class/infiniband view: %s\n", error.c_str());
+  switch (uroce::run::enter_kernel_view(devices, error)) {
+    case uroce::run::ViewResult::entered:
+      break;
+    case uroce::run::ViewResult::refused:
+      std::fprintf(stderr,
+                   "uroce-run: no /dev/infiniband view for UCX: the kernel gives this user no user namespace "
+                   "(%s); running as with --no-kernel-view\n",
+                   error.c_str());
+      break;
+    case uroce::run::ViewResult::failed:
+      std::fprintf(stderr, "uroce-run: warning: no /dev/infiniband and /sys/class/infiniband view: %s\n",
+                   error.c_str());
+      break;
+  }
 }
 
 }  // namespace
@@ -180,7 +194,7 @@ int main(int argc, char** argv) {
   if (o.mtu_set) setenv("UROCE_MTU", o.mtu.c_str(), 1);
   if (o.eal_set) setenv("UROCE_EAL", o.eal.c_str(), 1);
   if (o.config_set) setenv("UROCE_CONFIG", o.config.c_str(), 1);
-  if (o.kernel_view && geteuid() == 0) enter_view();
+  if (o.kernel_view) enter_view();
   const std::string old = env("LD_LIBRARY_PATH");
   setenv("LD_LIBRARY_PATH", (old.empty() ? dir : dir + ":" + old).c_str(), 1);
   execvp(o.program[0], o.program.data());

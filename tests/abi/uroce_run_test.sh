@@ -4,14 +4,16 @@
 # pair between two private network namespaces (net_af_packet on each end;
 # RoCE addresses 10.0.0.1/.2), with their TCP exchange on a second veth
 # pair (192.168.78.1 <-> .2). Needs root; exit 77 (skip) otherwise, or when
-# the program a case runs is not installed.
+# the program a case runs is not installed. `user-view` runs the programs as
+# an unprivileged user instead (nobody when started as root, else the
+# caller) on net_null, and needs no network namespace.
 #
 # usage: uroce_run_test.sh CASE UROCE_RUN WORKDIR
-#   CASE: usage | devinfo | pingpong | perftest | ucx-view | ucx
+#   CASE: usage | devinfo | pingpong | perftest | ucx-view | ucx | user-view
 set -u
 
 if [ "${1:-}" != --in-netns ]; then
-  if [ "${1:-}" != usage ]; then
+  if [ "${1:-}" != usage ] && [ "${1:-}" != user-view ]; then
     [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (network namespaces, af_packet)"; exit 77; }
     for t in ip unshare nsenter timeout; do
       command -v $t >/dev/null || { echo "SKIP: $t not found"; exit 77; }
@@ -248,6 +250,52 @@ case $case_ in
       grep -qE "$row" "$work/$name.cli.out" || fail "ucx_perftest $tls $args: no Final row of $iters iterations"
       echo "ok: ucx_perftest $tls $args: $(grep -E "$row" "$work/$name.cli.out" | tr -s ' ' ' ')"
     done ;;
+
+  user-view)
+    # Not root: uroce-run builds the same view inside a user namespace that
+    # maps the user's own ids, where the kernel allows one. The program
+    # keeps its uid; /dev/infiniband/uroce0 links to /dev/null.
+    as_user=
+    if [ "$(id -u)" = 0 ]; then
+      command -v setpriv >/dev/null || { echo "SKIP: setpriv not found (util-linux)"; exit 77; }
+      as_user="setpriv --reuid=65534 --regid=65534 --clear-groups"
+    fi
+    uid=$($as_user id -u)
+    view='id -u; test -c /dev/infiniband/uroce0 -a -r /dev/infiniband/uroce0 -a -w /dev/infiniband/uroce0 && echo node;
+      cat /sys/class/infiniband/uroce0/ports/1/gid_attrs/types/0 /sys/class/infiniband/uroce0/ports/1/gid_attrs/types/1;
+      echo x >/dev/null && echo null-writable; test -d /dev/shm -a -w /dev/shm && echo shm'
+    out=$(timeout 30 $as_user "$run" --dev net_null0 --ip 10.0.0.1 -- sh -c "$view" 2>"$work/user-view.err")
+    if grep -q "^uroce-run: no /dev/infiniband view for UCX: " "$work/user-view.err"; then
+      echo "SKIP: the kernel gives no unprivileged user namespace: $(grep '^uroce-run: no /dev' "$work/user-view.err")"
+      exit 77
+    fi
+    [ "$(echo $out)" = "$uid node RoCE v2 RoCE v2 null-writable shm" ] ||
+      fail "as uid $uid, the program's view is not its uid + node + 2 x RoCE v2 + a usable /dev: '$out' ($(cat "$work/user-view.err"))"
+    [ -e /dev/infiniband/uroce0 ] && fail "/dev/infiniband/uroce0 leaked out of the program's namespaces"
+    timeout 60 $as_user "$run" --dev net_null0 --ip 10.0.0.1 -- ibv_devinfo -v >"$work/user-devinfo.out" 2>&1 ||
+      fail "ibv_devinfo -v as uid $uid failed"
+    grep -qE "^\s+GID\[  1\]:\s+::ffff:10\.0\.0\.1, RoCE v2$" "$work/user-devinfo.out" || fail "ibv_devinfo -v as uid $uid: no GID 1"
+    if command -v ucx_info >/dev/null; then
+      UCX_LOG_LEVEL=debug timeout 60 $as_user "$run" --dev net_null0 --ip 10.0.0.1 -- ucx_info -d \
+        >"$work/user-ucx_info.out" 2>&1 || fail "ucx_info -d as uid $uid failed"
+      grep -q "uroce0:1 using gid_index 1$" "$work/user-ucx_info.out" || fail "as uid $uid, UCX did not open uroce0 (GID 1)"
+      grep -A1 "Transport: rc_verbs$" "$work/user-ucx_info.out" | grep -q "Device: uroce0:1$" ||
+        fail "as uid $uid, ucx_info -d lists no rc_verbs on uroce0:1"
+    fi
+    # Where the kernel refuses the user namespace (here: a namespace whose
+    # limit its one child already uses), one line says so and the program
+    # still runs, without the view.
+    if unshare -Ur true 2>/dev/null; then
+      out=$(timeout 30 unshare -Ur sh -c "echo 1 > /proc/sys/user/max_user_namespaces && exec unshare --user \"\$0\" \"\$@\"" \
+        "$run" --dev net_null0 --ip 10.0.0.1 -- sh -c 'test -e /dev/infiniband/uroce0 && echo view || echo ran' \
+        2>"$work/user-refused.err")
+      [ "$out" = ran ] || fail "with user namespaces refused, the program did not run without the view: '$out'"
+      [ "$(grep -c . "$work/user-refused.err")" = 1 ] &&
+        grep -q "^uroce-run: no /dev/infiniband view for UCX: the kernel gives this user no user namespace (.*); running as with --no-kernel-view$" \
+          "$work/user-refused.err" || fail "with user namespaces refused, stderr is not the one line: $(cat "$work/user-refused.err")"
+      echo "ok: user namespaces refused: $(cat "$work/user-refused.err")"
+    fi
+    echo "ok: as uid $uid, the program sees /dev/infiniband/uroce0 and RoCE v2 gid_attrs; UCX opens uroce0" ;;
 
   *) echo "unknown case $case_"; exit 2 ;;
 esac

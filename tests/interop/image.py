@@ -5,8 +5,9 @@
 
 The kernel comes from Debian's linux-image package, fetched with
 `apt-get download` and unpacked with `dpkg -x` into CACHE_DIR. The initramfs
-holds busybox-static, the rdma-core tools and perftest (with every library
-`ldd` names), the rxe provider, iproute2's `tc` (busybox's has no netem), the
+holds busybox-static, the rdma-core tools, perftest, ucx_perftest and ucx_info
+(with every library `ldd` names), UCX's transport modules (dlopen'ed from
+LIBDIR/ucx, so added with their own libraries), the rxe provider, iproute2's `tc` (busybox's has no netem), the
 kernel modules (rdma_rxe and what it needs, netem/ifb/mirred for the loss
 scenarios, htb/red for the DCQCN router VM) and guest/. It is an uncompressed cpio: the guest unpacks it
 without a decompressor, which matters under TCG.
@@ -29,10 +30,10 @@ sys.path.insert(0, os.path.join(HERE, "..", "netns"))
 from harness import Skip  # noqa: E402
 
 HOST_PACKAGES = ["qemu-system-x86", "busybox-static", "rdma-core", "ibverbs-utils",
-                 "ibverbs-providers", "perftest", "iproute2", "tcpdump"]
+                 "ibverbs-providers", "perftest", "iproute2", "tcpdump", "ucx-utils"]
 TOOLS = ["ip", "rdma", "ibv_devinfo", "ibv_rc_pingpong", "ibv_uc_pingpong", "ibv_ud_pingpong", "ibv_srq_pingpong",
          "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw",
-         "ib_write_lat", "ib_read_lat", "ib_send_lat", "ib_atomic_lat"]
+         "ib_write_lat", "ib_read_lat", "ib_send_lat", "ib_atomic_lat", "ucx_perftest", "ucx_info"]
 SBIN_TOOLS = ["tc"]
 # Load order matters and the .deb has no modules.dep: these are resolved
 # through each module's own depends= list. crc32_generic: rxe's ICRC asks
@@ -181,11 +182,14 @@ def build(cache, log=lambda s: print(f"[image] {s}", file=sys.stderr, flush=True
         mods = module_order(os.path.join(root, "lib", "modules", kver))
         bins = [os.path.join("/usr/bin", t) for t in TOOLS] + [os.path.join("/usr/sbin", t) for t in SBIN_TOOLS]
         provider = glob.glob(os.path.join(LIBDIR, "libibverbs", "librxe-rdmav*.so"))
+        # UCX loads its transports from the ucx/ directory next to libuct
+        # (dlopen: ldd of ucx_perftest does not name them).
+        ucx_modules = sorted(glob.glob(os.path.join(LIBDIR, "ucx", "libuct_*.so.0")))
         missing = [b for b in bins + ["/bin/busybox"] if not os.path.exists(b)]
         if missing or not provider:
             raise RuntimeError(f"missing on the host: {' '.join(missing) or 'the rxe provider'}")
         guest = sorted(glob.glob(os.path.join(HERE, "guest", "*")))
-        inputs = bins + provider + guest + [p for _, p in mods] + [os.path.abspath(__file__), "/bin/busybox"]
+        inputs = bins + provider + ucx_modules + guest + [p for _, p in mods] + [os.path.abspath(__file__), "/bin/busybox"]
         initrd = os.path.join(cache, "initrd.cpio")
         stamp = os.path.join(cache, "initrd.stamp")
         want = stamp_of(inputs)
@@ -193,7 +197,7 @@ def build(cache, log=lambda s: print(f"[image] {s}", file=sys.stderr, flush=True
             log(f"packing the initramfs ({len(mods)} modules, kernel {kver})")
             from cpio import Archive
             a = Archive()
-            a.tree_from_host(bins + provider, ldd_libs)
+            a.tree_from_host(bins + provider + ucx_modules, ldd_libs)
             a.busybox("/bin/busybox")
             a.add_file("/etc/libibverbs.d/rxe.driver", "/etc/libibverbs.d/rxe.driver")
             for name, path in mods:

@@ -40,7 +40,8 @@ def missing_mode(app, sc):
     (reported, not passed) while the binary lacks them; and a Debian program
     that is not installed (it also goes into the VM)."""
     if sc.uroce[0] == "uroce-run":
-        return None if shutil.which(sc.uroce[1]) else f"{sc.uroce[1]} is not installed"
+        prog = scenario_run.shim_program(sc)
+        return None if shutil.which(prog) else f"{prog} is not installed"
     flag = next((a for a in sc.uroce if a in ("--ud", "--srq")), None)
     if not flag:
         return None
@@ -50,7 +51,7 @@ def missing_mode(app, sc):
 
 def tool_versions():
     out = []
-    for pkg in ("ibverbs-utils", "perftest", "ibverbs-providers"):
+    for pkg in ("ibverbs-utils", "perftest", "ibverbs-providers", "ucx-utils"):
         p = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], stdout=subprocess.PIPE,
                            stderr=subprocess.DEVNULL, text=True)
         out.append(f"{pkg} {p.stdout or '?'}")

@@ -28,6 +28,8 @@ from procs import Proc, wait_all, wait_listening
 
 TOOL_TIMEOUT_S = 25
 ITERS_LINE = re.compile(r"^(\d+) iters in [\d.]+ seconds", re.M)
+# ucx_perftest's client: "Final: ITERATIONS <latency and bandwidth columns>".
+UCX_FINAL = re.compile(r"^Final:\s+(\d+)(\s+[\d.]+){7}\s*$", re.M)
 # The tool's stderr follows its stdout after this line, as in the recorded
 # perftest outputs (tests/data/perftest), so the two can be told apart.
 STDERR_MARK = "echo '--- stderr'; cat /tmp/tool.err"
@@ -67,6 +69,14 @@ def _describe(up, tool_rc, tool_out, tool):
 
 def is_shim(sc):
     return sc.uroce[0] == "uroce-run"
+
+
+def shim_program(sc):
+    """The program uroce-run starts, past an `env VAR=VALUE ...` prefix."""
+    args = sc.uroce[1:]
+    if args and args[0] == "env":
+        args = [a for a in args[1:] if "=" not in a]
+    return args[0]
 
 
 def host_argv(sc, bins, n, port):
@@ -157,6 +167,12 @@ def _run(h, vm, n, sc, d, res, cap, argv, tool, port, before, t0, t_run, dump):
                           f"{wire['by_sender']}")
     elif any(v == 0 for v in wire["by_sender"].values()):
         raise Failure(f"{sc.name}: a side sent no RoCE packet on the bridge: {wire['by_sender']}")
+    if sc.kind == "ucx":
+        client = net.UROCE_IP if sc.vm == "server" else net.VM_IP
+        for what, ops in sc.checks:
+            if not wire["opcodes"][client] & ops:
+                raise Failure(f"{sc.name}: the client ({client}) sent no {what} on the bridge; its opcodes: "
+                              f"{sorted(hex(o) for o in wire['opcodes'][client])}")
     if sc.uc and wire["not_uc"]:
         raise Failure(f"{sc.name}: packets that are not UC SEND/WRITE in a UC run: {wire['not_uc']}")
     if wire["differing"]:
@@ -174,6 +190,17 @@ def _check_output(sc, uroce_out, tool_out, up, tool_rc, tool):
     def fail(why):
         raise Failure(f"{sc.name}: {why}\n{_describe(up, tool_rc, tool_out, tool)}")
 
+    if sc.kind == "ucx":
+        # The client prints the result; the server, whose parameters come
+        # from the client, prints the table's header only.
+        client_out, who = (uroce_out, "ucx_perftest on uroce-run") if sc.vm == "server" else (tool_out, "rxe's ucx_perftest")
+        m = UCX_FINAL.search(client_out)
+        if not m or int(m.group(1)) != sc.iters:
+            fail(f"the client ({who}) printed no 'Final: {sc.iters} ...' row")
+        for side, out in (("uroce", uroce_out), ("rxe tool", tool_out)):
+            if " UCX  ERROR " in out:
+                fail(f"{side} logged a UCX error")
+        return
     if sc.kind in ("pingpong", "ud", "srq"):
         for who, out in (("uroce", uroce_out), ("rxe tool", tool_out)):
             m = ITERS_LINE.search(out)

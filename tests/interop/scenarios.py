@@ -9,8 +9,9 @@ bridge address). Every command line passes the path MTU explicitly, so one
 jumbo VM (eth0 MTU 9000, rxe active MTU 4096) serves -m 1024 and -m 4096.
 
 The uroce side is one of uroce's tools (`uroce-perf`, `uroce-pingpong`) or,
-in the verbs_* groups, `uroce-run` and the same Debian program the VM runs
-(perftest, ibv_*_pingpong), unmodified, on the drop-in libibverbs.
+in the verbs_* and ucx groups, `uroce-run` and the same Debian program the
+VM runs (perftest, ibv_*_pingpong, ucx_perftest), unmodified, on the drop-in
+libibverbs.
 """
 
 from dataclasses import dataclass, field
@@ -27,14 +28,14 @@ NETEM = "delay 1ms reorder 10% loss 4%"
 @dataclass
 class Scenario:
     name: str
-    kind: str              # pingpong | perf | ud | srq
+    kind: str              # pingpong | perf | ud | srq | ucx
     vm: str                # the VM's role: server | client
     tool: str              # the rxe tool's command line, without the server address
     uroce: list            # uroce's app name and arguments (no --dev/--ip/server)
     pmtu: int
     netem: str = ""        # netem arguments inside the VM during the run
     iters: int = 0         # what both sides must report (perftest's BW row: -n times -q)
-    checks: list = field(default_factory=list)
+    checks: list = field(default_factory=list)  # ucx: (name, BTH opcodes) the client must send
     uc: bool = False       # a UC run: every packet on the bridge must carry a UC opcode
 
 
@@ -207,6 +208,52 @@ def verbs_loss():
     return out
 
 
+# ucx_perftest (UCX 1.13, Debian's ucx-utils) on uroce-run against
+# ucx_perftest on rxe0: UCP tests, each side's device and transports from
+# its own UCX_NET_DEVICES and UCX_TLS (rc_verbs needs ud_verbs beside it to
+# connect: "no auxiliary transport" otherwise). UCT tests (-x, -d) cannot
+# cross: the server takes the client's parameters, device name included,
+# and has no uroce0. Each entry: a name, UCX_TLS, ucx_perftest's arguments,
+# and the opcodes the client must send. Sizes are not MTU multiples.
+UCX_ITERS = 20
+# BTH opcodes (IBA 9.2.1) the client must have sent, proof that the data
+# took the transport and operation asked for.
+RC_SEND = set(range(0x00, 0x06))
+RC_WRITE = set(range(0x06, 0x0C))
+RC_READ_REQUEST = {0x0C}
+UD_SEND = {0x64, 0x65}
+UCX_TESTS = [
+    ("tag_lat", "rc_verbs,ud_verbs", ["-t", "tag_lat"], ("RC SEND", RC_SEND)),
+    ("tag_bw-s10000", "rc_verbs,ud_verbs", ["-t", "tag_bw", "-s", "10000"], ("RC SEND", RC_SEND)),
+    ("ucp_put_bw-s10000", "rc_verbs,ud_verbs", ["-t", "ucp_put_bw", "-s", "10000"], ("RC RDMA WRITE", RC_WRITE)),
+    ("ucp_get-s10000", "rc_verbs,ud_verbs", ["-t", "ucp_get", "-s", "10000"], ("RC RDMA READ", RC_READ_REQUEST)),
+    ("tag_bw-ud-s10000", "ud_verbs", ["-t", "tag_bw", "-s", "10000"], ("UD SEND", UD_SEND)),
+]
+
+
+def ucx_env(dev, tls):
+    """UCX's settings on one side. UCX_UD_VERBS_ETH_DGID_CHECK=n: ud_verbs
+    takes the received GRH's address length (IPv4 or IPv6) from the
+    completion's `sl`, where mlx5 reports the packet's L3 type; rxe and uroce
+    both report the service level (0) there, and with the check on, UD
+    endpoints time out (rxe against itself as well)."""
+    env = [f"UCX_NET_DEVICES={dev}:1", "UCX_UD_VERBS_ETH_DGID_CHECK=n"]
+    return env + ([f"UCX_TLS={tls}"] if tls else [])
+
+
+def ucx():
+    """Both roles of each UCX_TESTS entry: the path MTU is the ports' active
+    MTU (UCX's default), 4096 on both the jumbo rxe VM and uroce-run
+    --mtu 9000."""
+    out = []
+    for name, tls, args, sent in UCX_TESTS:
+        common = args + ["-n", str(UCX_ITERS)]
+        tool = " ".join(["env"] + ucx_env("rxe0", tls) + ["ucx_perftest"] + common)
+        host = ["uroce-run", "env"] + ucx_env("uroce0", tls) + ["ucx_perftest"] + common
+        out += _both(f"ucx-{name}", "ucx", tool, host, 4096, iters=UCX_ITERS, checks=[sent])
+    return out
+
+
 GROUPS = {
     "rc_pingpong": rc_pingpong,
     "perf": perf,
@@ -216,6 +263,7 @@ GROUPS = {
     "verbs_pingpong": verbs_pingpong,
     "verbs_perf": verbs_perf,
     "verbs_loss": verbs_loss,
+    "ucx": ucx,
 }
 
 

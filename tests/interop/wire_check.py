@@ -2,6 +2,7 @@
 """What the bridge capture says beyond uroce-dump's per-packet verdicts.
 
 * who sent RoCE: both ends must have (by source IP);
+* which BTH opcodes each sender used;
 * how often each sender's requests went back in PSN (go-back-N restarts):
   the requester's retransmissions, seen on the wire, for a uroce side
   that prints no counter of its own (a Debian program on uroce-run);
@@ -89,7 +90,11 @@ def check(pcap, ips):
     not_uc = [f"{src} QP 0x{qpn:06x} PSN {psn} opcode 0x{op:02x}" for src, qpn, psn, op, _ in pkts
               if not 0x20 <= op <= 0x2B]
     rewinds = _psn_rewinds(pkts)
+    opcodes = defaultdict(set)
+    for src, _, _, op, _ in pkts:
+        opcodes[src].add(op)
     return {
+        "opcodes": {ip: opcodes.get(ip, set()) for ip in ips},
         "packets": len(pkts),
         "rewinds": {ip: rewinds.get(ip, 0) for ip in ips},
         "by_sender": {ip: by_sender.get(ip, 0) for ip in ips},
