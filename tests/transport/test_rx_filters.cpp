@@ -351,3 +351,16 @@ TEST_CASE("The UDP checksum of a frame in odd-sized segments is summed right", "
     }
   }
 }
+
+TEST_CASE("SEND with invalidate naming an ordinary region's key: NAK invalid request, nothing invalidated",
+          "[rx-filter]") {
+  // Only memory windows and fast-registered regions can be invalidated by
+  // the peer; a region from reg_mr cannot.
+  Pair p(310);
+  ibv_sge s = sge(p.a, 0, 100);
+  SendWr wr = make_wr(IBV_WR_SEND_WITH_INV, 1, &s);
+  wr.invalidate_rkey = p.b.mr->rkey();
+  expect_fatal(p, wr, IBV_WC_REM_INV_REQ_ERR);
+  CHECK(p.b.qp->counters().nak_sent == 1);
+  CHECK(p.b.qp->state() == IBV_QPS_ERR);
+}
