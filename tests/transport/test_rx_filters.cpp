@@ -364,3 +364,37 @@ TEST_CASE("SEND with invalidate naming an ordinary region's key: NAK invalid req
   CHECK(p.b.qp->counters().nak_sent == 1);
   CHECK(p.b.qp->state() == IBV_QPS_ERR);
 }
+
+TEST_CASE("An ACK with a reserved AETH syndrome or NAK code fails the WQE, with no retransmission", "[rx-filter]") {
+  struct Case {
+    const char* what;
+    uint8_t syndrome;
+    ibv_wc_status want;
+  };
+  const Case cases[] = {
+      {"reserved type, value 0", wire::make_aeth_syndrome(wire::AethType::reserved, 0), IBV_WC_BAD_RESP_ERR},
+      {"reserved type, value 31", wire::make_aeth_syndrome(wire::AethType::reserved, 31), IBV_WC_BAD_RESP_ERR},
+      {"reserved NAK code 5", wire::make_aeth_syndrome(wire::AethType::nak, 5), IBV_WC_REM_OP_ERR},
+      {"reserved NAK code 31", wire::make_aeth_syndrome(wire::AethType::nak, 31), IBV_WC_REM_OP_ERR},
+  };
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION(c.what) {
+      Pair p(311);
+      Injector inj(p);
+      // a's WRITE never reaches b, so the only answer a sees is ours.
+      p.fabric.wire().cut_one_way(p.port_a(), p.port_b());
+      REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, 1, 0, 64, p.b.addr(0), p.b.key()) == 0);
+      p.run_for(100'000);
+      const uint64_t sent = p.a.qp->counters().sent_pkts;
+      REQUIRE(sent == 1);
+      inj.send(inj.ack_to_a(c.syndrome, p.optsa.sq_psn), 0);
+      auto wa = drain(*p.a.cq);
+      REQUIRE(wa.size() == 1);
+      CHECK(int(wa[0].status) == int(c.want));
+      CHECK(p.a.qp->state() == IBV_QPS_ERR);
+      CHECK(p.a.qp->counters().rcvd_seq_err == 0);
+      CHECK(p.a.qp->counters().completer_retry_err == 0);
+      CHECK(p.a.qp->counters().sent_pkts == sent);
+    }
+  }
+}
