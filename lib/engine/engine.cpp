@@ -56,6 +56,11 @@ Engine::Engine(const DeviceConfig& config)
   // GIDs are at our own MAC, and their frames loop back in transmit() (the
   // sender knows: Qp::to_self, set with its address vector).
   for (const wire::IpAddr& gid : device_config_.gids) neighbors_.set(gid, mac_);
+  groups_.push_back(wire::MacAddr{{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}});
+  for (const wire::IpAddr& gid : device_config_.gids)
+    if (!gid.is_v4_mapped()) groups_.push_back(wire::MacAddr{{0x33, 0x33, 0xFF, gid.bytes[13], gid.bytes[14], gid.bytes[15]}});
+  rx_parse_.verify_udp_checksum = true;
+  rx_parse_.allow_long_payload = true;
 }
 
 Engine::~Engine() {
@@ -365,15 +370,46 @@ void Engine::flush_tx() {
   backlog_.erase(backlog_.begin(), backlog_.begin() + long(sent));
 }
 
+// A promiscuous or af_packet port also delivers frames for other hosts:
+// only our unicast MAC and the groups we joined are ours.
+bool Engine::for_this_host(const rte_mbuf* m) const {
+  if (m->data_len < 6) return true;  // the parser refuses it
+  const uint8_t* dst = rte_pktmbuf_mtod(m, const uint8_t*);
+  if (std::memcmp(dst, mac_.bytes.data(), 6) == 0) return true;
+  if ((dst[0] & 1) == 0) return false;
+  for (const wire::MacAddr& g : groups_)
+    if (std::memcmp(dst, g.bytes.data(), 6) == 0) return true;
+  return false;
+}
+
+// Right MAC but another IP (rxe's GID check): not for this device.
+bool Engine::to_own_gid(const wire::PacketView& pkt) const {
+  for (const wire::IpAddr& gid : device_config_.gids) {
+    if (pkt.ipv6 ? std::memcmp(pkt.ipv6_hdr().dst(), gid.bytes.data(), 16) == 0
+                 : gid.is_v4_mapped() && std::memcmp(pkt.ipv4().dst(), gid.v4_bytes(), 4) == 0)
+      return true;
+  }
+  return false;
+}
+
 void Engine::receive(rte_mbuf* m) {
   ++counters_.rx_frames;
+  if (!for_this_host(m)) {
+    ++counters_.rx_other_host;
+    return;
+  }
   wire::HeaderScratch scratch;
   wire::PacketView pkt;
-  const wire::ParseError e = wire::parse_mbuf(m, pkt, scratch);
+  const wire::ParseError e = wire::parse_mbuf(m, pkt, scratch, rx_parse_);
   if (e != wire::ParseError::ok) {
     if (e == wire::ParseError::not_roce) neighbor_rx(m);
     else if (e == wire::ParseError::icrc) ++counters_.rx_icrc_err;
+    else if (e == wire::ParseError::udp_checksum) ++counters_.rx_udp_csum_err;
     else ++counters_.rx_invalid;
+    return;
+  }
+  if (!to_own_gid(pkt)) {
+    ++counters_.rx_other_ip;
     return;
   }
   transport::Qp* qp = find_qp(pkt.bth().dest_qp());

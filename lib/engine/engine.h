@@ -18,6 +18,7 @@
 #include "uroce/verbs/counters.h"
 #include "uroce/verbs/device_config.h"
 #include "uroce/wire/builder.h"
+#include "uroce/wire/parser.h"
 
 namespace uroce::transport {
 struct Qp;
@@ -90,6 +91,8 @@ class Engine : public transport::EngineServices {
   void send_neighbor_request(const wire::IpAddr& ip);
   void send_frame(const uint8_t* frame, size_t len);
   bool is_own_gid(const wire::IpAddr& ip) const;
+  bool for_this_host(const rte_mbuf* m) const;
+  bool to_own_gid(const wire::PacketView& pkt) const;
   int run_neighbors();
   int run_loopback();
   void refresh_clock();
@@ -133,7 +136,13 @@ class Engine : public transport::EngineServices {
   std::vector<rte_mbuf*> looped_;
   std::vector<rte_mbuf*> looping_;
   bool starved_ = false;  // the last TX round ran out of mbufs or TX room
-  std::array<uint8_t, 4096> rx_gather_{};  // a segmented payload, made contiguous
+  // A segmented payload, made contiguous: as long as an IP datagram can
+  // be, so that one over the path MTU still reaches the QP's check.
+  std::vector<uint8_t> rx_gather_ = std::vector<uint8_t>(65536);
+  // Group MACs we take frames for: broadcast (ARP) and the solicited-node
+  // group of each IPv6 GID (neighbour solicitations), as a host joins them.
+  std::vector<wire::MacAddr> groups_;
+  wire::ParseOptions rx_parse_;
   NeighborTable neighbors_;
   std::vector<wire::IpAddr> neighbors_due_;
   DeviceCounters counters_;

@@ -30,4 +30,9 @@ uint8_t* resolve(const MrTable& mrs, const ProtectionDomain* pd, uint32_t key, u
   return reinterpret_cast<uint8_t*>(uintptr_t(va));
 }
 
+bool remote_invalidatable(const MrTable& mrs, uint32_t rkey) {
+  const Region* mr = mrs.find(rkey);
+  return mr != nullptr && mr->remote_invalidatable;
+}
+
 }  // namespace uroce::memory

@@ -19,4 +19,9 @@ enum class AccessError : uint8_t { ok, bad_key, pd_mismatch, no_permission, out_
 uint8_t* resolve(const MrTable& mrs, const ProtectionDomain* pd, uint32_t key, uint64_t va, uint64_t len,
                  int needed_access, AccessError& err);
 
+// Whether a SEND with invalidate may name `rkey`: only a memory window or
+// a fast-registered region can be invalidated by the peer (as on rxe); a
+// region from reg_mr, or an unknown key, is an invalid request.
+bool remote_invalidatable(const MrTable& mrs, uint32_t rkey);
+
 }  // namespace uroce::memory

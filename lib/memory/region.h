@@ -24,6 +24,9 @@ struct Region {
   // dereg_mr answers EBUSY while there are any.
   uint32_t use_count = 0;
   bool dpdk_memory = false;  // a NIC can DMA from it (zero-copy TX)
+  // The peer may invalidate the key with a SEND with invalidate: true only
+  // for a memory window or a fast-registered region, never for reg_mr's.
+  bool remote_invalidatable = false;
   // Zero-copy TX: the reference count shared by the frames whose payload
   // segments point into this region (tx_extbuf.h).
   void* tx_shinfo = nullptr;

@@ -119,8 +119,21 @@ void on_nak(Qp& qp, uint32_t psn, uint8_t syndrome) {
     case NakCode::invalid_request: ++qp.counters.rcvd_nak; return fail(qp, IBV_WC_REM_INV_REQ_ERR);
     case NakCode::remote_access_error: ++qp.counters.rcvd_nak; return fail(qp, IBV_WC_REM_ACCESS_ERR);
     case NakCode::remote_operational_error: ++qp.counters.rcvd_nak; return fail(qp, IBV_WC_REM_OP_ERR);
-    default: ++qp.counters.rcvd_nak; return fail(qp, IBV_WC_REM_INV_RD_REQ_ERR);
+    // Invalid RD request (RD only) and the reserved codes: as rxe, an
+    // operational error of the remote end.
+    default: ++qp.counters.rcvd_nak; return fail(qp, IBV_WC_REM_OP_ERR);
   }
+}
+
+// An AETH syndrome of the reserved type 10b, or any but ACK on a READ
+// response or atomic ACK, is neither an ACK nor a NAK, and never a reason
+// to resend: as rxe, the WQE it answers fails and the QP with it (the
+// status says the response was bad). Like any response it first
+// acknowledges what was sent before its PSN.
+void on_bad_syndrome(Qp& qp, uint32_t psn) {
+  if (psn_lt(psn, qp.comp.una)) return;  // stale
+  if (!ack_through(qp, psn_add(psn, kPsnMask)) || qp.sq.empty() || qp.sq.front().state == WqeState::posted) return;
+  fail(qp, IBV_WC_BAD_RESP_ERR);
 }
 
 // Which READ response opcode packet `index` of `count` must carry.
@@ -177,9 +190,13 @@ void completer_rx(Qp& qp, const PacketView& pkt) {
   const uint8_t opcode = pkt.bth().opcode();
   if (opcode == op::RC_ACKNOWLEDGE) {
     const uint8_t syn = pkt.aeth().syndrome();
-    if (aeth_type(syn) == AethType::ack) return on_ack(qp, psn);
-    return on_nak(qp, psn, syn);
+    switch (aeth_type(syn)) {
+      case AethType::ack: return on_ack(qp, psn);
+      case AethType::reserved: return on_bad_syndrome(qp, psn);
+      default: return on_nak(qp, psn, syn);
+    }
   }
+  if (pkt.op->has_ext(Ext::aeth) && aeth_type(pkt.aeth().syndrome()) != AethType::ack) return on_bad_syndrome(qp, psn);
   if (opcode == op::RC_ATOMIC_ACKNOWLEDGE) return on_atomic_ack(qp, pkt);
   if (pkt.op->has(opf::read | opf::response)) return on_read_response(qp, pkt);
 }

@@ -107,6 +107,12 @@ void on_send(Qp& qp, const PacketView& pkt) {
   }
   if (qp.resp.recv_off + pkt.payload_len > qp.resp.recv.total)
     return fatal_recv(qp, NakCode::invalid_request, psn, IBV_WC_LOC_LEN_ERR);
+  // The key to invalidate is checked before the last packet's bytes land
+  // (IBA's class J error). Only memory windows and fast-registered regions
+  // qualify and uroce has neither yet, so every key is refused for now;
+  // accepting one will also mean invalidating it here.
+  if (pkt.op->has_ext(Ext::ieth) && !memory::remote_invalidatable(qp.eng->mrs(), pkt.ieth().value()))
+    return fatal_recv(qp, NakCode::invalid_request, psn, IBV_WC_REM_INV_REQ_ERR);
   const SgeList sgl = qp.recv_queue().sgl(qp.resp.recv);
   if (!memory::scatter(qp.eng->mrs(), qp.pd, sgl, qp.resp.recv_off, pkt.payload, pkt.payload_len))
     return fatal_recv(qp, NakCode::remote_operational_error, psn, IBV_WC_LOC_PROT_ERR);

@@ -75,6 +75,8 @@ void ud_send(Qp& qp) {
 void ud_rx(Qp& qp, const PacketView& pkt) {
   if (qp.state != IBV_QPS_RTR && qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) return;
   if (pkt.op->transport != Transport::ud || pkt.deth().qkey() != qp.attr.qkey) return;
+  // A datagram is one packet: never longer than the largest path MTU.
+  if (pkt.payload_len > kMaxPayloadLen) return;
   ++qp.counters.rcvd_pkts;
   RecvQueue& rq = qp.recv_queue();
   if (rq.wq.empty()) return;  // UD has no RNR: the datagram is dropped

@@ -63,7 +63,8 @@ ParseError parse_ipv6(const uint8_t* hdr, size_t avail, size_t frame_len, Packet
 }
 
 // BTH, extension headers and the payload/pad/ICRC split.
-ParseError parse_transport(const uint8_t* hdr, size_t avail, size_t udp_len, PacketView& v) {
+ParseError parse_transport(const uint8_t* hdr, size_t avail, size_t udp_len, PacketView& v,
+                           const ParseOptions& opts) {
   v.bth_off = uint16_t(v.l4_off + kUdpHeaderLen);
   const size_t roce_len = udp_len - kUdpHeaderLen;  // BTH .. ICRC
   if (roce_len < kBthLen + kIcrcLen || avail < v.bth_off + kBthLen) return ParseError::truncated;
@@ -80,7 +81,7 @@ ParseError parse_transport(const uint8_t* hdr, size_t avail, size_t udp_len, Pac
   if (v.pad > rest) return ParseError::padcount;
   if (rest > 0 && !v.op->has(opf::payload)) return ParseError::unexpected_payload;
   v.payload_len = uint32_t(rest - v.pad);
-  if (v.payload_len > kMaxPayloadLen) return ParseError::payload_too_long;
+  if (v.payload_len > kMaxPayloadLen && !opts.allow_long_payload) return ParseError::payload_too_long;
   return ParseError::ok;
 }
 
@@ -101,7 +102,7 @@ ParseError parse_headers(const uint8_t* hdr, size_t avail, size_t frame_len, Pac
   const size_t udp_len = UdpView(hdr + v.l4_off).length();
   if (udp_len != ip_payload) return ParseError::udp_length;
   v.end_off = uint32_t(v.l4_off + udp_len);
-  return parse_transport(hdr, avail, udp_len, v);
+  return parse_transport(hdr, avail, udp_len, v, opts);
 }
 
 uint32_t icrc_through_ext(const PacketView& v, size_t body_len) {

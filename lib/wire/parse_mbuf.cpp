@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ones_complement.h"
 #include "parse_headers.h"
 #include "uroce/wire/icrc.h"
 
@@ -35,6 +36,35 @@ bool copy_out(const rte_mbuf* m, uint32_t off, uint32_t len, uint8_t* dst) {
   });
 }
 
+// RFC 768/8200: the pseudo header and the datagram sum to 0xFFFF. Summed
+// in memory order (ones_complement.h); a segment that starts at an odd
+// offset of the datagram contributes its sum byte-swapped.
+bool udp_checksum_ok(const rte_mbuf* m, const PacketView& v) {
+  const uint8_t* ip = v.headers + v.l3_off;
+  uint64_t acc = v.ipv6 ? detail::sum_native(0, ip + 8, 32) : detail::sum_native(0, ip + 12, 8);
+  const uint32_t udp_len = v.end_off - v.l4_off;
+  const uint8_t proto_len[4] = {0, kIpProtoUdp, uint8_t(udp_len >> 8), uint8_t(udp_len)};
+  acc = detail::sum_native(acc, proto_len, 4);
+  uint32_t at = 0;
+  const bool whole = for_each_span(m, v.l4_off, udp_len, [&](const uint8_t* p, uint32_t n) {
+    const uint16_t s = detail::fold_native(detail::sum_native(0, p, n));
+    acc += (at & 1) ? uint16_t(s << 8 | s >> 8) : s;
+    at += n;
+  });
+  return whole && detail::fold_native(acc) == 0xFFFF;
+}
+
+// A non-zero checksum is checked, by the port when it says so.
+bool udp_checksum_passes(const rte_mbuf* m, const PacketView& v) {
+  if (v.udp().checksum() == 0) return true;
+  switch (m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) {
+    case RTE_MBUF_F_RX_L4_CKSUM_GOOD:
+    case RTE_MBUF_F_RX_L4_CKSUM_NONE: return true;  // data verified, field not filled in
+    case RTE_MBUF_F_RX_L4_CKSUM_BAD: return false;
+    default: return udp_checksum_ok(m, v);
+  }
+}
+
 }  // namespace
 
 ParseError parse_mbuf(const rte_mbuf* m, PacketView& v, HeaderScratch& scratch, const ParseOptions& opts) {
@@ -55,6 +85,7 @@ ParseError parse_mbuf(const rte_mbuf* m, PacketView& v, HeaderScratch& scratch, 
   uint8_t icrc[4];
   if (!copy_out(m, v.end_off - 4, 4, icrc)) return ParseError::truncated;
   v.icrc_wire = load_le32(icrc);
+  if (opts.verify_udp_checksum && !udp_checksum_passes(m, v)) return ParseError::udp_checksum;
   if (opts.verify_icrc) {
     // A small body in place after the headers is hashed with them.
     const bool with_body = v.payload != nullptr && hdr == v.payload - v.payload_off && body_len <= kIcrcSmallBody;

@@ -135,8 +135,15 @@ struct Builder {
         op.inline_data = op.opcode != IBV_WR_RDMA_READ && op.length <= cfg.max_inline && r.chance(0.5);
       }
       if (op.opcode == IBV_WR_SEND_WITH_IMM || op.opcode == IBV_WR_RDMA_WRITE_WITH_IMM) op.imm_data = uint32_t(r.next());
-      // No region ever has key 0 (0 means "no key"), so nothing real is named.
-      if (op.opcode == IBV_WR_SEND_WITH_INV) op.invalidate_rkey = uint32_t(r.next()) | 1;
+      // SEND with invalidate must name a key the peer may invalidate (a
+      // memory window or fast-registered region), and there are none yet:
+      // any other key is a fatal invalid request (test_rx_filters.cpp). It
+      // is drawn as before, so that a seed keeps its workload, and sent as
+      // a plain SEND.
+      if (op.opcode == IBV_WR_SEND_WITH_INV) {
+        (void)r.next();  // the key it used to name
+        op.opcode = IBV_WR_SEND;
+      }
       // A request that changes remote memory a READ before it still reads
       // may overtake that READ's re-execution after a loss (IBA 10.8.3.3):
       // the verbs answer is IBV_SEND_FENCE.

@@ -56,7 +56,10 @@ TEST_CASE("SEND_WITH_IMM: IBV_WC_WITH_IMM and imm_data round-trip in network ord
   }
 }
 
-TEST_CASE("SEND_WITH_INV: IBV_WC_WITH_INV and invalidated_rkey", "[verbs]") {
+TEST_CASE("SEND_WITH_INV naming a key that cannot be invalidated: REM_INV_REQ_ERR on both ends", "[verbs]") {
+  // Only memory windows and fast-registered regions may be invalidated by
+  // the peer; the key is checked when the last packet (with the IETH)
+  // arrives, so the first packets of the message have landed.
   Pair p(53);
   fill(p.a.buf(), 2500, 3);
   REQUIRE(post_recv(p.b, 1, 0, 4096) == 0);
@@ -66,16 +69,14 @@ TEST_CASE("SEND_WITH_INV: IBV_WC_WITH_INV and invalidated_rkey", "[verbs]") {
   REQUIRE(post(p.a, wr) == 0);
   auto wb = p.wait(p.b, 1);
   REQUIRE(wb.size() == 1);
-  CHECK(wb[0].status == IBV_WC_SUCCESS);
-  CHECK(wb[0].opcode == IBV_WC_RECV);
-  CHECK((wb[0].wc_flags & IBV_WC_WITH_INV) != 0);
-  CHECK((wb[0].wc_flags & IBV_WC_WITH_IMM) == 0);
-  CHECK(wb[0].invalidated_rkey == 0x1234ABCDu);
-  CHECK(wb[0].byte_len == 2500);
-  CHECK(std::memcmp(p.a.buf(), p.b.buf(), 2500) == 0);
+  CHECK(wb[0].wr_id == 1);
+  CHECK(wb[0].status == IBV_WC_REM_INV_REQ_ERR);
+  CHECK((wb[0].wc_flags & IBV_WC_WITH_INV) == 0);
   auto wa = p.wait(p.a, 1);
   REQUIRE(wa.size() == 1);
-  CHECK(wa[0].status == IBV_WC_SUCCESS);
+  CHECK(wa[0].status == IBV_WC_REM_INV_REQ_ERR);
+  CHECK(p.a.qp->state() == IBV_QPS_ERR);
+  CHECK(p.b.qp->state() == IBV_QPS_ERR);
 }
 
 TEST_CASE("Inline SEND: the payload is taken at post time", "[verbs]") {

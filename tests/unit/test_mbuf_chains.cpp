@@ -167,3 +167,46 @@ TEST_CASE("small payloads hashed with the headers give the ICRC hashed piece by 
       CHECK(parse_mbuf(chain.head(), v, scratch) == ParseError::icrc);
     }
 }
+
+TEST_CASE("the UDP checksum gets the same verdict in segments cut anywhere", "[mbuf]") {
+  // Segments that start at an odd offset of the datagram add their sum
+  // byte-swapped; a cut at every offset tries both parities everywhere.
+  ParseOptions strict;
+  strict.verify_udp_checksum = true;
+  BuildOptions with_sum;
+  with_sum.compute_udp_checksum = true;
+  for (bool ipv6 : {false, true}) {
+    for (int damage = 0; damage < 3; ++damage) {
+      DYNAMIC_SECTION((ipv6 ? "IPv6" : "IPv4") << " damage " << damage) {
+        const PacketFields f = uroce::test::sample_fields(op::RC_SEND_ONLY, ipv6, false, 301);
+        std::vector<uint8_t> payload(301);
+        for (size_t i = 0; i < payload.size(); ++i) payload[i] = uint8_t(i * 31 + 5);
+        std::vector<uint8_t> frame(600);
+        FrameLayout lay;
+        REQUIRE(build_frame(f, payload, frame, lay, with_sum) == BuildError::ok);
+        frame.resize(lay.frame_len);
+        // 1: the checksum field off by one; 2: a payload byte changed and
+        // the ICRC redone, so only the UDP checksum can tell.
+        if (damage == 1) frame[lay.l4_off + 7] ^= 1;
+        if (damage == 2) {
+          payload[100] ^= 0x40;
+          std::vector<uint8_t> redone(600);
+          FrameLayout lay2;
+          PacketFields g = f;
+          REQUIRE(build_frame(g, payload, redone, lay2) == BuildError::ok);
+          std::copy(redone.begin() + lay.payload_off, redone.begin() + lay.frame_len, frame.begin() + lay.payload_off);
+        }
+        PacketView ref;
+        const ParseError want = parse_frame(frame, ref, strict);
+        CHECK(want == (damage == 0 ? ParseError::ok : ParseError::udp_checksum));
+        for (size_t cut = 1; cut < frame.size(); ++cut) {
+          uroce::test::MbufChain chain(frame, {cut, std::min(frame.size(), cut + 7)});
+          PacketView v;
+          HeaderScratch scratch;
+          INFO("cut at " << cut);
+          CHECK(parse_mbuf(chain.head(), v, scratch, strict) == want);
+        }
+      }
+    }
+  }
+}

@@ -39,11 +39,14 @@ struct UROCE_API TransportCounters {
 struct DeviceCounters {
   TransportCounters transport;
   uint64_t rx_frames = 0;
+  uint64_t rx_other_host = 0;     // to a MAC address that is not ours, broadcast or a group we joined
   uint64_t rx_not_roce = 0;       // neither RoCE nor ARP/ND
   uint64_t rx_neighbor = 0;       // ARP/ND frames handled
   uint64_t tx_neighbor = 0;       // ARP/ND requests and replies sent
   uint64_t rx_invalid = 0;       // failed parse (all reasons but icrc)
   uint64_t rx_icrc_err = 0;
+  uint64_t rx_udp_csum_err = 0;   // a non-zero UDP checksum that does not verify
+  uint64_t rx_other_ip = 0;       // RoCE to a destination IP that is none of our GIDs
   uint64_t rx_gathered = 0;       // payloads spread over mbuf segments, gathered
   uint64_t rx_unknown_qp = 0;
   uint64_t rx_not_from_peer = 0;  // for a connected QP, from another IP than its peer's

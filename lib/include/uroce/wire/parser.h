@@ -36,10 +36,16 @@ struct ParseOptions {
   bool verify_icrc = true;
   // Off when the NIC already checked it (RTE_MBUF_F_RX_IP_CKSUM_GOOD).
   bool verify_ipv4_checksum = true;
-  // A non-zero UDP checksum must be right, but checking it costs a pass
-  // over the payload that the ICRC already makes; tools turn it on. Only
-  // checked on contiguous frames.
+  // A non-zero UDP checksum must be right (zero means "none", on IPv6 too,
+  // as the UDP tunnel socket rxe listens on accepts). Checking it costs a
+  // pass over the payload; parse_mbuf() takes the port's verdict from the
+  // mbuf's RTE_MBUF_F_RX_L4_CKSUM_* flags when it has one. The engine and
+  // tools turn it on.
   bool verify_udp_checksum = false;
+  // Payloads over 4096 bytes (the largest path MTU) are refused as
+  // payload_too_long unless this is set; the engine sets it so that the
+  // QP's path MTU check answers them (a NAK on RC, as rxe does).
+  bool allow_long_payload = false;
 };
 
 // A validated frame. Header bytes [0, payload_off) are contiguous at
