@@ -218,6 +218,7 @@ void EngineThread::loop(int cpu) {
   uint64_t idle_since = 0;
   uint64_t backoff = kFirstNapNs;
   uint64_t seen_turns = caller_turns_.load(std::memory_order_relaxed);
+  uint64_t callers_backoff = kFirstCallersNapNs;
   for (;;) {
     if (pause_req_.load(std::memory_order_acquire)) {
       park();
@@ -225,13 +226,14 @@ void EngineThread::loop(int cpu) {
     }
     if (stop_.load(std::memory_order_acquire)) break;
     if (callers_driving(seen_turns)) {
-      // The application runs the engine; timers included. Look again after
-      // the longest nap the device allows.
-      const uint64_t ns = uint64_t(eng_.device_config().idle_sleep_max_us) * 1000;
+      // The application runs the engine, timers included. Look again after
+      // a nap that grows while callers go on driving.
+      const uint64_t max_ns = uint64_t(eng_.device_config().idle_sleep_max_us) * 1000;
       callers_nap_.store(true, std::memory_order_relaxed);
-      if (ns > 0) nap(ns);
+      if (max_ns > 0) nap(std::min(callers_backoff, max_ns));
       else std::this_thread::yield();
       callers_nap_.store(false, std::memory_order_relaxed);
+      callers_backoff = std::min(callers_backoff * 2, std::max(max_ns, kFirstCallersNapNs));
       idle = 0;
       backoff = kFirstNapNs;
       continue;
@@ -245,6 +247,10 @@ void EngineThread::loop(int cpu) {
     if (work > 0) {
       idle = 0;
       backoff = kFirstNapNs;
+      // Work the callers left (a program that waits by watching memory,
+      // as ib_write_lat does, drives only between its waits): look again
+      // soon after they next drive.
+      callers_backoff = kFirstCallersNapNs;
     } else if (++idle == kIdleSpins) {
       idle_since = monotonic_ns();
     } else if (idle > kIdleSpins) {

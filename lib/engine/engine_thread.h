@@ -26,8 +26,11 @@
 // While application threads drive, the engine thread naps; it takes over
 // when none has driven for a nap's length (timers, ACKs and receives go on
 // while the application computes) or at once when one is about to block
-// (handoff(), from CompletionChannel::get_event). A Pause holds the drive
-// lock too.
+// (handoff(), from CompletionChannel::get_event). The nap starts at
+// kFirstCallersNapNs and doubles up to DeviceConfig::idle_sleep_max_us
+// while callers go on driving; it starts short again whenever the engine
+// thread, taking over, finds work (a program that waits by watching memory
+// drives only between its waits). A Pause holds the drive lock too.
 #pragma once
 
 #include <atomic>
@@ -105,6 +108,7 @@ class EngineThread {
   // interrupt), so a frame that arrives during a nap waits for its end.
   static constexpr uint64_t kIdleSpinNs = 200'000;
   static constexpr uint64_t kFirstNapNs = 20'000;
+  static constexpr uint64_t kFirstCallersNapNs = 10'000;
 
  private:
   void wake();

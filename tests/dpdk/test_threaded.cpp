@@ -873,23 +873,25 @@ TEST_CASE("threaded: callers drive the engine; the engine thread takes over for 
   REQUIRE(open_ring_pair("thr_callers", 1500, pa, pb, error));
   QpOptions o = slow_timer();
   o.cq_channel = true;
-  // Engine threads that see callers drive nap for 2 s at a time: whatever
-  // completes sooner was carried by the callers (or a handoff).
+  // Engine threads that see callers drive nap, up to 2 s at a time (the
+  // nap doubles from 10 us while callers go on driving).
   RealTimePair p(*pa, *pb, 520, o, 1 << 20, 2'000'000);
   start_thread(*p.da, -1, Device::Progress::kCallersDrive);
   start_thread(*p.db, -1, Device::Progress::kCallersDrive);
   CHECK(p.da->progress() == Device::Progress::kCallersDrive);
   check_send_write_read(p, 621);
 
-  // Polls that drive, then time for both engine threads to notice them and
-  // nap: from here only this thread runs the engines.
+  // Polls that drive, for long enough that both engine threads nap
+  // between looks: from here this thread runs the engines.
   ibv_wc wc{};
-  for (int i = 0; i < 100; ++i) {
-    CHECK(p.a.cq->poll(1, &wc) == 0);
-    CHECK(p.b.cq->poll(1, &wc) == 0);
-  }
-  std::this_thread::sleep_for(Millis(50));
-  for (int i = 0; i < 100; ++i) p.b.cq->poll(1, &wc);
+  auto poll_for = [&](Millis how_long) {
+    const auto until = SteadyClock::now() + how_long;
+    while (SteadyClock::now() < until) {
+      CHECK(p.a.cq->poll(1, &wc) == 0);
+      CHECK(p.b.cq->poll(1, &wc) == 0);
+    }
+  };
+  poll_for(Millis(50));
 
   // a's post runs a's engine (the SEND leaves at once); b's one poll runs
   // b's engine, which takes the receive, the SEND, and hands out the
@@ -921,13 +923,16 @@ TEST_CASE("threaded: callers drive the engine; the engine thread takes over for 
   const auto took = SteadyClock::now() - t0;
   std::printf("callers drive: %d of %d SENDs completed in the receiver's first poll, %lld us in all\n", one_call,
               kRounds, static_cast<long long>(std::chrono::duration_cast<std::chrono::microseconds>(took).count()));
-  CHECK(one_call == kRounds);
+  // An engine thread that looks while a receive waits in the doorbell ring
+  // runs it, and may take a round's SEND before the poll does: rarely.
+  CHECK(one_call >= kRounds * 9 / 10);
   CHECK(took < Millis(1000));
 
   // A thread that blocks in get_event hands the engine back to the engine
-  // thread (asleep for 2 s otherwise): its event comes at once.
-  for (int i = 0; i < 100; ++i) p.b.cq->poll(1, &wc);
-  std::this_thread::sleep_for(Millis(50));
+  // thread, whose nap, after 700 ms of callers driving, is some hundreds of
+  // milliseconds: the event comes at once instead (without the handoff, it
+  // would come at the nap's end, which a fast test may meet by chance).
+  poll_for(Millis(700));
   REQUIRE(p.b.cq->req_notify(false) == 0);
   std::atomic<CompletionQueue*> woke{nullptr};
   std::atomic<int> rc{-1};
@@ -944,7 +949,7 @@ TEST_CASE("threaded: callers drive the engine; the engine thread takes over for 
   waiter.join();
   CHECK(rc.load() == 0);
   REQUIRE(woke.load() == p.b.cq.get());
-  CHECK(waited < Millis(500));
+  CHECK(waited < Millis(100));
   p.b.cq->ack_events(1);
   REQUIRE(drain(*p.b.cq, 1).size() == 1);
   REQUIRE(drain(*p.a.cq, 1).size() == 1);
