@@ -65,14 +65,15 @@ class UROCE_API Device {
   enum class Progress {
     // The engine thread alone: a post or a completion crosses threads.
     kEngineThread,
-    // A thread that posts (QueuePair::post_send, post_recv) or polls
+    // A thread that posts a send (QueuePair::post_send) or polls
     // (CompletionQueue::poll) runs one engine turn itself unless another
     // thread is in one, as embedded mode does, so a program that polls
-    // sees no thread crossing. The engine thread naps while application
-    // threads drive; it takes over when none has for idle_sleep_max_us
-    // (timers, ACKs and receives go on while the program computes or
-    // sleeps) and at once when one waits in CompletionChannel::get_event
-    // or wait_async_event. With idle_sleep_max_us 0 it yields instead.
+    // sees no thread crossing; a receive posted meanwhile waits for the
+    // next turn. The engine thread naps while application threads drive
+    // (10 us first, doubling up to idle_sleep_max_us; 0: it yields) and
+    // takes over when none has driven for a nap (timers, ACKs and receives
+    // go on while the program computes or sleeps), and at once when one
+    // waits in CompletionChannel::get_event or wait_async_event.
     kCallersDrive,
   };
 
