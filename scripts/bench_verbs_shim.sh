@@ -10,16 +10,22 @@
 # on a second veth pair (192.168.78.1/.2), as the uroce-run tests set it up.
 # Like with like: real perftest on a device it does not know posts with
 # ibv_post_send and no inline data, so uroce-perf runs send_lat with -I 0;
-# the drop-in runs uroce's engine on a thread of its own (threaded mode),
-# uroce-perf in the application's thread. Root only.
+# in both, the application's thread runs the engine while it posts and
+# polls (the drop-in's engine thread covers the rest). The server runs on
+# CPU SERVER_CPU and the client on CLIENT_CPU, the same for both: left to
+# the scheduler, the two processes sometimes share a CPU, and two loops
+# that busy-poll without yielding (uroce-perf's) then take turns at the
+# scheduler's time slice (milliseconds) while the drop-in, which yields
+# when idle, does not. Root only.
 #   scripts/bench_verbs_shim.sh [BUILD_DIR]
 #   REPEAT=5 scripts/bench_verbs_shim.sh build
 #   KEEP=1 ...                              # keep every run's output (the path is printed)
+#   SERVER_CPU=2 CLIENT_CPU=3 ...           # defaults 0 and 1; PIN=0: no pinning
 set -u
 
 if [ "${1:-}" != --in-netns ]; then
   [ "$(id -u)" = 0 ] || { echo "needs root (network namespaces, af_packet)"; exit 1; }
-  for t in ib_write_bw ib_send_lat ip unshare nsenter; do
+  for t in ib_write_bw ib_send_lat ip unshare nsenter taskset; do
     command -v $t >/dev/null || { echo "$t not found"; exit 1; }
   done
   exec timeout 1800 unshare --net -- "$0" --in-netns "$(cd "${1:-build}" && pwd)"
@@ -30,6 +36,13 @@ PERF=$B/apps/uroce-perf/uroce-perf
 work=$(mktemp -d)
 BW_ARGS=${BW_ARGS:-"-s 65536 -D 2 --report_gbits"}
 LAT_ARGS=${LAT_ARGS:-"-s 8 -n 5000"}
+
+SERVER_CPU=${SERVER_CPU:-0} CLIENT_CPU=${CLIENT_CPU:-1}
+if [ "${PIN:-1}" = 0 ]; then
+  on_server=() on_client=()
+else
+  on_server=(taskset -c "$SERVER_CPU") on_client=(taskset -c "$CLIENT_CPU")
+fi
 
 HOLDER=
 cleanup() {
@@ -54,10 +67,10 @@ pair() {
   while [ "$1" != :: ]; do srv+=("$1"); shift; done
   shift
   cli=("$@")
-  timeout 60 "${srv[@]}" >"$work/$name.srv.out" 2>&1 &
+  timeout 60 "${on_server[@]}" "${srv[@]}" >"$work/$name.srv.out" 2>&1 &
   local s=$!
   sleep 0.5
-  inb timeout 60 "${cli[@]}" >"$work/$name.cli.out" 2>&1
+  inb timeout 60 "${on_client[@]}" "${cli[@]}" >"$work/$name.cli.out" 2>&1
   local c=$?
   wait $s
   [ $c = 0 ] || fail "$name: client exited $c"
@@ -83,6 +96,7 @@ median() { sort -g | awk -v f="$1" '{v[NR] = $1} END {printf f "\n", (NR % 2) ? 
 echo "# $(date -u +%F) $(uname -r), $(nproc) CPUs:$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
 echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# veth + net_af_packet, path MTU 1024; BW: $BW_ARGS (Gb/s, BW average); lat: $LAT_ARGS (us, t_typical)"
+echo "# server on CPU ${on_server[2]:-any}, client on CPU ${on_client[2]:-any}"
 printf "%-6s %12s %12s %8s %12s %12s %10s\n" round "shim Gb/s" "native Gb/s" ratio "shim us" "native us" "diff us"
 ratios= diffs=
 for round in $(seq "${REPEAT:-3}"); do

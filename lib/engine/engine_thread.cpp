@@ -10,6 +10,7 @@
 #include <rte_errno.h>
 #include <rte_lcore.h>
 #include <rte_pause.h>
+#include <rte_per_lcore.h>
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
@@ -88,7 +89,7 @@ bool EngineThread::prepare(transport::Cq& cq, std::string& error) {
   return true;
 }
 
-bool EngineThread::start(int cpu, std::string& error) {
+bool EngineThread::start(int cpu, bool callers_drive, std::string& error) {
   std::lock_guard<std::recursive_mutex> lock(control_);
   if (threaded()) {
     error = "the engine thread is already running";
@@ -122,6 +123,8 @@ bool EngineThread::start(int cpu, std::string& error) {
   pause_req_.store(false);
   parked_.store(false);
   started_.store(0);
+  handoff_.store(false);
+  callers_drive_.store(callers_drive, std::memory_order_relaxed);
   threaded_.store(true, std::memory_order_release);
   thread_ = std::thread(&EngineThread::loop, this, cpu);
   spin_until([&] { return started_.load(std::memory_order_acquire) != 0; });
@@ -140,7 +143,10 @@ void EngineThread::stop() {
   stop_.store(true, std::memory_order_release);
   wake();
   thread_.join();
+  // A caller's turn begun before the stop ends before embedded mode starts.
+  lock_drive();
   threaded_.store(false, std::memory_order_release);
+  unlock_drive();
   for (transport::Cq* cq : cqs_) cq->set_threaded(false);
 }
 
@@ -155,7 +161,7 @@ void EngineThread::wake() {
 
 bool EngineThread::work_waiting() const {
   return rte_ring_count(doorbells_) != 0 || pause_req_.load(std::memory_order_acquire) ||
-         stop_.load(std::memory_order_acquire);
+         stop_.load(std::memory_order_acquire) || handoff_.load(std::memory_order_acquire);
 }
 
 void EngineThread::nap(uint64_t ns) {
@@ -206,22 +212,45 @@ void EngineThread::loop(int cpu) {
   // Naps end when asked: a slack of 50 us (Linux's default) on each would
   // add to the latency of the first frame after a quiet spell.
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+  engine_lcore_ = rte_lcore_id();
   started_.store(1, std::memory_order_release);
   unsigned idle = 0;
   uint64_t idle_since = 0;
   uint64_t backoff = kFirstNapNs;
+  uint64_t seen_turns = caller_turns_.load(std::memory_order_relaxed);
+  uint64_t callers_backoff = kFirstCallersNapNs;
   for (;;) {
     if (pause_req_.load(std::memory_order_acquire)) {
       park();
       continue;
     }
     if (stop_.load(std::memory_order_acquire)) break;
-    int work = drain_doorbells();
-    work += eng_.poll();
-    publish();
+    if (callers_driving(seen_turns)) {
+      // The application runs the engine, timers included. Look again after
+      // a nap that grows while callers go on driving.
+      const uint64_t max_ns = uint64_t(eng_.device_config().idle_sleep_max_us) * 1000;
+      callers_nap_.store(true, std::memory_order_relaxed);
+      if (max_ns > 0) nap(std::min(callers_backoff, max_ns));
+      else std::this_thread::yield();
+      callers_nap_.store(false, std::memory_order_relaxed);
+      callers_backoff = std::min(callers_backoff * 2, std::max(max_ns, kFirstCallersNapNs));
+      idle = 0;
+      backoff = kFirstNapNs;
+      continue;
+    }
+    if (!try_lock_drive()) {
+      std::this_thread::yield();
+      continue;
+    }
+    const int work = turn();
+    unlock_drive();
     if (work > 0) {
       idle = 0;
       backoff = kFirstNapNs;
+      // Work the callers left (a program that waits by watching memory,
+      // as ib_write_lat does, drives only between its waits): look again
+      // soon after they next drive.
+      callers_backoff = kFirstCallersNapNs;
     } else if (++idle == kIdleSpins) {
       idle_since = monotonic_ns();
     } else if (idle > kIdleSpins) {
@@ -229,16 +258,69 @@ void EngineThread::loop(int cpu) {
     }
   }
   // Posts made before stop() reach the transport; embedded mode goes on.
+  lock_drive();
   drain_doorbells();
   publish();
+  unlock_drive();
   if (registered) rte_thread_unregister();
+}
+
+int EngineThread::turn() {
+  int work = drain_doorbells();
+  work += eng_.poll();
+  publish();
+  return work;
+}
+
+bool EngineThread::callers_driving(uint64_t& seen) {
+  if (!callers_drive()) return false;
+  if (handoff_.exchange(false, std::memory_order_acq_rel)) {
+    seen = caller_turns_.load(std::memory_order_relaxed);
+    return false;
+  }
+  const uint64_t now = caller_turns_.load(std::memory_order_relaxed);
+  if (now == seen) return false;
+  seen = now;
+  // Posts a caller could not run (its try-lock failed) are the engine
+  // thread's to run.
+  return rte_ring_count(doorbells_) == 0;
+}
+
+void EngineThread::lock_drive() {
+  spin_until([&] { return try_lock_drive(); });
+}
+
+bool EngineThread::drive() {
+  if (!try_lock_drive()) return false;
+  if (!threaded()) {
+    unlock_drive();
+    return false;
+  }
+  // The engine thread's lcore id, for DPDK's per-lcore mempool caches: the
+  // drive lock makes this thread the only one using it meanwhile, and an
+  // unregistered caller would otherwise bypass the caches.
+  const unsigned own = RTE_PER_LCORE(_lcore_id);
+  RTE_PER_LCORE(_lcore_id) = engine_lcore_;
+  turn();
+  RTE_PER_LCORE(_lcore_id) = own;
+  caller_turns_.store(caller_turns_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  unlock_drive();
+  return true;
+}
+
+void EngineThread::handoff() {
+  if (!threaded() || !callers_drive()) return;
+  handoff_.store(true, std::memory_order_release);
+  wake();
 }
 
 void EngineThread::park() {
   // Every post made before the pause request is now in a ring: run them,
   // so a control call sees them (dereg_mr answers EBUSY, modify flushes).
+  lock_drive();
   drain_doorbells();
   publish();
+  unlock_drive();
   parked_.store(true, std::memory_order_release);
   spin_until([&] { return !pause_req_.load(std::memory_order_acquire); });
   parked_.store(false, std::memory_order_release);
@@ -252,11 +334,14 @@ void EngineThread::pause() {
   pause_req_.store(true, std::memory_order_seq_cst);
   wake();
   spin_until([&] { return parked_.load(std::memory_order_acquire); });
+  // No caller's turn either while the control call runs.
+  lock_drive();
 }
 
 void EngineThread::resume() {
   if (--depth_ == 0 && handshake_) {
     handshake_ = false;
+    unlock_drive();
     pause_req_.store(false, std::memory_order_release);
     // Until the engine has left park(), a next pause() could mistake the
     // old acknowledgement for a new one.
@@ -265,12 +350,22 @@ void EngineThread::resume() {
   control_.unlock();
 }
 
-void EngineThread::ring(QpSubmit& s) {
+void EngineThread::ring(QpSubmit& s, bool urgent) {
   // Enqueue-then-flag here, clear-flag-then-dequeue in drain_doorbells,
   // both read-modify-writes of the flag: either the engine's drain sees the
   // commands or this sees the flag cleared and rings again.
-  if (s.doorbell.exchange(true, std::memory_order_acq_rel)) return;
-  while (rte_ring_enqueue(doorbells_, &s) != 0) rte_pause();  // a slot per QP: never full for long
+  if (!s.doorbell.exchange(true, std::memory_order_acq_rel)) {
+    while (rte_ring_enqueue(doorbells_, &s) != 0) rte_pause();  // a slot per QP: never full for long
+  } else if (!callers_drive()) {
+    return;
+  }
+  // A caller that runs its own post needs no engine thread; one whose
+  // try-lock fails leaves the post to the lock's holder or the engine
+  // thread (which runs waiting doorbells even while callers drive).
+  if (callers_drive()) {
+    if (!urgent && callers_nap_.load(std::memory_order_relaxed)) return;
+    if (drive()) return;
+  }
   wake();
 }
 

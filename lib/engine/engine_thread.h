@@ -17,6 +17,20 @@
 // transport), parks and acknowledges; the call runs on the caller's thread;
 // then the engine resumes. A recursive mutex serialises control calls; the
 // data path never takes it. In embedded mode a Pause is only that mutex.
+//
+// Callers drive (start's callers_drive): the thread that posts or polls
+// runs the engine itself when no one else does (a try-lock per call, the
+// drive lock), as embedded mode does, instead of waiting for the engine
+// thread: a message then crosses no thread. The rings stay as they are,
+// their consumer and producer sides being whoever holds the drive lock.
+// While application threads drive, the engine thread naps; it takes over
+// when none has driven for a nap's length (timers, ACKs and receives go on
+// while the application computes) or at once when one is about to block
+// (handoff(), from CompletionChannel::get_event). The nap starts at
+// kFirstCallersNapNs and doubles up to DeviceConfig::idle_sleep_max_us
+// while callers go on driving; it starts short again whenever the engine
+// thread, taking over, finds work (a program that waits by watching memory
+// drives only between its waits). A Pause holds the drive lock too.
 #pragma once
 
 #include <atomic>
@@ -52,10 +66,11 @@ class EngineThread {
 
   // cpu -1: no pinning. False with a message if the thread cannot start
   // (already running, no memory for the rings, cpu not allowed).
-  bool start(int cpu, std::string& error);
+  bool start(int cpu, bool callers_drive, std::string& error);
   // Runs the posts still queued, then joins; the device is embedded again.
   void stop();
   bool threaded() const { return threaded_.load(std::memory_order_acquire); }
+  bool callers_drive() const { return callers_drive_.load(std::memory_order_relaxed); }
   engine::Engine& engine() { return eng_; }
 
   // Control path; reentrant on one thread. Prefer the Pause guard.
@@ -74,8 +89,17 @@ class EngineThread {
   // see it, and its retired counts, are brought up to date.
   void after_control(QpSubmit* sub);
 
-  // Data path: qp's submission ring has new commands.
-  void ring(QpSubmit& s);
+  // Data path: qp's submission ring has new commands. Callers drive: a
+  // post that need not run at once (`urgent` false: receives, which only
+  // have to be in place before their message arrives) leaves itself to
+  // the next engine turn while callers drive.
+  void ring(QpSubmit& s, bool urgent = true);
+  // Callers drive: one engine turn on the calling thread unless another
+  // thread is in one (or a control call runs); true if it ran.
+  bool drive();
+  // Callers drive: the calling thread is about to block; the engine thread
+  // takes over now rather than after its nap.
+  void handoff();
 
   // Idle policy. After kIdleSpinNs without work the thread naps on a futex
   // (woken at once by a doorbell, a pause or stop), for kFirstNapNs first,
@@ -84,6 +108,7 @@ class EngineThread {
   // interrupt), so a frame that arrives during a nap waits for its end.
   static constexpr uint64_t kIdleSpinNs = 200'000;
   static constexpr uint64_t kFirstNapNs = 20'000;
+  static constexpr uint64_t kFirstCallersNapNs = 10'000;
 
  private:
   void wake();
@@ -94,6 +119,14 @@ class EngineThread {
   void park();
   int drain_doorbells();
   void publish();
+  bool try_lock_drive() { return !driving_.exchange(true, std::memory_order_acquire); }
+  void lock_drive();
+  void unlock_drive() { driving_.store(false, std::memory_order_release); }
+  // One engine turn (drive lock held): posts, engine, completions.
+  int turn();
+  // Callers drive: whether an application thread has driven since the
+  // engine thread last looked; it then naps instead of driving.
+  bool callers_driving(uint64_t& seen);
   struct Attached {
     transport::Qp* qp;
     std::unique_ptr<QpSubmit>* sub;
@@ -114,6 +147,16 @@ class EngineThread {
   std::vector<QpSubmit*> busy_;  // QPs with WRs executed and not yet retired
 
   alignas(64) std::atomic<bool> threaded_{false};
+  std::atomic<bool> callers_drive_{false};
+  unsigned engine_lcore_ = 0;  // the engine thread's DPDK lcore id, lent to callers that drive
+  // Held for an engine turn, by the engine thread or a caller, and by a Pause.
+  alignas(64) std::atomic<bool> driving_{false};
+  // Turns run by callers (the engine thread only reads it), and a caller's
+  // request that the engine thread take over at once.
+  alignas(64) std::atomic<uint64_t> caller_turns_{0};
+  std::atomic<bool> handoff_{false};
+  // The engine thread naps because callers drive (it reads no doorbell).
+  std::atomic<bool> callers_nap_{false};
   std::atomic<bool> stop_{false};
   std::atomic<int> started_{0};  // 1 running, -1 failed to start
   alignas(64) std::atomic<bool> pause_req_{false};

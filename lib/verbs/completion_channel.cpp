@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "access.h"
+#include "engine/engine_thread.h"
 #include "transport/cq.h"
 #include "transport/cq_channel.h"
 #include "uroce/verbs/device.h"
@@ -27,7 +29,10 @@ int CompletionChannel::fd() const { return core_->fd(); }
 
 int CompletionChannel::get_event(CompletionQueue*& cq) {
   for (;;) {
-    if (!device_->engine_thread_running()) {
+    if (device_->engine_thread_running()) {
+      // Callers drive: the engine thread takes over while this one waits.
+      if (!core_->has_event()) detail::to_thread(*device_).handoff();
+    } else {
       // Embedded mode: no one else runs the engine, so wait by running it.
       const int flags = fcntl(core_->fd(), F_GETFL);
       const bool nonblocking = flags >= 0 && (flags & O_NONBLOCK);

@@ -52,6 +52,7 @@ int CompletionQueue::poll(int n, ibv_wc* wc) {
   if (n <= 0) return 0;
   int got = 0;
   if (cq_->has_ring()) {
+    if (thread_->callers_drive()) thread_->drive();
     // Threaded mode's ring holds the older completions (it is read first
     // after the thread stops, too).
     got = cq_->take_published(n, wc);

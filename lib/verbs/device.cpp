@@ -74,8 +74,8 @@ std::unique_ptr<CompletionChannel> Device::create_comp_channel(int& err) {
 
 int Device::poll() { return thread_->threaded() ? 0 : engine_->poll(); }
 
-bool Device::start_engine_thread(int cpu, std::string& error) {
-  if (!thread_->start(cpu, error)) {
+bool Device::start_engine_thread(int cpu, std::string& error, Progress progress) {
+  if (!thread_->start(cpu, progress == Progress::kCallersDrive, error)) {
     error = "device " + name() + ": " + error;
     return false;
   }
@@ -84,6 +84,10 @@ bool Device::start_engine_thread(int cpu, std::string& error) {
 
 void Device::stop_engine_thread() { thread_->stop(); }
 bool Device::engine_thread_running() const { return thread_->threaded(); }
+
+Device::Progress Device::progress() const {
+  return thread_->threaded() && thread_->callers_drive() ? Progress::kCallersDrive : Progress::kEngineThread;
+}
 
 uint64_t Device::next_deadline_ns() const {
   detail::Pause pause(*thread_);
@@ -125,6 +129,7 @@ int Device::wait_async_event(AsyncEvent& ev) {
         if (nonblocking && !engine_->has_async_event()) return EAGAIN;
       }
     }
+    thread_->handoff();
     uint64_t v;
     if (read(engine_->async_fd(), &v, sizeof v) != ssize_t(sizeof v)) return errno;
     detail::Pause pause(*thread_);

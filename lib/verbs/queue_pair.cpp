@@ -80,7 +80,7 @@ int QueuePair::post_recv(const RecvWr* wr, const RecvWr** bad) {
   if (sub_ != nullptr && sub_->thread->threaded()) {
     bool queued = false;
     const int err = detail::submit_recv(*sub_, *impl_, wr, bad, queued);
-    if (queued) sub_->thread->ring(*sub_);
+    if (queued) sub_->thread->ring(*sub_, false);
     return err;
   }
   return transport::post_recv(*impl_, wr, bad);

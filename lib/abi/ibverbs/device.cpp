@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Devices, contexts and queries: the device list from the settings, the
 // first open of a device starts the EAL, opens its port through
-// uroce::Endpoint and runs its engine on a thread of its own.
+// uroce::Endpoint and starts its engine thread, which runs the engine
+// whenever the application's threads do not (Progress::kCallersDrive).
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
@@ -94,7 +95,9 @@ bool open_endpoint(DeviceRec& rec) {
   cfg.device.name = rec.settings.name;
   rec.endpoint = Endpoint::open(cfg, error);
   if (!rec.endpoint) return log_line("cannot open " + rec.settings.name + ": " + error), false;
-  if (!rec.endpoint->device().start_engine_thread(-1, error)) {
+  // The thread that posts or polls runs the engine while it does (no thread
+  // crossing per message); the engine thread covers the rest.
+  if (!rec.endpoint->device().start_engine_thread(-1, error, Device::Progress::kCallersDrive)) {
     log_line("cannot start the engine of " + rec.settings.name + ": " + error);
     rec.endpoint.reset();
     return false;

@@ -8,6 +8,7 @@
 
 #include <infiniband/verbs.h>
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -97,7 +98,8 @@ struct Cq {
   };
   std::unique_ptr<CompletionQueue> impl;
   std::mutex poll_mutex;
-  uint32_t empty_polls = 0;  // under poll_mutex
+  uint32_t empty_polls = 0;  // under poll_mutex, as empty_since
+  std::chrono::steady_clock::time_point empty_since;
   // Events handed out, under cq.mutex; ibv_ack_* counts them back in the
   // ibv_cq's *_events_completed and destroy waits on cq.cond for both.
   uint32_t comp_events_reported = 0;

@@ -4,7 +4,8 @@
 // (embedded mode): receive a burst, run the transport, send what is ready.
 // Or it runs on a thread of its own (threaded mode, start_engine_thread):
 // application threads then post and poll through lock-free rings, one
-// application thread per QP and per CQ at a time (docs/engine.md).
+// application thread per QP and per CQ at a time (docs/engine.md), and may
+// run the engine themselves when it is free (Progress::kCallersDrive).
 #pragma once
 
 #include "uroce/api.h"
@@ -60,6 +61,22 @@ class UROCE_API Device {
   // threaded mode it does nothing and returns 0.
   int poll();
 
+  // Who runs the engine in threaded mode.
+  enum class Progress {
+    // The engine thread alone: a post or a completion crosses threads.
+    kEngineThread,
+    // A thread that posts a send (QueuePair::post_send) or polls
+    // (CompletionQueue::poll) runs one engine turn itself unless another
+    // thread is in one, as embedded mode does, so a program that polls
+    // sees no thread crossing; a receive posted meanwhile waits for the
+    // next turn. The engine thread naps while application threads drive
+    // (10 us first, doubling up to idle_sleep_max_us; 0: it yields) and
+    // takes over when none has driven for a nap (timers, ACKs and receives
+    // go on while the program computes or sleeps), and at once when one
+    // waits in CompletionChannel::get_event or wait_async_event.
+    kCallersDrive,
+  };
+
   // Threaded mode: the engine runs on a new thread, pinned to `cpu` unless
   // it is -1, registered with DPDK as a non-EAL lcore. Posts go through
   // per-QP rings and a doorbell; completions through per-CQ rings; control
@@ -67,10 +84,12 @@ class UROCE_API Device {
   // neighbours) park the engine for their duration. False with a message if
   // the thread cannot start. Neither call may race with other calls on the
   // device's objects.
-  bool start_engine_thread(int cpu, std::string& error);
+  bool start_engine_thread(int cpu, std::string& error, Progress progress = Progress::kEngineThread);
   // Runs the posts already made, stops the thread: embedded mode again.
   void stop_engine_thread();
   bool engine_thread_running() const;
+  // As start_engine_thread set it (kEngineThread when not threaded).
+  Progress progress() const;
   // Earliest transport timer (retransmission, RNR), kNever if none.
   uint64_t next_deadline_ns() const;
 
