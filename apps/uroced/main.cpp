@@ -86,6 +86,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "uroced: %s\n", error.c_str());
     uroce::app::exit_now(1);
   }
+  // Two clients of this daemon talk to each other through the engine's
+  // loopback: its own addresses resolve to its own MAC.
+  for (const auto& gid : endpoint->device().gids())
+    endpoint->device().add_neighbor(gid, endpoint->packet_port().mac());
   if (!endpoint->device().start_engine_thread(settings.engine_cpu, error)) {
     std::fprintf(stderr, "uroced: engine thread: %s\n", error.c_str());
     uroce::app::exit_now(1);

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# uroced on a net_ring port (no NIC, no hugepages) and client processes
+# of it (daemon_peer). Needs root for the DPDK EAL; exit 77 (skip) otherwise.
+# usage: daemon_test.sh CASE UROCED DAEMON_PEER WORKDIR
+set -u
+case_=$1 uroced=$2 peer=$3 work=$4
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (the DPDK EAL)"; exit 77; }
+rm -rf "$work"; mkdir -p "$work"
+sock=$work/uroced.sock log=$work/uroced.log
+DPID=
+cleanup() { [ -n "$DPID" ] && kill -9 "$DPID" 2>/dev/null; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; echo "--- uroced log"; cat "$log"; exit 1; }
+
+start() {  # uroced ARGS...; waits for its socket
+  "$uroced" "$@" >"$log" 2>&1 &
+  DPID=$!
+  for _ in $(seq 100); do
+    [ -S "$sock" ] && grep -q listening "$log" && return 0
+    kill -0 "$DPID" 2>/dev/null || fail "uroced exited"
+    sleep 0.1
+  done
+  fail "uroced did not listen"
+}
+stop() {  # SIGTERM: the daemon tears down and removes its socket
+  kill -TERM "$DPID"; wait "$DPID"; local rc=$?; DPID=
+  [ $rc = 0 ] || fail "uroced exited $rc on SIGTERM"
+  [ ! -e "$sock" ] || fail "the socket is left behind"
+}
+run_peer() { timeout 60 "$peer" "$sock" "$@" || fail "daemon_peer $* exited $?"; }
+start_default() { start --dev net_ring0 --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512"; }
+
+case $case_ in
+  pair)
+    # The client links no DPDK.
+    ! ldd "$peer" | grep -q librte_ || fail "daemon_peer links DPDK"
+    start_default
+    run_peer pair
+    stop ;;
+  kill)
+    start_default
+    run_peer kill
+    grep -q "disconnected: its objects are gone" "$log" || fail "no teardown logged for the killed client"
+    stop ;;
+  isolation)
+    start_default
+    run_peer isolation
+    stop ;;
+  fork)
+    start_default
+    run_peer fork
+    stop ;;
+  death)
+    start_default
+    run_peer death "$DPID"
+    wait "$DPID" 2>/dev/null; DPID= ;;
+  config)
+    # The INI file, with the command line on top of it; the socket's mode.
+    cat >"$work/uroced.conf" <<CONF
+[daemon]
+socket = $work/from-config.sock
+socket_mode = 0600
+eal = --no-huge -m 512
+[port]
+dev = net_ring0
+ip = 10.0.0.1
+[limits]
+max_qp = 1
+CONF
+    start --config "$work/uroced.conf" --socket "$sock"
+    [ ! -e "$work/from-config.sock" ] || fail "--socket did not win over the file"
+    [ "$(stat -c %a "$sock")" = 600 ] || fail "socket_mode not applied: $(stat -c %a "$sock")"
+    run_peer quota
+    stop
+    "$uroced" --config "$work/missing.conf" >"$work/out" 2>&1 && fail "a missing config file was accepted"
+    grep -q "cannot read the configuration file" "$work/out" || fail "no message for a missing config file"
+    printf '[limits]\nmax_qp = many\n' >"$work/bad.conf"
+    "$uroced" --config "$work/bad.conf" --dev net_ring0 --ip 10.0.0.1 >"$work/out" 2>&1 && fail "a bad number was accepted"
+    grep -q "max_qp = 'many' is not a number" "$work/out" || fail "no message for a bad number" ;;
+  *) echo "unknown case $case_"; exit 2 ;;
+esac
+echo "OK: $case_"
