@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # uroced on a net_ring port (no NIC, no hugepages) and client processes
 # of it (daemon_peer). Needs root for the DPDK EAL; exit 77 (skip) otherwise.
-# usage: daemon_test.sh CASE UROCED DAEMON_PEER WORKDIR
+# usage: daemon_test.sh CASE UROCED DAEMON_PEER WORKDIR UROCE_PERF
 set -u
-case_=$1 uroced=$2 peer=$3 work=$4
+case_=$1 uroced=$2 peer=$3 work=$4 perf=$5
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (the DPDK EAL)"; exit 77; }
 rm -rf "$work"; mkdir -p "$work"
 sock=$work/uroced.sock log=$work/uroced.log
@@ -78,6 +78,18 @@ CONF
     printf '[limits]\nmax_qp = many\n' >"$work/bad.conf"
     "$uroced" --config "$work/bad.conf" --dev net_ring0 --ip 10.0.0.1 >"$work/out" 2>&1 && fail "a bad number was accepted"
     grep -q "max_qp = 'many' is not a number" "$work/out" || fail "no message for a bad number" ;;
+  perf)
+    # uroce-perf's two ends as two clients of the daemon, data checked.
+    start_default
+    for t in write_bw send_bw write_lat send_lat; do
+      timeout 60 "$perf" $t --daemon "$sock" --verify -n 300 -s 4096 >"$work/$t.out" 2>&1 ||
+        { cat "$work/$t.out"; fail "uroce-perf $t --daemon exited $?"; }
+      grep -q "data verified" "$work/$t.out" || { cat "$work/$t.out"; fail "$t: no 'data verified'"; }
+      [ "$(grep -cE '^ 4096 +300 ' "$work/$t.out")" = 1 ] || { cat "$work/$t.out"; fail "$t: no result row"; }
+    done
+    "$perf" read_bw --daemon "$sock" >"$work/read.out" 2>&1 && fail "read_bw --daemon was accepted"
+    grep -q "daemon runs write_bw, write_lat, send_bw and send_lat" "$work/read.out" || fail "no message for read_bw --daemon"
+    stop ;;
   *) echo "unknown case $case_"; exit 2 ;;
 esac
 echo "OK: $case_"
