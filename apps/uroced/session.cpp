@@ -213,6 +213,15 @@ void Session::dispatch(Op op, const void* msg, size_t len, Received& r) {
       reply(&rep, sizeof rep);
       return;
     }
+    case Op::create_comp_channel: {
+      auto rep = make_reply<HandleRep>(op);
+      int fd = -1;
+      rep.h.status = sized(sizeof(AllocPdReq)) ? create_channel(rep.handle, fd) : EINVAL;
+      reply(&rep, sizeof rep, fd);
+      if (fd >= 0) close(fd);  // the client has its copy
+      return;
+    }
+    case Op::destroy_comp_channel:
     case Op::dealloc_pd:
     case Op::destroy_cq:
     case Op::destroy_qp:
@@ -222,7 +231,8 @@ void Session::dispatch(Op op, const void* msg, size_t len, Received& r) {
         rep.h.status = EINVAL;
       } else {
         rep.handle = static_cast<const HandleReq*>(msg)->handle;
-        rep.h.status = op == Op::dealloc_pd  ? dealloc_pd(rep.handle)
+        rep.h.status = op == Op::destroy_comp_channel ? destroy_channel(rep.handle)
+                       : op == Op::dealloc_pd  ? dealloc_pd(rep.handle)
                        : op == Op::destroy_cq ? destroy_cq(rep.handle)
                        : op == Op::destroy_qp ? destroy_qp(rep.handle)
                                               : dereg_mr(rep.handle);
@@ -292,10 +302,37 @@ int Session::dealloc_pd(uint32_t handle) {
   return 0;
 }
 
+Channel::~Channel() {
+  if (write_fd >= 0) close(write_fd);
+}
+
+int Session::create_channel(uint32_t& handle, int& read_fd) {
+  if (channels_.size() >= limits_.max_cq) return ENOMEM;
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return errno == EMFILE || errno == ENFILE ? errno : ENOMEM;
+  // The client's end blocks unless it asks otherwise, as a verbs channel does.
+  fcntl(fds[0], F_SETFL, 0);
+  read_fd = fds[0];
+  handle = next_handle_++;
+  channels_[handle].write_fd = fds[1];
+  return 0;
+}
+
+int Session::destroy_channel(uint32_t handle) {
+  Channel* ch = find(channels_, handle);
+  if (ch == nullptr) return EINVAL;
+  if (ch->users > 0) return EBUSY;
+  channels_.erase(handle);
+  return 0;
+}
+
 int Session::create_cq(const CreateCqReq& req, CreateCqRep& rep) {
   if (cqs_.size() >= limits_.max_cq) return ENOMEM;
   if (req.cqe == 0 || req.cqe > device_.limits().max_cqe) return EINVAL;
+  Channel* channel = req.channel == 0 ? nullptr : find(channels_, req.channel);
+  if (req.channel != 0 && channel == nullptr) return EINVAL;
   Cq cq;
+  cq.channel = req.channel;
   cq.entries = pow2_at_least(req.cqe);
   cq.bytes = ring_bytes<CqSlot>(cq.entries);
   cq.offset = arena_.alloc(cq.bytes);
@@ -306,7 +343,8 @@ int Session::create_cq(const CreateCqReq& req, CreateCqRep& rep) {
     arena_.release(cq.offset, cq.bytes);
     return err;
   }
-  rep.cq = next_handle_++;
+  if (channel != nullptr) ++channel->users;
+  rep.cq = cq.handle = next_handle_++;
   rep.entries = cq.entries;
   rep.ring_offset = cq.offset;
   cqs_.emplace(rep.cq, std::move(cq));
@@ -317,6 +355,7 @@ int Session::destroy_cq(uint32_t handle) {
   Cq* cq = find(cqs_, handle);
   if (cq == nullptr) return EINVAL;
   if (cq->users > 0) return EBUSY;
+  if (cq->channel != 0) --channels_.at(cq->channel).users;
   arena_.release(cq->offset, cq->bytes);
   cqs_.erase(handle);
   return 0;
@@ -523,6 +562,7 @@ void Session::teardown(Leftover& left) {
   mrs_.clear();
   for (auto& [h, pd] : pds_) left.pds.push_back(std::move(pd.pd));
   pds_.clear();
+  channels_.clear();
 }
 
 }  // namespace uroced

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "daemon/protocol.h"
@@ -67,8 +68,21 @@ struct Pd {
   uint32_t children = 0;
 };
 
+// A client's completion channel: the daemon writes CQ handles into the
+// pipe whose read end the client holds; never blocking (a full pipe drops
+// the event: the client has events waiting anyway).
+struct Channel {
+  int write_fd = -1;
+  uint32_t users = 0;  // CQs that report to it
+  ~Channel();
+  Channel() = default;
+  Channel(Channel&& o) noexcept : write_fd(std::exchange(o.write_fd, -1)), users(o.users) {}
+};
+
 struct Cq {
   std::unique_ptr<uroce::CompletionQueue> cq;
+  uint32_t handle = 0;   // the client's name for it, written into its channel
+  uint32_t channel = 0;
   uint64_t offset = 0;
   uint64_t bytes = 0;
   uint32_t entries = 0;
@@ -127,6 +141,8 @@ class Session {
   int alloc_mr(const uroce::daemon::AllocMrReq& req, uroce::daemon::MrRep& rep, int& fd);
   int reg_mr(const uroce::daemon::RegMrReq& req, uroce::daemon::MrRep& rep, uroce::daemon::Received& r);
   int dereg_mr(uint32_t handle);
+  int create_channel(uint32_t& handle, int& read_fd);
+  int destroy_channel(uint32_t handle);
   int register_mapping(uint32_t pd, MappedMr&& m, void* addr, uint64_t length, int access, uroce::daemon::MrRep& rep);
   bool reply(const void* rep, size_t len, int fd = -1);
 
@@ -151,6 +167,7 @@ class Session {
   std::unordered_map<uint32_t, Cq> cqs_;
   std::unordered_map<uint32_t, Qp> qps_;
   std::unordered_map<uint32_t, MappedMr> mrs_;
+  std::unordered_map<uint32_t, Channel> channels_;
   std::unordered_map<uint32_t, uint32_t> mr_by_key_;  // key -> handle
   bool broken_ = false;  // a ring index out of range: end the client
 };

@@ -3,6 +3,8 @@
 // completions from its CQs to the arena. Each slot is copied out of shared
 // memory before it is looked at, so the client cannot change it between
 // the check and the use.
+#include <unistd.h>
+
 #include <cstring>
 
 #include "session.h"
@@ -219,7 +221,15 @@ int Session::service_cq(Cq& cq) {
     room -= uint32_t(n);
     moved += n;
   }
-  if (moved > 0) ring->producer.value.store(cq.producer, std::memory_order_release);
+  if (moved == 0) return 0;
+  ring->producer.value.store(cq.producer, std::memory_order_release);
+  // Armed by the client: one event for this batch, then it must arm again.
+  // (Solicited-only arming is taken as "the next completion".)
+  if (cq.channel != 0 && ring->notify.value.load(std::memory_order_acquire) != 0 &&
+      ring->notify.value.exchange(0) != 0) {
+    const uint32_t handle = cq.handle;
+    (void)!write(channels_.at(cq.channel).write_fd, &handle, sizeof handle);
+  }
   return moved;
 }
 

@@ -146,10 +146,57 @@ std::unique_ptr<ProtectionDomain> Connection::alloc_pd(int& err) {
   return pd;
 }
 
-std::unique_ptr<CompletionQueue> Connection::create_cq(int cqe, int& err) {
+std::unique_ptr<CompletionQueue> Connection::create_cq(int cqe, int& err) { return create_cq(cqe, nullptr, err); }
+
+std::unique_ptr<CompletionChannel> Connection::create_comp_channel(int& err) {
+  auto req = make_request<AllocPdReq>(Op::create_comp_channel);
+  HandleRep rep{};
+  int fd = -1;
+  err = call(&req, sizeof req, &rep, sizeof rep, -1, &fd);
+  if (err != 0 || fd < 0) {
+    if (fd >= 0) close(fd);
+    return err = err ? err : EPROTO, nullptr;
+  }
+  std::unique_ptr<CompletionChannel> ch(new CompletionChannel());
+  ch->conn_ = this;
+  ch->handle_ = rep.handle;
+  ch->fd_ = fd;
+  return ch;
+}
+
+CompletionQueue* Connection::cq_by_handle(uint32_t handle) {
+  std::lock_guard lock(cq_mutex_);
+  auto it = cqs_.find(handle);
+  return it == cqs_.end() ? nullptr : it->second;
+}
+
+void Connection::forget_cq(uint32_t handle) {
+  std::lock_guard lock(cq_mutex_);
+  cqs_.erase(handle);
+}
+
+CompletionChannel::~CompletionChannel() {
+  destroy(conn_, Op::destroy_comp_channel, handle_);
+  if (fd_ >= 0) close(fd_);
+}
+
+int CompletionChannel::get_event(CompletionQueue*& cq) {
+  for (;;) {
+    uint32_t handle = 0;
+    const ssize_t n = read(fd_, &handle, sizeof handle);
+    if (n < 0) return errno;
+    if (n == 0) return EPIPE;  // the daemon closed its end
+    if (n != ssize_t(sizeof handle)) return EPROTO;
+    // A CQ destroyed since its event was written: skip it.
+    if ((cq = conn_->cq_by_handle(handle)) != nullptr) return 0;
+  }
+}
+
+std::unique_ptr<CompletionQueue> Connection::create_cq(int cqe, CompletionChannel* channel, int& err) {
   if (cqe <= 0) return err = EINVAL, nullptr;
   auto req = make_request<CreateCqReq>(Op::create_cq);
   req.cqe = uint32_t(cqe);
+  req.channel = channel != nullptr ? channel->handle_ : 0;
   CreateCqRep rep{};
   err = call(&req, sizeof req, &rep, sizeof rep);
   if (err != 0) return nullptr;
@@ -161,12 +208,26 @@ std::unique_ptr<CompletionQueue> Connection::create_cq(int cqe, int& err) {
   cq->handle_ = rep.cq;
   cq->entries_ = rep.entries;
   cq->ring_ = ring_at(arena_, rep.ring_offset);
+  cq->channel_ = channel;
+  std::lock_guard lock(cq_mutex_);
+  cqs_[rep.cq] = cq.get();
   return cq;
 }
 
 // ---- completion queue ----
 
-CompletionQueue::~CompletionQueue() { destroy(conn_, Op::destroy_cq, handle_); }
+CompletionQueue::~CompletionQueue() {
+  conn_->forget_cq(handle_);
+  destroy(conn_, Op::destroy_cq, handle_);
+}
+
+int CompletionQueue::req_notify(bool solicited_only) {
+  if (channel_ == nullptr) return EINVAL;
+  auto* ring = static_cast<RingHeader*>(ring_);
+  ring->notify.value.store(solicited_only ? kNotifySolicited : kNotifyNext, std::memory_order_seq_cst);
+  // A daemon asleep is woken by the completion itself (its own CQ events).
+  return 0;
+}
 
 int CompletionQueue::poll(int n, ibv_wc* wc) {
   auto* ring = static_cast<RingHeader*>(ring_);

@@ -31,6 +31,8 @@ enum class Op : uint32_t {
   alloc_mr,
   reg_mr,
   dereg_mr,
+  create_comp_channel,
+  destroy_comp_channel,
 };
 
 struct ReqHeader {
@@ -70,7 +72,7 @@ struct HandleReq {  // dealloc_pd, destroy_cq, destroy_qp, query_qp, dereg_mr
   uint32_t handle;
   uint32_t pad = 0;
 };
-struct HandleRep {  // alloc_pd, destroy_*, modify_qp, dereg_mr
+struct HandleRep {  // alloc_pd, create_comp_channel (with the channel's read end), destroy_*, modify_qp, dereg_mr
   RepHeader h;
   uint32_t handle;
   uint32_t pad = 0;
@@ -83,7 +85,7 @@ struct AllocPdReq {
 struct CreateCqReq {
   ReqHeader h;
   uint32_t cqe;
-  uint32_t pad = 0;
+  uint32_t channel;  // a completion channel's handle, 0: none
 };
 struct CreateCqRep {
   RepHeader h;
@@ -173,10 +175,16 @@ struct alignas(64) RingIndex {
 };
 
 // Slots follow the header; indices run free and are masked by entries-1.
+// `notify` is a CQ's: the client arms it (kNotifyNext), the daemon clears it
+// and writes the CQ's handle into the CQ's completion channel when it next
+// moves completions into the ring.
 struct RingHeader {
   RingIndex producer;
   RingIndex consumer;
+  RingIndex notify;
 };
+inline constexpr uint32_t kNotifyNext = 1;
+inline constexpr uint32_t kNotifySolicited = 2;
 inline constexpr size_t kRingHeaderBytes = sizeof(RingHeader);
 
 struct SendSlot {

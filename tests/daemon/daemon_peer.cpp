@@ -5,9 +5,12 @@
 //   daemon_peer SOCKET kill        a third client killed -9: its peer sees errors, the other pair goes on
 //   daemon_peer SOCKET isolation   another client's lkey, a bad rkey, malformed control messages
 //   daemon_peer SOCKET fork        registered malloc'd memory: neighbours intact, a child gets a copy
+//   daemon_peer SOCKET events      a client asleep on a completion channel
+//   daemon_peer SOCKET quota       max_qp = 1 per client
 //   daemon_peer SOCKET death PID   the daemon killed: posts fail with EIO, destroys succeed
 // Exit 0 when every check holds, 1 with a message otherwise.
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -71,6 +74,7 @@ void sync_wait(int fd) {
 // One client: connection, PD, CQ, QP, a region of `bytes`.
 struct Side {
   std::unique_ptr<Connection> conn;
+  std::unique_ptr<client::CompletionChannel> channel;
   std::unique_ptr<client::ProtectionDomain> pd;
   std::unique_ptr<client::CompletionQueue> cq;
   std::unique_ptr<client::QueuePair> qp;
@@ -79,14 +83,18 @@ struct Side {
   size_t bytes = 0;
   void* heap = nullptr;  // reg_mr's malloc'd block
 
-  void open(size_t n, bool malloced) {
+  void open(size_t n, bool malloced, bool with_channel = false) {
     std::string error;
     conn = Connection::connect(g_socket, error);
     check(conn != nullptr, "connect: " + error);
     int err = 0;
     pd = conn->alloc_pd(err);
     check(pd != nullptr, "alloc_pd " + std::to_string(err));
-    cq = conn->create_cq(256, err);
+    if (with_channel) {
+      channel = conn->create_comp_channel(err);
+      check(channel != nullptr, "create_comp_channel " + std::to_string(err));
+    }
+    cq = conn->create_cq(256, channel.get(), err);
     check(cq != nullptr, "create_cq " + std::to_string(err));
     client::QpInitAttr a;
     a.send_cq = a.recv_cq = cq.get();
@@ -497,6 +505,55 @@ int run_quota() {
   return 0;
 }
 
+// Readable within ms milliseconds?
+bool readable(int fd, int ms) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, ms) == 1;
+}
+
+// A client sleeping on a completion channel: an armed CQ wakes it, an
+// unarmed one does not.
+int run_events() {
+  int sp[2];
+  check(socketpair(AF_UNIX, SOCK_STREAM, 0, sp) == 0, "socketpair");
+  const pid_t child = spawn([&] {
+    close(sp[0]);
+    Side b;
+    b.open(4096, false, true);
+    send_info(sp[1], b.info());
+    b.connect_to(recv_info(sp[1]));
+    b.post_recv(0, 64);
+    b.post_recv(0, 64);
+    check(b.cq->req_notify(false) == 0, "req_notify");
+    sync_send(sp[1]);
+    check(readable(b.channel->fd(), 5000), "no event for an armed CQ");
+    client::CompletionQueue* cq = nullptr;
+    check(b.channel->get_event(cq) == 0 && cq == b.cq.get(), "get_event");
+    b.cq->ack_events(1);
+    ibv_wc wc{};
+    check(b.cq->poll(1, &wc) == 1 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV, "the RECV");
+    sync_send(sp[1]);  // not armed now
+    check(!readable(b.channel->fd(), 300), "an event for a CQ that was not armed");
+    b.expect(IBV_WC_SUCCESS, "the second RECV");
+    sync_send(sp[1]);
+  });
+  close(sp[1]);
+  Side a;
+  a.open(4096, false);
+  const Info b = recv_info(sp[0]);
+  send_info(sp[0], a.info());
+  a.connect_to(b);
+  for (int i = 0; i < 2; ++i) {
+    sync_wait(sp[0]);
+    a.post(IBV_WR_SEND, 0, 16, b, 0);
+    a.expect(IBV_WC_SUCCESS, "SEND");
+  }
+  sync_wait(sp[0]);
+  check(child_ok(child), "the sleeping client failed");
+  std::printf("events: an armed CQ wakes its channel, an unarmed one does not\n");
+  return 0;
+}
+
 int run_death(pid_t daemon_pid) {
   Side a;
   a.open(4096, false);
@@ -541,6 +598,7 @@ int main(int argc, char** argv) {
   if (c == "isolation") return run_isolation();
   if (c == "fork") return run_fork();
   if (c == "quota") return run_quota();
+  if (c == "events") return run_events();
   if (c == "death" && argc == 4) return run_death(pid_t(std::atoi(argv[3])));
   std::fprintf(stderr, "unknown case %s\n", c.c_str());
   return 2;

@@ -51,6 +51,10 @@ case $case_ in
     start_default
     run_peer fork
     stop ;;
+  events)
+    start_default
+    run_peer events
+    stop ;;
   death)
     start_default
     run_peer death "$DPID"

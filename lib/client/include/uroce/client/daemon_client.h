@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "uroce/verbs/types.h"
 
@@ -21,6 +22,29 @@ namespace uroce::client {
 
 class Connection;
 class CompletionQueue;
+
+// ibv_comp_channel: a descriptor that becomes readable when an armed CQ
+// of the channel receives a completion.
+class CompletionChannel {
+ public:
+  // Every CQ of the channel must be destroyed first (else the daemon keeps
+  // the channel until the connection ends).
+  ~CompletionChannel();
+  CompletionChannel(const CompletionChannel&) = delete;
+  CompletionChannel& operator=(const CompletionChannel&) = delete;
+  // Blocking unless set O_NONBLOCK; for poll/epoll.
+  int fd() const { return fd_; }
+  // ibv_get_cq_event: 0 with the CQ whose event it is, EAGAIN (O_NONBLOCK,
+  // none waiting), EINTR, or EPIPE once the daemon is gone.
+  int get_event(CompletionQueue*& cq);
+
+ private:
+  friend class Connection;
+  CompletionChannel() = default;
+  Connection* conn_ = nullptr;
+  uint32_t handle_ = 0;
+  int fd_ = -1;
+};
 
 class MemoryRegion {
  public:
@@ -55,12 +79,20 @@ class CompletionQueue {
   // Connection::dead() is true.
   int poll(int n, ibv_wc* wc);
   uint32_t capacity() const { return entries_; }
+  // ibv_req_notify_cq: the next completion the daemon moves into this CQ
+  // puts one event on its channel (solicited_only is taken as the next
+  // completion too). EINVAL without a channel.
+  int req_notify(bool solicited_only);
+  // ibv_ack_cq_events: nothing to release here.
+  void ack_events(unsigned) {}
+  CompletionChannel* channel() const { return channel_; }
 
  private:
   friend class Connection;
   friend class ProtectionDomain;
   CompletionQueue() = default;
   Connection* conn_ = nullptr;
+  CompletionChannel* channel_ = nullptr;
   uint32_t handle_ = 0;
   uint32_t entries_ = 0;
   void* ring_ = nullptr;
@@ -144,6 +176,8 @@ class Connection {
 
   std::unique_ptr<ProtectionDomain> alloc_pd(int& err);
   std::unique_ptr<CompletionQueue> create_cq(int cqe, int& err);
+  std::unique_ptr<CompletionQueue> create_cq(int cqe, CompletionChannel* channel, int& err);
+  std::unique_ptr<CompletionChannel> create_comp_channel(int& err);
 
   const std::string& device_name() const { return name_; }
   // The port's RoCE address (GID 1) as 16 bytes (IPv4-mapped for IPv4).
@@ -159,6 +193,8 @@ class Connection {
   int call(const void* req, size_t req_len, void* rep, size_t rep_len, int send_fd = -1, int* recv_fd = nullptr);
   uint8_t* arena() const { return arena_; }
   void ring_doorbell();
+  CompletionQueue* cq_by_handle(uint32_t handle);
+  void forget_cq(uint32_t handle);
 
  private:
   Connection() = default;
@@ -167,6 +203,8 @@ class Connection {
   uint8_t* arena_ = nullptr;
   size_t arena_bytes_ = 0;
   std::mutex mutex_;  // one control call at a time
+  std::mutex cq_mutex_;
+  std::unordered_map<uint32_t, CompletionQueue*> cqs_;  // for the channels' events
   std::atomic<bool> dead_{false};
   std::string name_;
   uint8_t gid_[16]{};
