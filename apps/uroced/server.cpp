@@ -19,9 +19,9 @@
 namespace uroced {
 namespace {
 
-// epoll tags: the kind in the low 2 bits, a client id above.
-enum Tag : uint64_t { kListen = 0, kChannel = 1, kSock = 2, kDoorbell = 3 };
-uint64_t tag(uint32_t id, Tag kind) { return (uint64_t(id) << 2) | kind; }
+// epoll tags: the kind in the low 3 bits, a client id above.
+enum Tag : uint64_t { kListen = 0, kChannel = 1, kSock = 2, kDoorbell = 3, kAsync = 4 };
+uint64_t tag(uint32_t id, Tag kind) { return (uint64_t(id) << 3) | kind; }
 
 constexpr uint64_t kIdleBeforeSleepNs = 200'000;
 constexpr unsigned kSocketCheckEvery = 64;  // busy rounds between looks at the sockets
@@ -106,7 +106,8 @@ bool Server::listen(std::string& error) {
   if (!channel_) return error = std::string("completion channel: ") + std::strerror(err), false;
   fcntl(channel_->fd(), F_SETFL, fcntl(channel_->fd(), F_GETFL) | O_NONBLOCK);
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
-  if (epoll_fd_ < 0 || !add_fd(epoll_fd_, listen_fd_, kListen) || !add_fd(epoll_fd_, channel_->fd(), kChannel))
+  if (epoll_fd_ < 0 || !add_fd(epoll_fd_, listen_fd_, kListen) || !add_fd(epoll_fd_, channel_->fd(), kChannel) ||
+      !add_fd(epoll_fd_, device_.async_event_fd(), kAsync))
     return error = std::string("epoll: ") + std::strerror(errno), false;
   return true;
 }
@@ -149,9 +150,17 @@ void Server::drop(uint32_t id, const char* why) {
 }
 
 void Server::on_event(uint64_t t, uint32_t events) {
-  const uint32_t id = uint32_t(t >> 2);
-  switch (Tag(t & 3)) {
+  const uint32_t id = uint32_t(t >> 3);
+  switch (Tag(t & 7)) {
     case kListen: accept_clients(); return;
+    case kAsync: {
+      // The device's events, each to the client whose object it concerns.
+      uroce::AsyncEvent ev;
+      while (device_.get_async_event(ev))
+        for (auto& [sid, s] : sessions_)
+          if (s->forward_event(ev)) break;
+      return;
+    }
     case kChannel: return;  // drained by wake_up
     case kDoorbell: {
       auto it = sessions_.find(id);

@@ -141,6 +141,7 @@ Session::Session(uroce::Device& device, uroce::CompletionChannel& channel, const
     : device_(device), channel_(channel), limits_(limits), sock_(sock), peer_(peer), id_(id) {}
 
 Session::~Session() {
+  if (events_ >= 0) close(events_);
   if (doorbell_ >= 0) close(doorbell_);
   close(sock_);
 }
@@ -190,7 +191,11 @@ bool Session::hello(const void* msg, size_t len) {
     return false;
   }
   doorbell_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (doorbell_ < 0) return false;
+  int pipe_fds[2];
+  if (doorbell_ < 0 || pipe2(pipe_fds, O_CLOEXEC) != 0) return false;
+  // The daemon never blocks on a client: its end is non-blocking.
+  fcntl(pipe_fds[1], F_SETFL, O_NONBLOCK);
+  events_ = pipe_fds[1];
   rep.client_id = id_;
   std::snprintf(rep.device_name, sizeof rep.device_name, "%s", device_.name().c_str());
   const auto& gids = device_.gids();
@@ -199,8 +204,10 @@ bool Session::hello(const void* msg, size_t len) {
   rep.max_qp_wr = device_.limits().max_qp_wr;
   rep.max_cqe = device_.limits().max_cqe;
   rep.max_mr_size = std::min<uint64_t>(device_.limits().max_mr_size, limits_.max_mr_bytes);
-  const int fds[2] = {arena_.fd(), doorbell_};
-  return send_datagram(sock_, &rep, sizeof rep, fds, 2) == 0;
+  const int fds[3] = {arena_.fd(), doorbell_, pipe_fds[0]};
+  const bool sent = send_datagram(sock_, &rep, sizeof rep, fds, 3) == 0;
+  close(pipe_fds[0]);
+  return sent;
 }
 
 void Session::dispatch(Op op, const void* msg, size_t len, Received& r) {
@@ -542,6 +549,17 @@ int Session::dereg_mr(uint32_t handle) {
   mr_by_key_.erase(key);
   mrs_.erase(handle);
   return 0;
+}
+
+bool Session::forward_event(const uroce::AsyncEvent& ev) {
+  AsyncRecord rec{uint32_t(ev.event_type), EventObject::device, 0};
+  for (const auto& [h, qp] : qps_)
+    if (ev.qp != nullptr && qp.qp.get() == ev.qp) rec.object = EventObject::qp, rec.handle = h;
+  for (const auto& [h, cq] : cqs_)
+    if (ev.cq != nullptr && cq.cq.get() == ev.cq) rec.object = EventObject::cq, rec.handle = h;
+  if (rec.object == EventObject::device) return false;
+  (void)!write(events_, &rec, sizeof rec);
+  return true;
 }
 
 void Session::teardown(Leftover& left) {

@@ -124,6 +124,9 @@ class Session {
   // Before sleeping: ask for a wakeup and for CQ events.
   void arm();
   void disarm();
+  // An event of one of this client's objects goes into its event pipe;
+  // false if the object is not this client's.
+  bool forward_event(const uroce::AsyncEvent& ev);
   // Destroys everything the client made; what cannot go yet goes to `left`.
   void teardown(Leftover& left);
 
@@ -160,6 +163,7 @@ class Session {
   ucred peer_;
   uint32_t id_;
   int doorbell_ = -1;
+  int events_ = -1;  // the write end of the client's event pipe
   Arena arena_;
   uint32_t next_handle_ = 1;
   uint64_t mr_bytes_ = 0;

@@ -67,12 +67,13 @@ std::unique_ptr<Connection> Connection::connect(const std::string& socket_path, 
     close_fds(r);
     return error = "uroced at " + path + ": no valid answer to HELLO", nullptr;
   }
-  if (rep.h.status != 0 || r.nfds != 2) {
+  if (rep.h.status != 0 || r.nfds != 3) {
     close_fds(r);
     return error = "uroced at " + path + " refused the client: " + std::strerror(rep.h.status ? rep.h.status : EPROTO),
            nullptr;
   }
   c->doorbell_ = r.fds[1];
+  c->events_ = r.fds[2];
   void* arena = mmap(nullptr, rep.arena_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, r.fds[0], 0);
   close(r.fds[0]);
   if (arena == MAP_FAILED) return error = std::string("cannot map the arena: ") + std::strerror(errno), nullptr;
@@ -89,6 +90,7 @@ std::unique_ptr<Connection> Connection::connect(const std::string& socket_path, 
 }
 
 Connection::~Connection() {
+  if (events_ >= 0) close(events_);
   if (arena_ != nullptr) munmap(arena_, arena_bytes_);
   if (doorbell_ >= 0) close(doorbell_);
   if (sock_ >= 0) close(sock_);
@@ -173,6 +175,46 @@ CompletionQueue* Connection::cq_by_handle(uint32_t handle) {
 void Connection::forget_cq(uint32_t handle) {
   std::lock_guard lock(cq_mutex_);
   cqs_.erase(handle);
+}
+
+void Connection::remember_qp(uint32_t handle, QueuePair* qp) {
+  std::lock_guard lock(cq_mutex_);
+  qps_[handle] = qp;
+}
+
+void Connection::forget_qp(uint32_t handle) {
+  std::lock_guard lock(cq_mutex_);
+  qps_.erase(handle);
+}
+
+int Connection::get_async_event(AsyncEvent& ev) {
+  for (;;) {
+    AsyncRecord rec{};
+    const ssize_t n = read(events_, &rec, sizeof rec);
+    if (n < 0) return errno;
+    if (n == 0) {
+      // The daemon is gone: one fatal event, then nothing.
+      dead_ = true;
+      if (fatal_reported_) return ENODEV;
+      fatal_reported_ = true;
+      ev = AsyncEvent{};
+      return 0;
+    }
+    if (n != ssize_t(sizeof rec)) return EPROTO;
+    ev = AsyncEvent{};
+    ev.event_type = ibv_event_type(rec.event_type);
+    std::lock_guard lock(cq_mutex_);
+    if (rec.object == EventObject::qp) {
+      auto it = qps_.find(rec.handle);
+      if (it == qps_.end()) continue;
+      ev.qp = it->second;
+    } else if (rec.object == EventObject::cq) {
+      auto it = cqs_.find(rec.handle);
+      if (it == cqs_.end()) continue;
+      ev.cq = it->second;
+    }
+    return 0;
+  }
 }
 
 CompletionChannel::~CompletionChannel() {
@@ -370,10 +412,14 @@ std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, i
   qp->max_send_sge_ = rep.max_send_sge;
   qp->max_recv_sge_ = rep.max_recv_sge;
   qp->max_inline_ = rep.max_inline_data;
+  conn_->remember_qp(rep.qp, qp.get());
   return qp;
 }
 
-QueuePair::~QueuePair() { destroy(conn_, Op::destroy_qp, handle_); }
+QueuePair::~QueuePair() {
+  conn_->forget_qp(handle_);
+  destroy(conn_, Op::destroy_qp, handle_);
+}
 
 int QueuePair::modify(const ibv_qp_attr& attr, int attr_mask) {
   auto req = make_request<ModifyQpReq>(Op::modify_qp);

@@ -64,7 +64,8 @@ struct HelloRep {
   uint32_t max_qp_wr;
   uint32_t max_cqe;
   uint64_t max_mr_size;
-  // With the reply: the arena memfd, then the doorbell eventfd.
+  // With the reply: the arena memfd, the doorbell eventfd, and the read
+  // end of the client's asynchronous event pipe (AsyncRecord).
 };
 
 struct HandleReq {  // dealloc_pd, destroy_cq, destroy_qp, query_qp, dereg_mr
@@ -153,6 +154,16 @@ struct MrRep {  // alloc_mr comes with the region's memfd
   uint32_t key;   // lkey == rkey
   uint64_t addr;  // alloc_mr: where the client must map it (the daemon's address)
   uint64_t length;
+};
+
+// One asynchronous event of a client's object, written by the daemon into
+// the client's event pipe (never blocking: a full pipe drops it).
+enum class EventObject : uint32_t { device = 0, qp = 1, cq = 2 };
+struct AsyncRecord {
+  uint32_t event_type;  // ibv_event_type
+  EventObject object;
+  uint32_t handle;
+  uint32_t pad = 0;
 };
 
 // ---- the arena ----

@@ -12,7 +12,7 @@
 
 namespace uroce::daemon {
 
-inline constexpr int kMaxFds = 2;
+inline constexpr int kMaxFds = 3;
 
 // 0, or an errno.
 inline int send_datagram(int sock, const void* buf, size_t len, const int* fds, int nfds) {
@@ -42,7 +42,7 @@ struct Received {
   ssize_t len = 0;   // 0: the peer closed; -1: error (err)
   int err = 0;
   bool truncated = false;  // the datagram or its descriptors did not fit
-  int fds[kMaxFds] = {-1, -1};
+  int fds[kMaxFds] = {-1, -1, -1};
   int nfds = 0;
 };
 

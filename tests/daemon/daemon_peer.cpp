@@ -203,6 +203,12 @@ struct Side {
   }
 };
 
+// Readable within ms milliseconds?
+bool readable(int fd, int ms) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, ms) == 1;
+}
+
 void fill(uint8_t* p, size_t n, uint8_t seed) {
   for (size_t i = 0; i < n; ++i) p[i] = uint8_t(seed + i * 7 + (i >> 8));
 }
@@ -345,6 +351,11 @@ int run_kill() {
   }
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   check(wc.status != IBV_WC_SUCCESS, "WRITEs to a killed client kept succeeding");
+  // The QP that failed is named in an asynchronous event.
+  check(readable(a2.conn->async_event_fd(), 2000), "no asynchronous event");
+  client::AsyncEvent ev;
+  check(a2.conn->get_async_event(ev) == 0 && ev.event_type == IBV_EVENT_QP_FATAL && ev.qp == a2.qp.get(),
+        "the event is not IBV_EVENT_QP_FATAL of the failed QP");
   std::printf("kill: WRITE to the killed client: %s after %.0f ms\n", ibv_wc_status_str(wc.status), ms);
   send_info(sb[0], a.info());
   pair_active(a, b, sb[0], 0x42);
@@ -505,12 +516,6 @@ int run_quota() {
   return 0;
 }
 
-// Readable within ms milliseconds?
-bool readable(int fd, int ms) {
-  pollfd p{fd, POLLIN, 0};
-  return ::poll(&p, 1, ms) == 1;
-}
-
 // A client sleeping on a completion channel: an armed CQ wakes it, an
 // unarmed one does not.
 int run_events() {
@@ -565,6 +570,10 @@ int run_death(pid_t daemon_pid) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(3);
   while (!a.conn->dead() && std::chrono::steady_clock::now() < end) a.cq->poll(1, &wc);
   check(a.conn->dead(), "polling did not notice the daemon is gone");
+  check(readable(a.conn->async_event_fd(), 2000), "the event descriptor did not become readable");
+  client::AsyncEvent ev;
+  check(a.conn->get_async_event(ev) == 0 && ev.event_type == IBV_EVENT_DEVICE_FATAL, "no IBV_EVENT_DEVICE_FATAL");
+  check(a.conn->get_async_event(ev) == ENODEV, "a second fatal event");
   ibv_sge sge{reinterpret_cast<uintptr_t>(a.buf), 64, a.mr->lkey()};
   SendWr wr;
   wr.sg_list = &sge;

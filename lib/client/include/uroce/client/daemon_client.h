@@ -138,6 +138,14 @@ class QueuePair {
   uint32_t max_send_sge_ = 0, max_recv_sge_ = 0, max_inline_ = 0;
 };
 
+// ibv_async_event: a QP's or CQ's event from the daemon's engine, or
+// IBV_EVENT_DEVICE_FATAL (both pointers null) once the daemon is gone.
+struct AsyncEvent {
+  ibv_event_type event_type = IBV_EVENT_DEVICE_FATAL;
+  QueuePair* qp = nullptr;
+  CompletionQueue* cq = nullptr;
+};
+
 class ProtectionDomain {
  public:
   ~ProtectionDomain();
@@ -183,6 +191,13 @@ class Connection {
   // The port's RoCE address (GID 1) as 16 bytes (IPv4-mapped for IPv4).
   const uint8_t* gid() const { return gid_; }
   uint32_t client_id() const { return client_id_; }
+  // Readable while an event waits (and once the daemon is gone); blocking
+  // unless set O_NONBLOCK.
+  int async_event_fd() const { return events_; }
+  // ibv_get_async_event: 0 with the event; EAGAIN (O_NONBLOCK, none
+  // waiting), EINTR; after the one IBV_EVENT_DEVICE_FATAL, ENODEV. Events
+  // of objects destroyed meanwhile are skipped.
+  int get_async_event(AsyncEvent& ev);
   // The daemon is gone: posts fail with EIO, destroys succeed locally.
   bool dead() const { return dead_.load(std::memory_order_relaxed); }
   // Looks at the socket without blocking; true if the daemon is gone.
@@ -195,6 +210,8 @@ class Connection {
   void ring_doorbell();
   CompletionQueue* cq_by_handle(uint32_t handle);
   void forget_cq(uint32_t handle);
+  void remember_qp(uint32_t handle, QueuePair* qp);
+  void forget_qp(uint32_t handle);
 
  private:
   Connection() = default;
@@ -204,7 +221,10 @@ class Connection {
   size_t arena_bytes_ = 0;
   std::mutex mutex_;  // one control call at a time
   std::mutex cq_mutex_;
-  std::unordered_map<uint32_t, CompletionQueue*> cqs_;  // for the channels' events
+  std::unordered_map<uint32_t, CompletionQueue*> cqs_;  // for the channels' and async events
+  std::unordered_map<uint32_t, QueuePair*> qps_;        // for async events
+  int events_ = -1;
+  bool fatal_reported_ = false;
   std::atomic<bool> dead_{false};
   std::string name_;
   uint8_t gid_[16]{};
