@@ -2,6 +2,7 @@
 // Clients of one uroced, each a process of its own (forked before it
 // connects), for tests/daemon/daemon_test.sh:
 //   daemon_peer SOCKET pair        two clients: WRITE, SEND, READ both ways, data checked
+//   daemon_peer SOCKET remote SOCKET2   the same with the second client on another daemon
 //   daemon_peer SOCKET kill        a third client killed -9: its peer sees errors, the other pair goes on
 //   daemon_peer SOCKET isolation   another client's lkey, a bad rkey, malformed control messages
 //   daemon_peer SOCKET fork        registered malloc'd memory: neighbours intact, a child gets a copy
@@ -83,9 +84,9 @@ struct Side {
   size_t bytes = 0;
   void* heap = nullptr;  // reg_mr's malloc'd block
 
-  void open(size_t n, bool malloced, bool with_channel = false) {
+  void open(size_t n, bool malloced, bool with_channel = false, const std::string& socket = g_socket) {
     std::string error;
-    conn = Connection::connect(g_socket, error);
+    conn = Connection::connect(socket, error);
     check(conn != nullptr, "connect: " + error);
     int err = 0;
     pd = conn->alloc_pd(err);
@@ -148,8 +149,13 @@ struct Side {
     a.ah_attr.grh.sgid_index = 1;
     a.ah_attr.grh.hop_limit = 64;
     std::memcpy(a.ah_attr.grh.dgid.raw, peer.gid, 16);
-    const int rtr = qp->modify(a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+    // A peer behind another daemon: RTR waits for ARP (EHOSTUNREACH meanwhile).
+    int rtr = EHOSTUNREACH;
+    for (int i = 0; i < 300 && rtr == EHOSTUNREACH; ++i) {
+      rtr = qp->modify(a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                              IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+      if (rtr == EHOSTUNREACH) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     check(rtr == 0, "RTR " + std::to_string(rtr));
     a = {};
     a.qp_state = IBV_QPS_RTS;
@@ -276,13 +282,14 @@ void pair_passive(Side& s, const Info& peer, int ctl, uint8_t seed) {
   sync_wait(ctl);  // until the peer's READ is done
 }
 
-int run_pair() {
+// The other client connects to `other_socket` (another daemon: a remote peer).
+int run_pair(const std::string& other_socket = g_socket) {
   int sp[2];
   check(socketpair(AF_UNIX, SOCK_STREAM, 0, sp) == 0, "socketpair");
   const pid_t child = spawn([&] {
     close(sp[0]);
     Side b;
-    b.open(kBytes, false);  // daemon-provided memory
+    b.open(kBytes, false, false, other_socket);  // daemon-provided memory
     send_info(sp[1], b.info());
     b.connect_to(recv_info(sp[1]));
     pair_passive(b, recv_info(sp[1]), sp[1], 0x21);
@@ -603,6 +610,7 @@ int main(int argc, char** argv) {
   g_socket = argv[1];
   const std::string c = argv[2];
   if (c == "pair") return run_pair();
+  if (c == "remote" && argc == 4) return run_pair(argv[3]);
   if (c == "kill") return run_kill();
   if (c == "isolation") return run_isolation();
   if (c == "fork") return run_fork();

@@ -8,8 +8,11 @@ case_=$1 uroced=$2 peer=$3 work=$4 perf=$5
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (the DPDK EAL)"; exit 77; }
 rm -rf "$work"; mkdir -p "$work"
 sock=$work/uroced.sock log=$work/uroced.log
-DPID=
-cleanup() { [ -n "$DPID" ] && kill -9 "$DPID" 2>/dev/null; }
+DPID= second=
+cleanup() {
+  [ -n "$DPID" ] && kill -9 "$DPID" 2>/dev/null
+  [ -n "$second" ] && kill -9 "$second" 2>/dev/null
+}
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; echo "--- uroced log"; cat "$log"; exit 1; }
 
@@ -50,6 +53,21 @@ case $case_ in
   fork)
     start_default
     run_peer fork
+    stop ;;
+  remote)
+    # Two daemons joined by a memif link, a client on each: the QPs meet
+    # over the wire (ARP first), not in one engine.
+    link="role=%s,id=0,socket=$work/memif.sock,socket-abstract=no"
+    start --dev "net_memif0,$(printf "$link" server)" --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512"
+    sock2=$work/uroced2.sock
+    "$uroced" --dev "net_memif0,$(printf "$link" client)" --ip 10.0.0.2 --socket "$sock2" --eal "--no-huge -m 512" \
+      >"$work/second.log" 2>&1 &
+    second=$!
+    for _ in $(seq 100); do [ -S "$sock2" ] && break; sleep 0.1; done
+    [ -S "$sock2" ] || { cat "$work/second.log"; fail "the second uroced did not listen"; }
+    timeout 60 "$peer" "$sock" remote "$sock2" || { cat "$work/second.log"; fail "daemon_peer remote exited $?"; }
+    kill -TERM "$second"; wait "$second" || fail "the second uroced exited $? on SIGTERM"
+    second=
     stop ;;
   events)
     start_default
