@@ -519,11 +519,11 @@ int check_addresses(const Options& o) {
   if (!o.daemon.empty()) {
     if (o.loopback || !o.dev.empty() || !o.server.empty())
       return usage("--daemon runs both ends here as clients of uroced; it takes no --loopback, --dev or SERVER");
-    const bool supported = (o.verb == Verb::write || o.verb == Verb::send) && o.conn == Conn::rc && o.num_qps == 1 &&
-                           !o.bidirectional && !o.use_event && !o.use_srq && o.duration == 0 && !o.run_infinitely;
+    const bool supported = o.verb != Verb::raw && o.conn == Conn::rc && !o.use_srq && !o.run_infinitely &&
+                           !o.use_hugepages && o.pcap.empty();
     if (!supported)
-      return usage("--daemon runs write_bw, write_lat, send_bw and send_lat over one RC QP so far "
-                   "(no -q, -b, -e, -D, --use-srq, --run_infinitely)");
+      return usage("--daemon runs the RC tests so far (no raw, -c UC/UD, --use-srq, --run_infinitely, "
+                   "--use_hugepages, --pcap)");
     if (o.inline_size > 256) return usage("--daemon: -I is at most 256");
     return -1;
   }

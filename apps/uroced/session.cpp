@@ -200,6 +200,7 @@ bool Session::hello(const void* msg, size_t len) {
   std::snprintf(rep.device_name, sizeof rep.device_name, "%s", device_.name().c_str());
   const auto& gids = device_.gids();
   if (gids.size() > 1) std::memcpy(rep.gid, gids[1].bytes.data(), 16);
+  if (!gids.empty()) std::memcpy(rep.link_local_gid, gids[0].bytes.data(), 16);
   rep.arena_bytes = arena_.bytes();
   rep.max_qp_wr = device_.limits().max_qp_wr;
   rep.max_cqe = device_.limits().max_cqe;

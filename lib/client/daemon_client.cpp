@@ -85,6 +85,7 @@ std::unique_ptr<Connection> Connection::connect(const std::string& socket_path, 
   if (h.magic != kMagic || h.version != kVersion) return error = "uroced's arena has another layout", nullptr;
   c->name_.assign(rep.device_name, strnlen(rep.device_name, sizeof rep.device_name));
   std::memcpy(c->gid_, rep.gid, 16);
+  std::memcpy(c->link_local_gid_, rep.link_local_gid, 16);
   c->client_id_ = rep.client_id;
   return c;
 }
@@ -261,6 +262,11 @@ std::unique_ptr<CompletionQueue> Connection::create_cq(int cqe, CompletionChanne
 CompletionQueue::~CompletionQueue() {
   conn_->forget_cq(handle_);
   destroy(conn_, Op::destroy_cq, handle_);
+}
+
+uint32_t CompletionQueue::size() const {
+  const auto* ring = static_cast<const RingHeader*>(ring_);
+  return ring->producer.value.load(std::memory_order_acquire) - consumer_;
 }
 
 int CompletionQueue::req_notify(bool solicited_only) {

@@ -59,7 +59,8 @@ struct HelloRep {
   uint32_t version;
   uint32_t client_id;
   char device_name[32];
-  uint8_t gid[16];  // the device's address GID
+  uint8_t gid[16];  // the device's address GID (index 1)
+  uint8_t link_local_gid[16];  // index 0
   uint64_t arena_bytes;
   uint32_t max_qp_wr;
   uint32_t max_cqe;

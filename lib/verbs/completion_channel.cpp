@@ -9,6 +9,7 @@
 
 #include "transport/cq.h"
 #include "transport/cq_channel.h"
+#include "uroce/client/daemon_client.h"
 #include "uroce/verbs/device.h"
 
 namespace uroce {
@@ -23,9 +24,15 @@ CompletionChannel::~CompletionChannel() {
   }
 }
 
-int CompletionChannel::fd() const { return core_->fd(); }
+int CompletionChannel::fd() const { return remote_ ? remote_->fd() : core_->fd(); }
 
 int CompletionChannel::get_event(CompletionQueue*& cq) {
+  if (remote_) {
+    client::CompletionQueue* rcq = nullptr;
+    const int err = remote_->get_event(rcq);
+    if (err == 0) cq = static_cast<CompletionQueue*>(rcq->context);
+    return err;
+  }
   for (;;) {
     if (!device_->engine_thread_running()) {
       // Embedded mode: no one else runs the engine, so wait by running it.

@@ -101,16 +101,19 @@ CONF
     "$uroced" --config "$work/bad.conf" --dev net_ring0 --ip 10.0.0.1 >"$work/out" 2>&1 && fail "a bad number was accepted"
     grep -q "max_qp = 'many' is not a number" "$work/out" || fail "no message for a bad number" ;;
   perf)
-    # uroce-perf's two ends as two clients of the daemon, data checked.
+    # uroce-perf's two ends as two Devices opened on the daemon's socket
+    # (the native API, no EAL in uroce-perf), data checked.
     start_default
-    for t in write_bw send_bw write_lat send_lat; do
-      timeout 60 "$perf" $t --daemon "$sock" --verify -n 300 -s 4096 >"$work/$t.out" 2>&1 ||
-        { cat "$work/$t.out"; fail "uroce-perf $t --daemon exited $?"; }
-      grep -q "data verified" "$work/$t.out" || { cat "$work/$t.out"; fail "$t: no 'data verified'"; }
-      [ "$(grep -cE '^ 4096 +300 ' "$work/$t.out")" = 1 ] || { cat "$work/$t.out"; fail "$t: no result row"; }
+    for t in write_bw read_bw send_bw atomic_bw write_lat read_lat send_lat atomic_lat "send_bw -e" "write_bw -q 2 -b"; do
+      s="-s 4096"; want=4096
+      case $t in atomic*) s=; want=8 ;; esac
+      timeout 60 "$perf" $t --daemon "$sock" --verify -n 200 $s >"$work/out" 2>&1 ||
+        { cat "$work/out"; fail "uroce-perf $t --daemon exited $?"; }
+      grep -q "data verified" "$work/out" || { cat "$work/out"; fail "$t: no 'data verified'"; }
+      [ "$(grep -cE "^ $want +[24]00 " "$work/out")" = 1 ] || { cat "$work/out"; fail "$t: no result row"; }
     done
-    "$perf" read_bw --daemon "$sock" >"$work/read.out" 2>&1 && fail "read_bw --daemon was accepted"
-    grep -q "daemon runs write_bw, write_lat, send_bw and send_lat" "$work/read.out" || fail "no message for read_bw --daemon"
+    "$perf" send_bw -c UD --daemon "$sock" >"$work/ud.out" 2>&1 && fail "-c UD --daemon was accepted"
+    grep -q "daemon runs the RC tests so far" "$work/ud.out" || fail "no message for -c UD --daemon"
     stop ;;
   *) echo "unknown case $case_"; exit 2 ;;
 esac

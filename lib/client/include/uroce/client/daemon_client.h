@@ -86,6 +86,9 @@ class CompletionQueue {
   // ibv_ack_cq_events: nothing to release here.
   void ack_events(unsigned) {}
   CompletionChannel* channel() const { return channel_; }
+  // Completions waiting in the ring.
+  uint32_t size() const;
+  void* context = nullptr;  // the application's (ibv_cq's cq_context)
 
  private:
   friend class Connection;
@@ -123,6 +126,7 @@ class QueuePair {
   int post_recv(const RecvWr* wr, const RecvWr** bad);
   uint32_t qp_num() const { return qpn_; }
   ibv_qp_state state() const { return state_; }
+  void* context = nullptr;  // the application's (ibv_qp's qp_context)
 
  private:
   friend class ProtectionDomain;
@@ -190,6 +194,7 @@ class Connection {
   const std::string& device_name() const { return name_; }
   // The port's RoCE address (GID 1) as 16 bytes (IPv4-mapped for IPv4).
   const uint8_t* gid() const { return gid_; }
+  const uint8_t* link_local_gid() const { return link_local_gid_; }
   uint32_t client_id() const { return client_id_; }
   // Readable while an event waits (and once the daemon is gone); blocking
   // unless set O_NONBLOCK.
@@ -228,6 +233,7 @@ class Connection {
   std::atomic<bool> dead_{false};
   std::string name_;
   uint8_t gid_[16]{};
+  uint8_t link_local_gid_[16]{};
   uint32_t client_id_ = 0;
 };
 
