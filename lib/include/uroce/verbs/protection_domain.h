@@ -21,6 +21,7 @@ class SharedReceiveQueue;
 class AddressHandle;
 namespace client {
 class ProtectionDomain;
+class MemoryRegion;
 }
 
 class UROCE_API ProtectionDomain {
