@@ -21,11 +21,16 @@ import sys
 # Layers from the top down; each may include what its list names.
 TYPES = {"api/types"}
 ALLOWED = {
-    "apps":          {"apps", "api/objects", "exchange"} | TYPES,
+    # uroced speaks the daemon protocol (lib/daemon).
+    "apps":          {"apps", "api/objects", "exchange", "daemon"} | TYPES,
     # C ABI libraries (drop-in libibverbs): the public API only.
     "abi":           {"abi", "api/objects"} | TYPES,
     "endpoint":      {"endpoint", "api/objects", "capture", "drivers/dpdk"} | TYPES,
-    "verbs":         {"verbs", "api/objects", "engine", "transport", "memory", "cc", "wire"} | TYPES,
+    # A Device opened on uroced's socket holds the client library's objects.
+    "verbs":         {"verbs", "api/objects", "engine", "transport", "memory", "cc", "wire", "client", "daemon"} | TYPES,
+    # uroced's client library: the protocol and the verbs value types, no DPDK.
+    "client":        {"client", "daemon"} | TYPES,
+    "daemon":        {"daemon"} | TYPES,
     "engine":        {"engine", "transport", "memory", "cc", "wire"} | TYPES,
     "transport":     {"transport", "memory", "cc", "wire"} | TYPES,
     "memory":        {"memory", "wire"} | TYPES,
@@ -75,6 +80,8 @@ def header_layer(inc):
             return "drivers/sim"
         if p[1] == "exchange":
             return "exchange"
+        if p[1] == "client":
+            return "client"
         if p[1] == "port" and p[2] == "endpoint.h":
             return "api/objects"
         if p[1] == "verbs" and p[2] in OBJECT_HEADERS:

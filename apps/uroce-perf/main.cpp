@@ -9,6 +9,9 @@
 #include <sstream>
 
 #include "endpoint.h"
+#include <unistd.h>
+
+#include "daemon_run.h"
 #include "loopback.h"
 #include "options.h"
 #include "perftest_glue.h"
@@ -180,6 +183,10 @@ int main(int argc, char** argv) {
   Options o;
   if (int rc = parse_options(argc, argv, o); rc >= 0) return rc;
   if (std::string error; !check_json_path(o, error)) return fail(error);
+  if (!o.daemon.empty()) {
+    const int rc = run_daemon(o);
+    _exit(rc);  // no EAL ran: nothing to shut down
+  }
   if (!o.loopback) run_remote(o);  // ends the process
   return run_loopback(o);
 }

@@ -516,6 +516,17 @@ int check_addresses(const Options& o) {
   wire::MacAddr mac;
   if (!o.ip.empty() && !wire::IpAddr::parse(o.ip, ip)) return usage("--ip " + o.ip + ": not an IPv4 or IPv6 address");
   if (!o.mac.empty() && !wire::MacAddr::parse(o.mac, mac)) return usage("--mac " + o.mac + ": not a MAC address (XX:XX:XX:XX:XX:XX)");
+  if (!o.daemon.empty()) {
+    if (o.loopback || !o.dev.empty() || !o.server.empty())
+      return usage("--daemon runs both ends here as clients of uroced; it takes no --loopback, --dev or SERVER");
+    const bool supported = o.verb != Verb::raw && o.conn == Conn::rc && !o.use_srq && !o.run_infinitely &&
+                           !o.use_hugepages && o.pcap.empty();
+    if (!supported)
+      return usage("--daemon runs the RC tests so far (no raw, -c UC/UD, --use-srq, --run_infinitely, "
+                   "--use_hugepages, --pcap)");
+    if (o.inline_size > 256) return usage("--daemon: -I is at most 256");
+    return -1;
+  }
   if (o.loopback && !o.dev.empty())
     return usage("--loopback runs both ends over an in-process link; it takes no --dev");
   if (o.loopback && !o.server.empty()) return usage("--loopback runs both ends here; it takes no SERVER address");
@@ -601,6 +612,8 @@ int parse_options(int argc, char** argv, Options& o) {
       ->check(CLI::Range(0, 1000000));
   app.add_flag("--verify", o.verify, "fill and check data end to end; exit 1 on any mismatch");
   app.add_flag("--loopback", o.loopback, "server and client in this process over a virtual link (no NIC)");
+  app.add_option("--daemon", o.daemon,
+                 "server and client in this process as two clients of the uroced at SOCKET (its engine's loopback)");
   app.add_flag("--raw-acks", o.raw_acks,
                "raw_lat: send a 62-byte frame (a RoCEv2 ACK's size) ahead of each frame, as RC answers "
                "with an ACK and a request; give it to both sides");

@@ -24,6 +24,8 @@ struct Access {
   static transport::RecvQueue& srq(const SharedReceiveQueue& s) { return *s.queue_; }
   static memory::Region& region(const MemoryRegion& m) { return *m.region_; }
   static transport::CqChannel* channel(const CompletionChannel& c) { return c.core_.get(); }
+  static RemoteDevice* remote(const Device& d) { return d.remote_.get(); }
+  static client::CompletionQueue* remote(const CompletionQueue& c) { return c.remote_.get(); }
 };
 
 inline engine::Engine& to_engine(const Device& d) { return Access::engine(d); }

@@ -11,6 +11,7 @@
 #include "engine/engine_thread.h"
 #include "transport/cq.h"
 #include "transport/cq_channel.h"
+#include "uroce/client/daemon_client.h"
 #include "uroce/verbs/device.h"
 
 namespace uroce {
@@ -25,9 +26,15 @@ CompletionChannel::~CompletionChannel() {
   }
 }
 
-int CompletionChannel::fd() const { return core_->fd(); }
+int CompletionChannel::fd() const { return remote_ ? remote_->fd() : core_->fd(); }
 
 int CompletionChannel::get_event(CompletionQueue*& cq) {
+  if (remote_) {
+    client::CompletionQueue* rcq = nullptr;
+    const int err = remote_->get_event(rcq);
+    if (err == 0) cq = static_cast<CompletionQueue*>(rcq->context);
+    return err;
+  }
   for (;;) {
     if (device_->engine_thread_running()) {
       // Callers drive: the engine thread takes over while this one waits.

@@ -11,6 +11,7 @@
 #include "engine/engine_thread.h"
 #include "transport/cq.h"
 #include "transport/cq_channel.h"
+#include "uroce/client/daemon_client.h"
 
 namespace uroce {
 
@@ -21,7 +22,14 @@ CompletionQueue::CompletionQueue(uint32_t capacity, detail::EngineThread* thread
   if (channel_ != nullptr) cq_->set_channel(detail::to_channel(*channel_));
 }
 
+CompletionQueue::CompletionQueue(std::unique_ptr<client::CompletionQueue> remote, CompletionChannel* channel,
+                                 int comp_vector)
+    : thread_(nullptr), channel_(channel), comp_vector_(comp_vector), remote_(std::move(remote)) {
+  remote_->context = this;
+}
+
 CompletionQueue::~CompletionQueue() {
+  if (remote_) return;  // the client object tells the daemon
   // Waited for outside the pause: the acknowledgement may come from
   // another thread, whose control calls the pause would hold up.
   transport::CqChannel* ch = cq_->channel();
@@ -40,16 +48,19 @@ CompletionQueue::~CompletionQueue() {
 
 int CompletionQueue::req_notify(bool solicited_only) {
   if (channel_ == nullptr) return EINVAL;
+  if (remote_) return remote_->req_notify(solicited_only);
   cq_->arm(solicited_only);
   return 0;
 }
 
 void CompletionQueue::ack_events(unsigned n) {
+  if (remote_) return;
   if (transport::CqChannel* ch = cq_->channel(); ch != nullptr && n > 0) ch->ack(*cq_, n);
 }
 
 int CompletionQueue::poll(int n, ibv_wc* wc) {
   if (n <= 0) return 0;
+  if (remote_) return remote_->poll(n, wc);
   int got = 0;
   if (cq_->has_ring()) {
     if (thread_->callers_drive()) thread_->drive();
@@ -61,14 +72,15 @@ int CompletionQueue::poll(int n, ibv_wc* wc) {
   return got + cq_->take(n - got, wc + got);
 }
 
-uint32_t CompletionQueue::capacity() const { return cq_->capacity(); }
+uint32_t CompletionQueue::capacity() const { return remote_ ? remote_->capacity() : cq_->capacity(); }
 
 uint32_t CompletionQueue::size() const {
+  if (remote_) return remote_->size();
   const uint32_t in_ring = cq_->published();
   if (cq_->has_ring() && thread_->threaded()) return in_ring;
   return in_ring + cq_->held();
 }
 
-bool CompletionQueue::overflowed() const { return cq_->overflowed(); }
+bool CompletionQueue::overflowed() const { return remote_ ? false : cq_->overflowed(); }
 
 }  // namespace uroce

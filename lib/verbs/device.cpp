@@ -10,6 +10,7 @@
 #include "../transport/qp.h"
 #include "access.h"
 #include "engine/engine_thread.h"
+#include "remote.h"
 #include "transport/cq_channel.h"
 #include "uroce/verbs/completion_channel.h"
 #include "uroce/verbs/completion_queue.h"
@@ -18,6 +19,10 @@
 namespace uroce {
 
 std::unique_ptr<Device> Device::open(const DeviceConfig& config, std::string& error) {
+  if (!config.daemon_socket.empty()) {
+    auto remote = detail::open_remote(config.daemon_socket, error);
+    return remote ? std::unique_ptr<Device>(new Device(std::move(remote))) : nullptr;
+  }
   if (config.port == nullptr || config.clock == nullptr) {
     error = "device " + config.name + ": a packet port and a clock are required";
     return nullptr;
@@ -34,9 +39,21 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& config, std::string& er
 Device::Device(std::unique_ptr<engine::Engine> engine)
     : engine_(std::move(engine)), thread_(std::make_unique<detail::EngineThread>(*engine_)) {}
 
-Device::~Device() { thread_->stop(); }
+Device::Device(std::unique_ptr<detail::RemoteDevice> remote) : remote_(std::move(remote)) {}
+
+Device::~Device() {
+  if (thread_) thread_->stop();
+}
 
 std::unique_ptr<ProtectionDomain> Device::alloc_pd() {
+  if (remote_) {
+    int err = 0;
+    auto rpd = remote_->conn->alloc_pd(err);
+    if (!rpd) return nullptr;
+    std::unique_ptr<ProtectionDomain> pd(new ProtectionDomain(this, rpd->handle()));
+    pd->remote_ = std::move(rpd);
+    return pd;
+  }
   detail::Pause pause(*thread_);
   return std::unique_ptr<ProtectionDomain>(new ProtectionDomain(this, next_pd_handle_++));
 }
@@ -44,6 +61,13 @@ std::unique_ptr<ProtectionDomain> Device::alloc_pd() {
 std::unique_ptr<CompletionQueue> Device::create_cq(int cqe, int& err) { return create_cq(cqe, nullptr, 0, err); }
 
 std::unique_ptr<CompletionQueue> Device::create_cq(int cqe, CompletionChannel* channel, int comp_vector, int& err) {
+  if (remote_) {
+    if (comp_vector != 0 || (channel != nullptr && channel->device_ != this)) return err = EINVAL, nullptr;
+    auto rcq = remote_->conn->create_cq(cqe, channel ? channel->remote_.get() : nullptr, err);
+    if (!rcq) return nullptr;
+    std::unique_ptr<CompletionQueue> cq(new CompletionQueue(std::move(rcq), channel, comp_vector));
+    return cq;
+  }
   if (cqe <= 0 || uint32_t(cqe) > engine_->device_config().limits.max_cqe || comp_vector < 0 ||
       comp_vector >= num_comp_vectors() || (channel != nullptr && channel->device_ != this)) {
     err = EINVAL;
@@ -64,6 +88,10 @@ std::unique_ptr<CompletionQueue> Device::create_cq(int cqe, CompletionChannel* c
 
 std::unique_ptr<CompletionChannel> Device::create_comp_channel(int& err) {
   std::unique_ptr<CompletionChannel> ch(new CompletionChannel(this));
+  if (remote_) {
+    ch->remote_ = remote_->conn->create_comp_channel(err);
+    return ch->remote_ ? std::move(ch) : nullptr;
+  }
   if (!detail::to_channel(*ch)->open()) {
     err = errno;
     return nullptr;
@@ -72,9 +100,10 @@ std::unique_ptr<CompletionChannel> Device::create_comp_channel(int& err) {
   return ch;
 }
 
-int Device::poll() { return thread_->threaded() ? 0 : engine_->poll(); }
+int Device::poll() { return remote_ || thread_->threaded() ? 0 : engine_->poll(); }
 
 bool Device::start_engine_thread(int cpu, std::string& error, Progress progress) {
+  if (remote_) return true;  // the daemon's engine runs on its own thread
   if (!thread_->start(cpu, progress == Progress::kCallersDrive, error)) {
     error = "device " + name() + ": " + error;
     return false;
@@ -82,44 +111,55 @@ bool Device::start_engine_thread(int cpu, std::string& error, Progress progress)
   return true;
 }
 
-void Device::stop_engine_thread() { thread_->stop(); }
-bool Device::engine_thread_running() const { return thread_->threaded(); }
+void Device::stop_engine_thread() {
+  if (thread_) thread_->stop();
+}
+bool Device::engine_thread_running() const { return remote_ || thread_->threaded(); }
 
 Device::Progress Device::progress() const {
+  if (remote_) return Progress::kEngineThread;
   return thread_->threaded() && thread_->callers_drive() ? Progress::kCallersDrive : Progress::kEngineThread;
 }
 
 uint64_t Device::next_deadline_ns() const {
+  if (remote_) return ~uint64_t(0);
   detail::Pause pause(*thread_);
   return engine_->next_deadline();
 }
 
 void Device::add_neighbor(const wire::IpAddr& ip, const wire::MacAddr& mac) {
+  if (remote_) return;  // the daemon resolves
   detail::Pause pause(*thread_);
   engine_->add_neighbor(ip, mac);
 }
 
 NeighborState Device::resolve_neighbor(const wire::IpAddr& ip) {
+  if (remote_) return NeighborState::unknown;  // RTR answers EHOSTUNREACH until the daemon knows
   detail::Pause pause(*thread_);
   return engine_->resolve_neighbor(ip);
 }
 
 bool Device::neighbor_mac(const wire::IpAddr& ip, wire::MacAddr& mac) const {
+  if (remote_) return false;
   detail::Pause pause(*thread_);
   return engine_->resolve(ip, mac);
 }
-const std::string& Device::name() const { return engine_->device_config().name; }
-const std::vector<wire::IpAddr>& Device::gids() const { return engine_->device_config().gids; }
-const DeviceLimits& Device::limits() const { return engine_->device_config().limits; }
+const std::string& Device::name() const { return remote_ ? remote_->name : engine_->device_config().name; }
+const std::vector<wire::IpAddr>& Device::gids() const {
+  return remote_ ? remote_->gids : engine_->device_config().gids;
+}
+const DeviceLimits& Device::limits() const { return remote_ ? remote_->limits : engine_->device_config().limits; }
 
 bool Device::get_async_event(AsyncEvent& ev) {
+  if (remote_) return detail::remote_async_event(*remote_, ev, false) == 0;
   detail::Pause pause(*thread_);
   return engine_->take_async_event(ev);
 }
 
-int Device::async_event_fd() const { return engine_->async_fd(); }
+int Device::async_event_fd() const { return remote_ ? remote_->conn->async_event_fd() : engine_->async_fd(); }
 
 int Device::wait_async_event(AsyncEvent& ev) {
+  if (remote_) return detail::remote_async_event(*remote_, ev, true);
   for (;;) {
     if (!thread_->threaded()) {
       const int flags = fcntl(engine_->async_fd(), F_GETFL);
@@ -139,6 +179,7 @@ int Device::wait_async_event(AsyncEvent& ev) {
 }
 
 DeviceCounters Device::counters() const {
+  if (remote_) return {};  // the daemon's, not reported to clients yet
   detail::Pause pause(*thread_);
   DeviceCounters c = engine_->counters();
   c.transport = engine_->retired();

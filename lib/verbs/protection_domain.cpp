@@ -22,6 +22,7 @@
 #include "uroce/verbs/memory_region.h"
 #include "uroce/verbs/queue_pair.h"
 #include "uroce/verbs/shared_receive_queue.h"
+#include "uroce/client/daemon_client.h"
 
 namespace uroce {
 namespace {
@@ -48,7 +49,17 @@ bool cap_ok(const QpInitAttr& a, const DeviceLimits& lim) {
 
 }  // namespace
 
+ProtectionDomain::ProtectionDomain(Device* device, uint32_t handle) : device_(device), handle_(handle) {}
+
 ProtectionDomain::~ProtectionDomain() {
+  if (remote_) {
+    if (children_ != 0) {
+      std::fprintf(stderr, "uroce: protection domain destroyed while %u object(s) created in it are alive\n",
+                   children_);
+      std::abort();
+    }
+    return;
+  }
   detail::Pause pause(detail::to_thread(*device_));
   if (children_ != 0) {
     std::fprintf(stderr, "uroce: protection domain destroyed while %u object(s) created in it are alive\n",
@@ -57,7 +68,23 @@ ProtectionDomain::~ProtectionDomain() {
   }
 }
 
+// A region of the daemon's: the client library's object, with the key
+// and address the inline accessors read.
+std::unique_ptr<MemoryRegion> ProtectionDomain::remote_region(std::unique_ptr<client::MemoryRegion> rmr, int access) {
+  std::unique_ptr<MemoryRegion> mr(new MemoryRegion(this, rmr->addr(), rmr->length(), access));
+  mr->key_ = rmr->lkey();
+  mr->remote_ = std::move(rmr);
+  mr->region_.reset();  // no engine here: the daemon holds the region
+  ++children_;
+  return mr;
+}
+
 std::unique_ptr<MemoryRegion> ProtectionDomain::reg_mr(void* addr, size_t length, int access, int& err) {
+  if (remote_) {
+    if (!access_ok(access)) return err = EINVAL, nullptr;
+    auto rmr = remote_->reg_mr(addr, length, access, err);
+    return rmr ? remote_region(std::move(rmr), access) : nullptr;
+  }
   detail::Pause pause(detail::to_thread(*device_));
   const DeviceLimits& lim = device_->limits();
   if (addr == nullptr || length == 0 || length > lim.max_mr_size || !access_ok(access)) {
@@ -80,6 +107,11 @@ std::unique_ptr<MemoryRegion> ProtectionDomain::reg_mr(void* addr, size_t length
 }
 
 std::unique_ptr<MemoryRegion> ProtectionDomain::alloc_mr(size_t length, int access, int& err) {
+  if (remote_) {
+    if (!access_ok(access)) return err = EINVAL, nullptr;
+    auto rmr = remote_->alloc_mr(length, access, err);
+    return rmr ? remote_region(std::move(rmr), access) : nullptr;
+  }
   detail::Pause pause(detail::to_thread(*device_));
   if (length == 0 || length > device_->limits().max_mr_size || !access_ok(access)) {
     err = EINVAL;
@@ -100,6 +132,12 @@ std::unique_ptr<MemoryRegion> ProtectionDomain::alloc_mr(size_t length, int acce
 }
 
 int ProtectionDomain::dereg_mr(std::unique_ptr<MemoryRegion>& mr) {
+  if (remote_) {
+    if (!mr || &mr->pd() != this || !mr->remote_) return EINVAL;
+    if (const int err = remote_->dereg_mr(mr->remote_); err != 0) return err;
+    mr.reset();
+    return 0;
+  }
   detail::Pause pause(detail::to_thread(*device_));
   if (!mr || &mr->pd() != this) return EINVAL;
   // Frames whose payload points into the region may still sit in a TX
@@ -110,6 +148,21 @@ int ProtectionDomain::dereg_mr(std::unique_ptr<MemoryRegion>& mr) {
 }
 
 std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, int& err) {
+  if (remote_) {
+    if (!attr.send_cq || !attr.recv_cq || attr.srq || !detail::Access::remote(*attr.send_cq) ||
+        !detail::Access::remote(*attr.recv_cq))
+      return err = attr.srq ? EOPNOTSUPP : EINVAL, nullptr;
+    client::QpInitAttr a;
+    a.send_cq = detail::Access::remote(*attr.send_cq);
+    a.recv_cq = detail::Access::remote(*attr.recv_cq);
+    a.cap = attr.cap;
+    a.qp_type = attr.qp_type;
+    a.sq_sig_all = attr.sq_sig_all;
+    auto rqp = remote_->create_qp(a, err);
+    if (!rqp) return nullptr;
+    ++children_;
+    return std::unique_ptr<QueuePair>(new QueuePair(this, std::move(rqp), attr));
+  }
   detail::Pause pause(detail::to_thread(*device_));
   engine::Engine& eng = detail::to_engine(*device_);
   const bool type_ok = attr.qp_type == IBV_QPT_RC || attr.qp_type == IBV_QPT_UC || attr.qp_type == IBV_QPT_UD;
@@ -159,6 +212,7 @@ std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, i
 }
 
 std::unique_ptr<SharedReceiveQueue> ProtectionDomain::create_srq(const SrqInitAttr& attr, int& err) {
+  if (remote_) return err = EOPNOTSUPP, nullptr;  // not through uroced yet
   detail::Pause pause(detail::to_thread(*device_));
   const DeviceLimits& lim = device_->limits();
   if (attr.max_wr == 0 || attr.max_wr > lim.max_qp_wr || attr.max_sge == 0 || attr.max_sge > lim.max_sge) {
@@ -171,6 +225,7 @@ std::unique_ptr<SharedReceiveQueue> ProtectionDomain::create_srq(const SrqInitAt
 }
 
 std::unique_ptr<AddressHandle> ProtectionDomain::create_ah(const ibv_ah_attr& attr, int& err) {
+  if (remote_) return err = EOPNOTSUPP, nullptr;  // UD is not through uroced yet
   detail::Pause pause(detail::to_thread(*device_));
   if (!attr.is_global || attr.grh.sgid_index >= device_->gids().size()) {
     err = EINVAL;
@@ -203,9 +258,14 @@ MemoryRegion::MemoryRegion(ProtectionDomain* pd, void* addr, size_t length, int 
   region_->access = access;
 }
 
-uint32_t MemoryRegion::in_use() const { return region_->use_count; }
+uint32_t MemoryRegion::in_use() const { return region_ ? region_->use_count : 0; }
 
 MemoryRegion::~MemoryRegion() {
+  if (!region_) {  // the daemon's (dereg_mr may have let go of remote_ already)
+    remote_.reset();
+    --pd_->children_;
+    return;
+  }
   detail::Pause pause(detail::to_thread(pd_->device()));
   if (region_->use_count != 0)
     std::fprintf(stderr, "uroce: memory region 0x%x destroyed while %u posted work request(s) use it; "

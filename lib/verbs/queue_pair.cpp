@@ -13,6 +13,7 @@
 #include "uroce/verbs/device.h"
 #include "uroce/verbs/protection_domain.h"
 #include "uroce/verbs/shared_receive_queue.h"
+#include "uroce/client/daemon_client.h"
 
 namespace uroce {
 
@@ -21,7 +22,17 @@ QueuePair::QueuePair(ProtectionDomain* pd, std::unique_ptr<transport::Qp> impl)
   impl_->owner = this;
 }
 
+QueuePair::QueuePair(ProtectionDomain* pd, std::unique_ptr<client::QueuePair> remote, const QpInitAttr& init)
+    : pd_(pd), remote_(std::move(remote)), remote_init_(init) {
+  remote_->context = this;
+}
+
 QueuePair::~QueuePair() {
+  if (remote_) {
+    remote_.reset();
+    --pd_->children_;
+    return;
+  }
   detail::EngineThread& thread = detail::to_thread(pd_->device());
   detail::Pause pause(thread);
   transport::Qp& qp = *impl_;
@@ -40,6 +51,7 @@ QueuePair::~QueuePair() {
 }
 
 int QueuePair::modify(const ibv_qp_attr& attr, int attr_mask) {
+  if (remote_) return remote_->modify(attr, attr_mask);
   detail::EngineThread& thread = detail::to_thread(pd_->device());
   detail::Pause pause(thread);
   const int err = transport::modify_qp(*impl_, attr, attr_mask);
@@ -49,6 +61,10 @@ int QueuePair::modify(const ibv_qp_attr& attr, int attr_mask) {
 
 int QueuePair::query(ibv_qp_attr& attr, int attr_mask, QpInitAttr& init) const {
   (void)attr_mask;  // everything is cheap to report
+  if (remote_) {
+    init = remote_init_;
+    return remote_->query(attr);
+  }
   detail::Pause pause(detail::to_thread(pd_->device()));
   transport::query_qp(*impl_, attr);
   init = impl_->init;
@@ -56,6 +72,7 @@ int QueuePair::query(ibv_qp_attr& attr, int attr_mask, QpInitAttr& init) const {
 }
 
 int QueuePair::post_send(const SendWr* wr, const SendWr** bad) {
+  if (remote_) return remote_->post_send(wr, bad);
   if (sub_ != nullptr && sub_->thread->threaded()) {
     bool queued = false;
     const int err = detail::submit_send(*sub_, *impl_, wr, bad, queued);
@@ -77,6 +94,7 @@ int QueuePair::post_send_all(const SendWr* wr, const SendWr** bad) {
 }
 
 int QueuePair::post_recv(const RecvWr* wr, const RecvWr** bad) {
+  if (remote_) return remote_->post_recv(wr, bad);
   if (sub_ != nullptr && sub_->thread->threaded()) {
     bool queued = false;
     const int err = detail::submit_recv(*sub_, *impl_, wr, bad, queued);
@@ -86,15 +104,17 @@ int QueuePair::post_recv(const RecvWr* wr, const RecvWr** bad) {
   return transport::post_recv(*impl_, wr, bad);
 }
 
-uint32_t QueuePair::qp_num() const { return impl_->qpn; }
-ibv_qp_type QueuePair::qp_type() const { return impl_->init.qp_type; }
+uint32_t QueuePair::qp_num() const { return remote_ ? remote_->qp_num() : impl_->qpn; }
+ibv_qp_type QueuePair::qp_type() const { return remote_ ? remote_init_.qp_type : impl_->init.qp_type; }
 
 ibv_qp_state QueuePair::state() const {
+  if (remote_) return remote_->state();
   detail::Pause pause(detail::to_thread(pd_->device()));
   return impl_->state;
 }
 
 const TransportCounters& QueuePair::counters() const {
+  if (remote_) return counters_snapshot_;  // the daemon's, not reported to clients yet
   detail::EngineThread& thread = detail::to_thread(pd_->device());
   if (!thread.threaded()) return impl_->counters;
   detail::Pause pause(thread);
@@ -103,6 +123,7 @@ const TransportCounters& QueuePair::counters() const {
 }
 
 cc::CcStats QueuePair::cc_stats() const {
+  if (remote_) return {};
   detail::EngineThread& thread = detail::to_thread(pd_->device());
   if (!thread.threaded()) return transport::cc_stats(*impl_);
   detail::Pause pause(thread);

@@ -46,7 +46,7 @@ export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 # --- 1. what is installed -------------------------------------------------
 for f in include/uroce/api.h include/uroce/port/endpoint.h include/uroce/verbs/verbs.h \
-         bin/uroce-perf bin/uroce-pingpong bin/uroce-dump bin/uroce-run bin/uroce-example-write \
+         bin/uroce-perf bin/uroce-pingpong bin/uroce-dump bin/uroce-run bin/uroced bin/uroce-example-write \
          share/doc/uroce/install.md share/doc/uroce/README.md share/doc/uroce/examples/example_write.cpp \
          share/uroce/config/dcqcn-mlx5.conf; do
   [ -e "$root/$f" ] || fail "$f is not installed"

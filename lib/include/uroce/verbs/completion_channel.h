@@ -38,6 +38,9 @@ struct Access;
 
 class Device;
 class CompletionQueue;
+namespace client {
+class CompletionChannel;
+}
 
 class UROCE_API CompletionChannel {
  public:
@@ -62,6 +65,7 @@ class UROCE_API CompletionChannel {
 
   Device* device_;
   std::unique_ptr<transport::CqChannel> core_;
+  std::unique_ptr<client::CompletionChannel> remote_;  // a client of uroced
 };
 
 }  // namespace uroce

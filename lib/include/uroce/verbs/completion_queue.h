@@ -20,6 +20,9 @@ namespace transport {
 class Cq;
 }
 class CompletionChannel;
+namespace client {
+class CompletionQueue;
+}
 namespace detail {
 class EngineThread;
 struct Access;
@@ -60,11 +63,13 @@ class UROCE_API CompletionQueue {
   friend class Device;
   friend struct detail::Access;
   CompletionQueue(uint32_t capacity, detail::EngineThread* thread, CompletionChannel* channel, int comp_vector);
+  CompletionQueue(std::unique_ptr<client::CompletionQueue> remote, CompletionChannel* channel, int comp_vector);
 
   std::unique_ptr<transport::Cq> cq_;
   detail::EngineThread* thread_;
   CompletionChannel* channel_;
   int comp_vector_;
+  std::unique_ptr<client::CompletionQueue> remote_;  // a client of uroced
 };
 
 }  // namespace uroce

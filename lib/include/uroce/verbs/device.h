@@ -31,6 +31,7 @@ class Engine;
 namespace detail {
 class EngineThread;
 struct Access;
+struct RemoteDevice;
 }
 
 class ProtectionDomain;
@@ -126,9 +127,12 @@ class UROCE_API Device {
  private:
   friend struct detail::Access;
   explicit Device(std::unique_ptr<engine::Engine> engine);
+  explicit Device(std::unique_ptr<detail::RemoteDevice> remote);
   std::unique_ptr<engine::Engine> engine_;
   std::unique_ptr<detail::EngineThread> thread_;
   uint32_t next_pd_handle_ = 1;
+  // A client of uroced: everything goes to the daemon (verbs/remote.cpp).
+  std::unique_ptr<detail::RemoteDevice> remote_;
 };
 
 }  // namespace uroce

@@ -16,6 +16,10 @@
 namespace uroce {
 
 struct DeviceConfig {
+  // Non-empty: the device is a client of the uroced listening on this Unix
+  // socket (docs/daemon.md); port, clock, gids and the tuning below are the
+  // daemon's, and this process needs no EAL.
+  std::string daemon_socket{};
   std::string name = "uroce0";
   PacketPort* port = nullptr;  // not owned; must outlive the device
   Clock* clock = nullptr;      // not owned

@@ -16,6 +16,9 @@ class ProtectionDomain;
 namespace memory {
 struct Region;
 }
+namespace client {
+class MemoryRegion;
+}
 namespace detail {
 struct Access;
 }
@@ -60,6 +63,7 @@ class UROCE_API MemoryRegion {
   bool owned_ = false;  // allocated by alloc_mr: freed with the region
   // The data path's record of it (key table, use count, zero-copy frames).
   std::unique_ptr<memory::Region> region_;
+  std::unique_ptr<client::MemoryRegion> remote_;  // a client of uroced
 };
 
 }  // namespace uroce

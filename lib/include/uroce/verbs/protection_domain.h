@@ -19,6 +19,10 @@ class MemoryRegion;
 class QueuePair;
 class SharedReceiveQueue;
 class AddressHandle;
+namespace client {
+class ProtectionDomain;
+class MemoryRegion;
+}
 
 class UROCE_API ProtectionDomain {
  public:
@@ -48,11 +52,13 @@ class UROCE_API ProtectionDomain {
   friend class QueuePair;
   friend class SharedReceiveQueue;
   friend class AddressHandle;
-  ProtectionDomain(Device* device, uint32_t handle) : device_(device), handle_(handle) {}
+  ProtectionDomain(Device* device, uint32_t handle);
+  std::unique_ptr<MemoryRegion> remote_region(std::unique_ptr<client::MemoryRegion> rmr, int access);
 
   Device* device_;
   uint32_t handle_;
   uint32_t children_ = 0;  // objects created in this PD and still alive
+  std::unique_ptr<client::ProtectionDomain> remote_;  // a client of uroced
 };
 
 }  // namespace uroce

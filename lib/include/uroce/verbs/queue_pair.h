@@ -29,6 +29,9 @@ struct Access;
 }  // namespace detail
 
 class ProtectionDomain;
+namespace client {
+class QueuePair;
+}
 
 class UROCE_API QueuePair {
  public:
@@ -67,6 +70,7 @@ class UROCE_API QueuePair {
   friend struct detail::Access;
   friend class ProtectionDomain;
   QueuePair(ProtectionDomain* pd, std::unique_ptr<transport::Qp> impl);
+  QueuePair(ProtectionDomain* pd, std::unique_ptr<client::QueuePair> remote, const QpInitAttr& init);
 
   ProtectionDomain* pd_;
   std::unique_ptr<transport::Qp> impl_;
@@ -74,6 +78,8 @@ class UROCE_API QueuePair {
   // drives this QP and kept until the QP dies.
   std::unique_ptr<detail::QpSubmit> sub_;
   mutable TransportCounters counters_snapshot_;
+  std::unique_ptr<client::QueuePair> remote_;  // a client of uroced
+  QpInitAttr remote_init_{};
 };
 
 }  // namespace uroce

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The service thread: the control socket, the clients, their rings, and
+// sleeping when there is nothing to do (docs/daemon.md).
+#pragma once
+
+#include <csignal>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "session.h"
+#include "settings.h"
+
+namespace uroced {
+
+class Server {
+ public:
+  Server(uroce::Device& device, const Settings& settings) : device_(device), settings_(settings) {}
+  ~Server();
+  // Creates the socket (its directory too), with the configured mode and group.
+  bool listen(std::string& error);
+  // Until `stop` becomes non-zero.
+  void run(const volatile std::sig_atomic_t& stop);
+
+ private:
+  void accept_clients();
+  void drop(uint32_t id, const char* why);
+  void on_event(uint64_t tag, uint32_t events);
+  int service_all();
+  bool idle_round();  // arms, looks once more; true if it may sleep
+  void wake_up();
+  bool peer_allowed(const ucred& peer) const;
+
+  uroce::Device& device_;
+  const Settings& settings_;
+  int listen_fd_ = -1;
+  int epoll_fd_ = -1;
+  std::unique_ptr<uroce::CompletionChannel> channel_;
+  std::unordered_map<uint32_t, std::unique_ptr<Session>> sessions_;
+  std::vector<Leftover> leftovers_;
+  uint32_t next_id_ = 1;
+  bool armed_ = false;
+};
+
+}  // namespace uroced

@@ -1,0 +1,587 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Control requests: every message is checked for its exact size and every
+// handle looked up in this client's own table before anything is done.
+#include "session.h"
+
+#include <fcntl.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <utility>
+
+namespace uroced {
+
+using namespace uroce::daemon;
+
+namespace {
+
+constexpr int kAccessMask =
+    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+constexpr uint32_t kRequiredSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+
+uint32_t pow2_at_least(uint32_t n) {
+  uint32_t p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+uint64_t page_size() { return uint64_t(sysconf(_SC_PAGESIZE)); }
+
+template <typename Rep>
+Rep make_reply(Op op) {
+  Rep rep{};
+  rep.h.op = op;
+  rep.h.size = sizeof(Rep);
+  return rep;
+}
+
+template <typename Map>
+auto* find(Map& m, uint32_t handle) {
+  auto it = m.find(handle);
+  return it == m.end() ? nullptr : &it->second;
+}
+
+}  // namespace
+
+// ---- arena ----
+
+bool Arena::create(uint64_t bytes, std::string& error) {
+  fd_ = memfd_create("uroced-arena", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd_ < 0) return error = std::string("memfd_create: ") + std::strerror(errno), false;
+  if (ftruncate(fd_, off_t(bytes)) != 0 || fcntl(fd_, F_ADD_SEALS, kRequiredSeals) != 0)
+    return error = std::string("arena: ") + std::strerror(errno), false;
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd_, 0);
+  if (p == MAP_FAILED) return error = std::string("arena mmap: ") + std::strerror(errno), false;
+  base_ = static_cast<uint8_t*>(p);
+  bytes_ = bytes;
+  auto& h = header();
+  h.magic = kMagic;
+  h.version = kVersion;
+  h.bytes = bytes;
+  h.need_wakeup.store(0);
+  free_[kArenaHeaderBytes] = bytes - kArenaHeaderBytes;
+  return true;
+}
+
+Arena::~Arena() {
+  if (base_ != nullptr) munmap(base_, bytes_);
+  if (fd_ >= 0) close(fd_);
+}
+
+uint64_t Arena::alloc(uint64_t bytes) {
+  bytes = (bytes + 63) & ~uint64_t(63);
+  for (auto it = free_.begin(); it != free_.end(); ++it) {
+    if (it->second < bytes) continue;
+    const uint64_t at = it->first, left = it->second - bytes;
+    free_.erase(it);
+    if (left > 0) free_[at + bytes] = left;
+    std::memset(base_ + at, 0, bytes);
+    return at;
+  }
+  return 0;
+}
+
+void Arena::release(uint64_t offset, uint64_t bytes) {
+  bytes = (bytes + 63) & ~uint64_t(63);
+  auto it = free_.emplace(offset, bytes).first;
+  auto next = std::next(it);
+  if (next != free_.end() && it->first + it->second == next->first) {
+    it->second += next->second;
+    free_.erase(next);
+  }
+  if (it != free_.begin()) {
+    auto prev = std::prev(it);
+    if (prev->first + prev->second == it->first) {
+      prev->second += it->second;
+      free_.erase(it);
+    }
+  }
+}
+
+MappedMr::~MappedMr() {
+  if (map != nullptr) munmap(map, map_len);
+}
+
+MappedMr::MappedMr(MappedMr&& o) noexcept { *this = std::move(o); }
+
+MappedMr& MappedMr::operator=(MappedMr&& o) noexcept {
+  if (this == &o) return *this;
+  if (map != nullptr) munmap(map, map_len);
+  mr = std::move(o.mr);
+  pd = o.pd;
+  map = std::exchange(o.map, nullptr);
+  map_len = std::exchange(o.map_len, 0);
+  return *this;
+}
+
+bool Leftover::release() {
+  for (auto it = mrs.begin(); it != mrs.end();) {
+    if (it->mr) {
+      uroce::ProtectionDomain& pd = it->mr->pd();
+      if (pd.dereg_mr(it->mr) != 0) {
+        ++it;
+        continue;
+      }
+    }
+    it = mrs.erase(it);
+  }
+  if (mrs.empty()) pds.clear();
+  return mrs.empty();
+}
+
+// ---- session ----
+
+Session::Session(uroce::Device& device, uroce::CompletionChannel& channel, const Limits& limits, int sock,
+                 const ucred& peer, uint32_t id)
+    : device_(device), channel_(channel), limits_(limits), sock_(sock), peer_(peer), id_(id) {}
+
+Session::~Session() {
+  if (events_ >= 0) close(events_);
+  if (doorbell_ >= 0) close(doorbell_);
+  close(sock_);
+}
+
+bool Session::reply(const void* rep, size_t len, int fd) {
+  return send_datagram(sock_, rep, len, fd >= 0 ? &fd : nullptr, fd >= 0 ? 1 : 0) == 0;
+}
+
+bool Session::on_readable() {
+  alignas(8) uint8_t buf[512];
+  Received r = recv_datagram(sock_, buf, sizeof buf, MSG_DONTWAIT);
+  if (r.len < 0 && (r.err == EAGAIN || r.err == EWOULDBLOCK)) return true;
+  const bool framed = r.len >= ssize_t(sizeof(ReqHeader)) && !r.truncated &&
+                      reinterpret_cast<const ReqHeader*>(buf)->size == uint32_t(r.len);
+  if (!framed) {
+    close_fds(r);
+    return false;
+  }
+  const Op op = reinterpret_cast<const ReqHeader*>(buf)->op;
+  if (!has_arena()) {
+    close_fds(r);
+    return op == Op::hello && hello(buf, size_t(r.len));
+  }
+  if (op == Op::hello) {
+    close_fds(r);
+    return false;
+  }
+  dispatch(op, buf, size_t(r.len), r);
+  close_fds(r);  // whatever a handler did not take
+  return !broken_;
+}
+
+bool Session::hello(const void* msg, size_t len) {
+  auto rep = make_reply<HelloRep>(Op::hello);
+  rep.version = kVersion;
+  const auto* req = static_cast<const HelloReq*>(msg);
+  if (len != sizeof(HelloReq) || req->magic != kMagic || req->version != kVersion) {
+    rep.h.status = EPROTO;
+    reply(&rep, sizeof rep);
+    return false;
+  }
+  std::string error;
+  if (!arena_.create(limits_.arena_bytes, error)) {
+    std::fprintf(stderr, "uroced: client %u: %s\n", id_, error.c_str());
+    rep.h.status = ENOMEM;
+    reply(&rep, sizeof rep);
+    return false;
+  }
+  doorbell_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  int pipe_fds[2];
+  if (doorbell_ < 0 || pipe2(pipe_fds, O_CLOEXEC) != 0) return false;
+  // The daemon never blocks on a client: its end is non-blocking.
+  fcntl(pipe_fds[1], F_SETFL, O_NONBLOCK);
+  events_ = pipe_fds[1];
+  rep.client_id = id_;
+  std::snprintf(rep.device_name, sizeof rep.device_name, "%s", device_.name().c_str());
+  const auto& gids = device_.gids();
+  if (gids.size() > 1) std::memcpy(rep.gid, gids[1].bytes.data(), 16);
+  if (!gids.empty()) std::memcpy(rep.link_local_gid, gids[0].bytes.data(), 16);
+  rep.arena_bytes = arena_.bytes();
+  rep.max_qp_wr = device_.limits().max_qp_wr;
+  rep.max_cqe = device_.limits().max_cqe;
+  rep.max_mr_size = std::min<uint64_t>(device_.limits().max_mr_size, limits_.max_mr_bytes);
+  const int fds[3] = {arena_.fd(), doorbell_, pipe_fds[0]};
+  const bool sent = send_datagram(sock_, &rep, sizeof rep, fds, 3) == 0;
+  close(pipe_fds[0]);
+  return sent;
+}
+
+void Session::dispatch(Op op, const void* msg, size_t len, Received& r) {
+  // Each request has one size; anything else is refused before it is read.
+  auto sized = [&](size_t want) { return len == want; };
+  switch (op) {
+    case Op::alloc_pd: {
+      auto rep = make_reply<HandleRep>(op);
+      rep.h.status = sized(sizeof(AllocPdReq)) ? alloc_pd(rep.handle) : EINVAL;
+      reply(&rep, sizeof rep);
+      return;
+    }
+    case Op::create_comp_channel: {
+      auto rep = make_reply<HandleRep>(op);
+      int fd = -1;
+      rep.h.status = sized(sizeof(AllocPdReq)) ? create_channel(rep.handle, fd) : EINVAL;
+      reply(&rep, sizeof rep, fd);
+      if (fd >= 0) close(fd);  // the client has its copy
+      return;
+    }
+    case Op::destroy_comp_channel:
+    case Op::dealloc_pd:
+    case Op::destroy_cq:
+    case Op::destroy_qp:
+    case Op::dereg_mr: {
+      auto rep = make_reply<HandleRep>(op);
+      if (!sized(sizeof(HandleReq))) {
+        rep.h.status = EINVAL;
+      } else {
+        rep.handle = static_cast<const HandleReq*>(msg)->handle;
+        rep.h.status = op == Op::destroy_comp_channel ? destroy_channel(rep.handle)
+                       : op == Op::dealloc_pd  ? dealloc_pd(rep.handle)
+                       : op == Op::destroy_cq ? destroy_cq(rep.handle)
+                       : op == Op::destroy_qp ? destroy_qp(rep.handle)
+                                              : dereg_mr(rep.handle);
+      }
+      reply(&rep, sizeof rep);
+      return;
+    }
+    case Op::create_cq: {
+      auto rep = make_reply<CreateCqRep>(op);
+      rep.h.status = sized(sizeof(CreateCqReq)) ? create_cq(*static_cast<const CreateCqReq*>(msg), rep) : EINVAL;
+      reply(&rep, sizeof rep);
+      return;
+    }
+    case Op::create_qp: {
+      auto rep = make_reply<CreateQpRep>(op);
+      rep.h.status = sized(sizeof(CreateQpReq)) ? create_qp(*static_cast<const CreateQpReq*>(msg), rep) : EINVAL;
+      reply(&rep, sizeof rep);
+      return;
+    }
+    case Op::modify_qp: {
+      auto rep = make_reply<HandleRep>(op);
+      rep.h.status = sized(sizeof(ModifyQpReq)) ? modify_qp(*static_cast<const ModifyQpReq*>(msg)) : EINVAL;
+      reply(&rep, sizeof rep);
+      return;
+    }
+    case Op::query_qp: {
+      auto rep = make_reply<QueryQpRep>(op);
+      rep.h.status =
+          sized(sizeof(HandleReq)) ? query_qp(static_cast<const HandleReq*>(msg)->handle, rep.attr) : EINVAL;
+      reply(&rep, sizeof rep);
+      return;
+    }
+    case Op::alloc_mr: {
+      auto rep = make_reply<MrRep>(op);
+      int fd = -1;
+      rep.h.status = sized(sizeof(AllocMrReq)) ? alloc_mr(*static_cast<const AllocMrReq*>(msg), rep, fd) : EINVAL;
+      reply(&rep, sizeof rep, rep.h.status == 0 ? fd : -1);
+      return;
+    }
+    case Op::reg_mr: {
+      auto rep = make_reply<MrRep>(op);
+      rep.h.status = sized(sizeof(RegMrReq)) ? reg_mr(*static_cast<const RegMrReq*>(msg), rep, r) : EINVAL;
+      reply(&rep, sizeof rep);
+      return;
+    }
+    default: {
+      auto rep = make_reply<HandleRep>(op);
+      rep.h.status = EOPNOTSUPP;
+      reply(&rep, sizeof rep);
+      return;
+    }
+  }
+}
+
+int Session::alloc_pd(uint32_t& handle) {
+  if (pds_.size() >= limits_.max_pd) return ENOMEM;
+  handle = next_handle_++;
+  pds_[handle].pd = device_.alloc_pd();
+  return 0;
+}
+
+int Session::dealloc_pd(uint32_t handle) {
+  Pd* pd = find(pds_, handle);
+  if (pd == nullptr) return EINVAL;
+  if (pd->children > 0) return EBUSY;
+  pds_.erase(handle);
+  return 0;
+}
+
+Channel::~Channel() {
+  if (write_fd >= 0) close(write_fd);
+}
+
+int Session::create_channel(uint32_t& handle, int& read_fd) {
+  if (channels_.size() >= limits_.max_cq) return ENOMEM;
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return errno == EMFILE || errno == ENFILE ? errno : ENOMEM;
+  // The client's end blocks unless it asks otherwise, as a verbs channel does.
+  fcntl(fds[0], F_SETFL, 0);
+  read_fd = fds[0];
+  handle = next_handle_++;
+  channels_[handle].write_fd = fds[1];
+  return 0;
+}
+
+int Session::destroy_channel(uint32_t handle) {
+  Channel* ch = find(channels_, handle);
+  if (ch == nullptr) return EINVAL;
+  if (ch->users > 0) return EBUSY;
+  channels_.erase(handle);
+  return 0;
+}
+
+int Session::create_cq(const CreateCqReq& req, CreateCqRep& rep) {
+  if (cqs_.size() >= limits_.max_cq) return ENOMEM;
+  if (req.cqe == 0 || req.cqe > device_.limits().max_cqe) return EINVAL;
+  Channel* channel = req.channel == 0 ? nullptr : find(channels_, req.channel);
+  if (req.channel != 0 && channel == nullptr) return EINVAL;
+  Cq cq;
+  cq.channel = req.channel;
+  cq.entries = pow2_at_least(req.cqe);
+  cq.bytes = ring_bytes<CqSlot>(cq.entries);
+  cq.offset = arena_.alloc(cq.bytes);
+  if (cq.offset == 0) return ENOMEM;
+  int err = 0;
+  cq.cq = device_.create_cq(int(cq.entries), &channel_, 0, err);
+  if (!cq.cq) {
+    arena_.release(cq.offset, cq.bytes);
+    return err;
+  }
+  if (channel != nullptr) ++channel->users;
+  rep.cq = cq.handle = next_handle_++;
+  rep.entries = cq.entries;
+  rep.ring_offset = cq.offset;
+  cqs_.emplace(rep.cq, std::move(cq));
+  return 0;
+}
+
+int Session::destroy_cq(uint32_t handle) {
+  Cq* cq = find(cqs_, handle);
+  if (cq == nullptr) return EINVAL;
+  if (cq->users > 0) return EBUSY;
+  if (cq->channel != 0) --channels_.at(cq->channel).users;
+  arena_.release(cq->offset, cq->bytes);
+  cqs_.erase(handle);
+  return 0;
+}
+
+int Session::create_qp(const CreateQpReq& req, CreateQpRep& rep) {
+  Pd* pd = find(pds_, req.pd);
+  Cq* scq = find(cqs_, req.send_cq);
+  Cq* rcq = find(cqs_, req.recv_cq);
+  if (pd == nullptr || scq == nullptr || rcq == nullptr || req.qp_type != IBV_QPT_RC) return EINVAL;
+  if (qps_.size() >= limits_.max_qp) return ENOMEM;
+  const uint32_t max_wr = device_.limits().max_qp_wr;
+  if (req.max_send_wr == 0 || req.max_send_wr > max_wr || req.max_recv_wr > max_wr || req.max_send_sge > kMaxSge ||
+      req.max_recv_sge > kMaxSge || req.max_inline_data > kMaxInline)
+    return EINVAL;
+  Qp qp;
+  qp.pd = req.pd;
+  qp.send_cq = req.send_cq;
+  qp.recv_cq = req.recv_cq;
+  qp.sq_entries = pow2_at_least(req.max_send_wr);
+  qp.rq_entries = pow2_at_least(std::max(req.max_recv_wr, 1u));
+  qp.sq_bytes = ring_bytes<SendSlot>(qp.sq_entries);
+  qp.rq_bytes = ring_bytes<RecvSlot>(qp.rq_entries);
+  qp.sq_offset = arena_.alloc(qp.sq_bytes);
+  qp.rq_offset = qp.sq_offset == 0 ? 0 : arena_.alloc(qp.rq_bytes);
+  if (qp.rq_offset == 0) {
+    if (qp.sq_offset != 0) arena_.release(qp.sq_offset, qp.sq_bytes);
+    return ENOMEM;
+  }
+  uroce::QpInitAttr init;
+  init.send_cq = scq->cq.get();
+  init.recv_cq = rcq->cq.get();
+  init.qp_type = IBV_QPT_RC;
+  init.sq_sig_all = req.sq_sig_all != 0;
+  init.cap.max_send_wr = req.max_send_wr;
+  init.cap.max_recv_wr = std::max(req.max_recv_wr, 1u);
+  init.cap.max_send_sge = std::max(req.max_send_sge, 1u);
+  init.cap.max_recv_sge = std::max(req.max_recv_sge, 1u);
+  init.cap.max_inline_data = req.max_inline_data;
+  int err = 0;
+  qp.qp = pd->pd->create_qp(init, err);
+  if (!qp.qp) {
+    arena_.release(qp.sq_offset, qp.sq_bytes);
+    arena_.release(qp.rq_offset, qp.rq_bytes);
+    return err != 0 ? err : ENOMEM;
+  }
+  qp.max_send_sge = init.cap.max_send_sge;
+  qp.max_recv_sge = init.cap.max_recv_sge;
+  qp.max_inline = req.max_inline_data;
+  ++pd->children;
+  ++scq->users;
+  ++rcq->users;
+  rep.qp = next_handle_++;
+  rep.qpn = qp.qp->qp_num();
+  rep.sq_offset = qp.sq_offset;
+  rep.rq_offset = qp.rq_offset;
+  rep.sq_entries = qp.sq_entries;
+  rep.rq_entries = qp.rq_entries;
+  rep.max_send_sge = qp.max_send_sge;
+  rep.max_recv_sge = qp.max_recv_sge;
+  rep.max_inline_data = qp.max_inline;
+  qps_.emplace(rep.qp, std::move(qp));
+  return 0;
+}
+
+int Session::destroy_qp(uint32_t handle) {
+  Qp* qp = find(qps_, handle);
+  if (qp == nullptr) return EINVAL;
+  // Completions of the QP still in its CQs are delivered to the client's
+  // rings before the QP goes.
+  qp->qp.reset();
+  --pds_.at(qp->pd).children;
+  --cqs_.at(qp->send_cq).users;
+  --cqs_.at(qp->recv_cq).users;
+  arena_.release(qp->sq_offset, qp->sq_bytes);
+  arena_.release(qp->rq_offset, qp->rq_bytes);
+  qps_.erase(handle);
+  return 0;
+}
+
+int Session::modify_qp(const ModifyQpReq& req) {
+  Qp* qp = find(qps_, req.qp);
+  if (qp == nullptr) return EINVAL;
+  constexpr int kKnown = (IBV_QP_RATE_LIMIT << 1) - 1;
+  if ((req.attr_mask & ~kKnown) != 0) return EINVAL;
+  const int err = qp->qp->modify(req.attr, req.attr_mask);
+  if (err == 0 && (req.attr_mask & IBV_QP_STATE) && req.attr.qp_state == IBV_QPS_RESET) {
+    qp->failed = false;
+  }
+  return err;
+}
+
+int Session::query_qp(uint32_t handle, ibv_qp_attr& attr) {
+  Qp* qp = find(qps_, handle);
+  if (qp == nullptr) return EINVAL;
+  uroce::QpInitAttr init;
+  return qp->qp->query(attr, -1, init);
+}
+
+int Session::register_mapping(uint32_t pd_handle, MappedMr&& m, void* addr, uint64_t length, int access,
+                              MrRep& rep) {
+  Pd* pd = find(pds_, pd_handle);
+  int err = 0;
+  m.mr = pd->pd->reg_mr(addr, length, access, err);
+  if (!m.mr) return err != 0 ? err : ENOMEM;
+  m.pd = pd_handle;
+  ++pd->children;
+  mr_bytes_ += m.map_len;
+  rep.mr = next_handle_++;
+  rep.key = m.mr->lkey();
+  rep.addr = reinterpret_cast<uintptr_t>(addr);
+  rep.length = length;
+  mr_by_key_[rep.key] = rep.mr;
+  mrs_.emplace(rep.mr, std::move(m));
+  return 0;
+}
+
+int Session::alloc_mr(const AllocMrReq& req, MrRep& rep, int& fd) {
+  if (find(pds_, req.pd) == nullptr || (req.access & ~kAccessMask) != 0 || req.length == 0) return EINVAL;
+  const uint64_t map_len = (req.length + page_size() - 1) & ~(page_size() - 1);
+  if (mrs_.size() >= limits_.max_mr || map_len > limits_.max_mr_bytes - std::min(mr_bytes_, limits_.max_mr_bytes))
+    return ENOMEM;
+  fd = memfd_create("uroced-mr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return ENOMEM;
+  void* p = MAP_FAILED;
+  if (ftruncate(fd, off_t(map_len)) == 0 && fcntl(fd, F_ADD_SEALS, kRequiredSeals) == 0)
+    p = mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  if (p == MAP_FAILED) {
+    close(fd);
+    fd = -1;
+    return ENOMEM;
+  }
+  MappedMr m;
+  m.map = p;
+  m.map_len = map_len;
+  const int err = register_mapping(req.pd, std::move(m), p, req.length, req.access, rep);
+  if (err != 0) {
+    close(fd);
+    fd = -1;
+  }
+  // The fd goes to the client with the reply; the daemon keeps its mapping.
+  return err;
+}
+
+int Session::reg_mr(const RegMrReq& req, MrRep& rep, Received& r) {
+  if (r.nfds != 1) return EINVAL;
+  const int fd = r.fds[0];
+  const uint64_t page = page_size();
+  const bool shape_ok = find(pds_, req.pd) != nullptr && (req.access & ~kAccessMask) == 0 && req.length > 0 &&
+                        req.map_addr % page == 0 && req.map_length % page == 0 && req.map_length > 0 &&
+                        req.map_addr + req.map_length > req.map_addr && req.addr >= req.map_addr &&
+                        req.length <= req.map_length && req.addr - req.map_addr <= req.map_length - req.length;
+  if (!shape_ok) return EINVAL;
+  if (mrs_.size() >= limits_.max_mr || req.map_length > limits_.max_mr_bytes - std::min(mr_bytes_, limits_.max_mr_bytes))
+    return ENOMEM;
+  // A client that could shrink the file would make the daemon fault on
+  // the pages it cut off.
+  const int seals = fcntl(fd, F_GET_SEALS);
+  struct stat st {};
+  if (seals < 0 || (uint32_t(seals) & kRequiredSeals) != kRequiredSeals) return EPERM;
+  if (fstat(fd, &st) != 0 || uint64_t(st.st_size) < req.map_length) return EINVAL;
+  void* want = reinterpret_cast<void*>(req.map_addr);
+  void* p = mmap(want, req.map_length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+  if (p == MAP_FAILED) return errno == EEXIST ? EEXIST : ENOMEM;
+  if (p != want) {  // a kernel without MAP_FIXED_NOREPLACE
+    munmap(p, req.map_length);
+    return EEXIST;
+  }
+  MappedMr m;
+  m.map = p;
+  m.map_len = req.map_length;
+  return register_mapping(req.pd, std::move(m), reinterpret_cast<void*>(req.addr), req.length, req.access, rep);
+}
+
+int Session::dereg_mr(uint32_t handle) {
+  MappedMr* m = find(mrs_, handle);
+  if (m == nullptr) return EINVAL;
+  const uint32_t key = m->mr->lkey();
+  Pd& pd = pds_.at(m->pd);
+  const int err = pd.pd->dereg_mr(m->mr);
+  if (err != 0) return err;
+  --pd.children;
+  mr_bytes_ -= m->map_len;
+  mr_by_key_.erase(key);
+  mrs_.erase(handle);
+  return 0;
+}
+
+bool Session::forward_event(const uroce::AsyncEvent& ev) {
+  AsyncRecord rec{uint32_t(ev.event_type), EventObject::device, 0};
+  for (const auto& [h, qp] : qps_)
+    if (ev.qp != nullptr && qp.qp.get() == ev.qp) rec.object = EventObject::qp, rec.handle = h;
+  for (const auto& [h, cq] : cqs_)
+    if (ev.cq != nullptr && cq.cq.get() == ev.cq) rec.object = EventObject::cq, rec.handle = h;
+  if (rec.object == EventObject::device) return false;
+  (void)!write(events_, &rec, sizeof rec);
+  return true;
+}
+
+void Session::teardown(Leftover& left) {
+  // QPs to error first, so peers see errors at once, then gone.
+  for (auto& [h, qp] : qps_) {
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_ERR;
+    qp.qp->modify(attr, IBV_QP_STATE);
+  }
+  for (auto& [h, qp] : qps_) qp.qp.reset();
+  qps_.clear();
+  cqs_.clear();
+  mr_by_key_.clear();
+  for (auto& [h, m] : mrs_) {
+    uroce::ProtectionDomain& pd = m.mr->pd();
+    if (pd.dereg_mr(m.mr) != 0) left.mrs.push_back(std::move(m));
+  }
+  mrs_.clear();
+  for (auto& [h, pd] : pds_) left.pds.push_back(std::move(pd.pd));
+  pds_.clear();
+  channels_.clear();
+}
+
+}  // namespace uroced

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// One connected client: its arena, its object tables (handles are per
+// client, so a client names only its own objects), its quotas, the control
+// requests it sends and the rings it fills (docs/daemon.md).
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "daemon/protocol.h"
+#include "daemon/socket_io.h"
+#include "settings.h"
+#include "uroce/verbs/verbs.h"
+
+namespace uroced {
+
+// The client's shared memory: a sealed memfd of fixed size, carved into
+// rings first fit.
+class Arena {
+ public:
+  bool create(uint64_t bytes, std::string& error);
+  ~Arena();
+  int fd() const { return fd_; }
+  uint8_t* base() const { return base_; }
+  uint64_t bytes() const { return bytes_; }
+  uroce::daemon::ArenaHeader& header() const { return *reinterpret_cast<uroce::daemon::ArenaHeader*>(base_); }
+  // An offset 64-byte aligned, or 0 if there is no room.
+  uint64_t alloc(uint64_t bytes);
+  void release(uint64_t offset, uint64_t bytes);
+
+ private:
+  int fd_ = -1;
+  uint8_t* base_ = nullptr;
+  uint64_t bytes_ = 0;
+  std::map<uint64_t, uint64_t> free_;  // offset -> length
+};
+
+// A region and the mapping that backs it in the daemon; the mapping stays
+// until the region is deregistered (no frame points into it any more).
+struct MappedMr {
+  std::unique_ptr<uroce::MemoryRegion> mr;
+  uint32_t pd = 0;
+  void* map = nullptr;
+  size_t map_len = 0;
+  ~MappedMr();
+  MappedMr() = default;
+  MappedMr(MappedMr&& o) noexcept;
+  MappedMr& operator=(MappedMr&& o) noexcept;
+};
+
+// What a dead client leaves behind until its regions can go.
+struct Leftover {
+  std::vector<std::unique_ptr<uroce::ProtectionDomain>> pds;
+  std::vector<MappedMr> mrs;
+  // True once everything is released.
+  bool release();
+};
+
+struct Pd {
+  std::unique_ptr<uroce::ProtectionDomain> pd;
+  uint32_t children = 0;
+};
+
+// A client's completion channel: the daemon writes CQ handles into the
+// pipe whose read end the client holds; never blocking (a full pipe drops
+// the event: the client has events waiting anyway).
+struct Channel {
+  int write_fd = -1;
+  uint32_t users = 0;  // CQs that report to it
+  ~Channel();
+  Channel() = default;
+  Channel(Channel&& o) noexcept : write_fd(std::exchange(o.write_fd, -1)), users(o.users) {}
+};
+
+struct Cq {
+  std::unique_ptr<uroce::CompletionQueue> cq;
+  uint32_t handle = 0;   // the client's name for it, written into its channel
+  uint32_t channel = 0;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+  uint32_t entries = 0;
+  uint32_t producer = 0;        // the daemon's copy: the arena's is only written
+  std::deque<ibv_wc> pending;   // made here (a refused WQE), waiting for room
+  uint32_t users = 0;           // QPs that complete into it
+  bool events_armed = false;
+};
+
+struct Qp {
+  std::unique_ptr<uroce::QueuePair> qp;
+  uint32_t pd = 0, send_cq = 0, recv_cq = 0;
+  uint64_t sq_offset = 0, rq_offset = 0, sq_bytes = 0, rq_bytes = 0;
+  uint32_t sq_entries = 0, rq_entries = 0;
+  uint32_t sq_consumer = 0, rq_consumer = 0;  // the daemon's copies
+  uint32_t max_send_sge = 0, max_recv_sge = 0, max_inline = 0;
+  bool failed = false;  // a refused WQE moved it to the error state
+};
+
+class Session {
+ public:
+  Session(uroce::Device& device, uroce::CompletionChannel& channel, const Limits& limits, int sock, const ucred& peer,
+          uint32_t id);
+  ~Session();
+  int sock() const { return sock_; }
+  int doorbell() const { return doorbell_; }
+  uint32_t id() const { return id_; }
+  const ucred& peer() const { return peer_; }
+  bool has_arena() const { return arena_.base() != nullptr; }
+  // A ring index out of range: the client is ended.
+  bool broken() const { return broken_; }
+
+  // One control request from the socket. False: the client is gone or
+  // broke the protocol, tear it down.
+  bool on_readable();
+  // Moves new WQEs from the arena's rings to the QPs and completions from
+  // the CQs to the arena; the amount of work done.
+  int service();
+  // Before sleeping: ask for a wakeup and for CQ events.
+  void arm();
+  void disarm();
+  // An event of one of this client's objects goes into its event pipe;
+  // false if the object is not this client's.
+  bool forward_event(const uroce::AsyncEvent& ev);
+  // Destroys everything the client made; what cannot go yet goes to `left`.
+  void teardown(Leftover& left);
+
+ private:
+  bool hello(const void* msg, size_t len);
+  void dispatch(uroce::daemon::Op op, const void* msg, size_t len, uroce::daemon::Received& r);
+  int alloc_pd(uint32_t& handle);
+  int dealloc_pd(uint32_t handle);
+  int create_cq(const uroce::daemon::CreateCqReq& req, uroce::daemon::CreateCqRep& rep);
+  int destroy_cq(uint32_t handle);
+  int create_qp(const uroce::daemon::CreateQpReq& req, uroce::daemon::CreateQpRep& rep);
+  int destroy_qp(uint32_t handle);
+  int modify_qp(const uroce::daemon::ModifyQpReq& req);
+  int query_qp(uint32_t handle, ibv_qp_attr& attr);
+  int alloc_mr(const uroce::daemon::AllocMrReq& req, uroce::daemon::MrRep& rep, int& fd);
+  int reg_mr(const uroce::daemon::RegMrReq& req, uroce::daemon::MrRep& rep, uroce::daemon::Received& r);
+  int dereg_mr(uint32_t handle);
+  int create_channel(uint32_t& handle, int& read_fd);
+  int destroy_channel(uint32_t handle);
+  int register_mapping(uint32_t pd, MappedMr&& m, void* addr, uint64_t length, int access, uroce::daemon::MrRep& rep);
+  bool reply(const void* rep, size_t len, int fd = -1);
+
+  int service_sq(Qp& qp);
+  int service_rq(Qp& qp);
+  int service_cq(Cq& cq);
+  // A WQE that fails validation: an error completion, the QP to error.
+  void refuse(Qp& qp, uint64_t wr_id, ibv_wc_opcode op, ibv_wc_status status, bool send);
+  bool sge_ok(const Qp& qp, const ibv_sge& sge) const;
+
+  uroce::Device& device_;
+  uroce::CompletionChannel& channel_;
+  const Limits limits_;
+  int sock_;
+  ucred peer_;
+  uint32_t id_;
+  int doorbell_ = -1;
+  int events_ = -1;  // the write end of the client's event pipe
+  Arena arena_;
+  uint32_t next_handle_ = 1;
+  uint64_t mr_bytes_ = 0;
+  std::unordered_map<uint32_t, Pd> pds_;
+  std::unordered_map<uint32_t, Cq> cqs_;
+  std::unordered_map<uint32_t, Qp> qps_;
+  std::unordered_map<uint32_t, MappedMr> mrs_;
+  std::unordered_map<uint32_t, Channel> channels_;
+  std::unordered_map<uint32_t, uint32_t> mr_by_key_;  // key -> handle
+  bool broken_ = false;  // a ring index out of range: end the client
+};
+
+}  // namespace uroced

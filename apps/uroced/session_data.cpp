@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The data path of one client: WQEs from its arena's rings to its QPs,
+// completions from its CQs to the arena. Each slot is copied out of shared
+// memory before it is looked at, so the client cannot change it between
+// the check and the use.
+#include <unistd.h>
+
+#include <cstring>
+
+#include "session.h"
+
+namespace uroced {
+
+using namespace uroce::daemon;
+
+namespace {
+
+constexpr unsigned kBatch = 16;
+constexpr unsigned kSendFlags = IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE;
+
+bool rc_opcode(uint32_t op) {
+  switch (op) {
+    case IBV_WR_SEND:
+    case IBV_WR_SEND_WITH_IMM:
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+    case IBV_WR_RDMA_READ:
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+    case IBV_WR_ATOMIC_FETCH_AND_ADD: return true;
+    default: return false;
+  }
+}
+
+ibv_wc_opcode wc_opcode(uint32_t op) {
+  switch (op) {
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM: return IBV_WC_RDMA_WRITE;
+    case IBV_WR_RDMA_READ: return IBV_WC_RDMA_READ;
+    case IBV_WR_ATOMIC_CMP_AND_SWP: return IBV_WC_COMP_SWAP;
+    case IBV_WR_ATOMIC_FETCH_AND_ADD: return IBV_WC_FETCH_ADD;
+    default: return IBV_WC_SEND;
+  }
+}
+
+// What a slot becomes once checked: the verbs WR and its own SGE copies.
+struct SendBatch {
+  uroce::SendWr wr[kBatch];
+  ibv_sge sge[kBatch][kMaxSge];
+  uint8_t inline_data[kBatch][kMaxInline];
+};
+struct RecvBatch {
+  uroce::RecvWr wr[kBatch];
+  ibv_sge sge[kBatch][kMaxSge];
+};
+
+}  // namespace
+
+bool Session::sge_ok(const Qp& qp, const ibv_sge& sge) const {
+  auto key = mr_by_key_.find(sge.lkey);
+  if (key == mr_by_key_.end()) return false;
+  const MappedMr& m = mrs_.at(key->second);
+  return m.pd == qp.pd && m.mr->contains(sge.addr, sge.length);
+}
+
+void Session::refuse(Qp& qp, uint64_t wr_id, ibv_wc_opcode op, ibv_wc_status status, bool send) {
+  ibv_wc wc{};
+  wc.wr_id = wr_id;
+  wc.status = status;
+  wc.opcode = op;
+  wc.qp_num = qp.qp->qp_num();
+  cqs_.at(send ? qp.send_cq : qp.recv_cq).pending.push_back(wc);
+  if (!qp.failed) {
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_ERR;
+    qp.qp->modify(attr, IBV_QP_STATE);
+    qp.failed = true;
+  }
+}
+
+int Session::service_sq(Qp& qp) {
+  auto* ring = reinterpret_cast<RingHeader*>(arena_.base() + qp.sq_offset);
+  const uint32_t producer = ring->producer.value.load(std::memory_order_acquire);
+  const uint32_t avail = producer - qp.sq_consumer;
+  if (avail == 0) return 0;
+  if (avail > qp.sq_entries) return broken_ = true, 0;
+  static SendBatch b;  // the service thread is the only caller
+  const SendSlot* slots = ring_slots<SendSlot>(ring);
+  const unsigned n = std::min<uint32_t>(avail, kBatch);
+  unsigned built = 0;
+  // A slot that fails its checks ends the batch; it is refused after the
+  // ones before it are posted, so completions keep their order.
+  ibv_wc_status refusal = IBV_WC_SUCCESS;
+  SendSlot s;
+  for (unsigned i = 0; i < n; ++i) {
+    std::memcpy(&s, &slots[(qp.sq_consumer + i) & (qp.sq_entries - 1)], sizeof s);
+    uroce::SendWr& w = b.wr[built];
+    w = uroce::SendWr{};
+    w.wr_id = s.wr_id;
+    const bool is_inline = (s.send_flags & IBV_SEND_INLINE) != 0;
+    bool ok = rc_opcode(s.opcode) && (s.send_flags & ~kSendFlags) == 0;
+    if (ok && is_inline) {
+      ok = s.inline_len <= qp.max_inline;
+      std::memcpy(b.inline_data[built], s.inline_data, std::min<uint32_t>(s.inline_len, kMaxInline));
+      b.sge[built][0] = ibv_sge{reinterpret_cast<uintptr_t>(b.inline_data[built]), s.inline_len, 0};
+      w.num_sge = s.inline_len > 0 ? 1 : 0;
+    } else if (ok) {
+      ok = s.num_sge <= qp.max_send_sge;
+      for (uint32_t k = 0; ok && k < s.num_sge; ++k) ok = sge_ok(qp, s.sge[k]);
+      if (!ok && s.num_sge <= qp.max_send_sge) {
+        refusal = IBV_WC_LOC_PROT_ERR;
+        break;
+      }
+      std::memcpy(b.sge[built], s.sge, sizeof(ibv_sge) * std::min(s.num_sge, kMaxSge));
+      w.num_sge = int(s.num_sge);
+    }
+    if (!ok) {
+      refusal = IBV_WC_LOC_QP_OP_ERR;
+      break;
+    }
+    w.sg_list = b.sge[built];
+    w.opcode = ibv_wr_opcode(s.opcode);
+    w.send_flags = s.send_flags;
+    w.imm_data = s.imm_data;
+    if (s.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || s.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+      w.wr.atomic = {s.remote_addr, s.compare_add, s.swap, s.rkey};
+    else
+      w.wr.rdma = {s.remote_addr, s.rkey};
+    if (built > 0) b.wr[built - 1].next = &w;
+    ++built;
+  }
+  if (built > 0) {
+    const uroce::SendWr* bad = nullptr;
+    const int err = qp.qp->post_send(&b.wr[0], &bad);
+    if (err == ENOMEM) {
+      // The engine's queue is full: what was not taken stays in the ring.
+      const uint32_t taken = uint32_t(bad - &b.wr[0]);
+      qp.sq_consumer += taken;
+      ring->consumer.value.store(qp.sq_consumer, std::memory_order_release);
+      return int(taken);
+    }
+    if (err != 0) {
+      const uint32_t taken = uint32_t(bad - &b.wr[0]);
+      refuse(qp, bad->wr_id, wc_opcode(bad->opcode), IBV_WC_LOC_QP_OP_ERR, true);
+      qp.sq_consumer += taken + 1;
+      ring->consumer.value.store(qp.sq_consumer, std::memory_order_release);
+      return int(taken + 1);
+    }
+  }
+  const unsigned done = refusal != IBV_WC_SUCCESS ? 1 : 0;
+  if (done) refuse(qp, s.wr_id, wc_opcode(s.opcode), refusal, true);
+  qp.sq_consumer += built + done;
+  ring->consumer.value.store(qp.sq_consumer, std::memory_order_release);
+  return int(built + done);
+}
+
+int Session::service_rq(Qp& qp) {
+  auto* ring = reinterpret_cast<RingHeader*>(arena_.base() + qp.rq_offset);
+  const uint32_t producer = ring->producer.value.load(std::memory_order_acquire);
+  const uint32_t avail = producer - qp.rq_consumer;
+  if (avail == 0) return 0;
+  if (avail > qp.rq_entries) return broken_ = true, 0;
+  static RecvBatch b;
+  const RecvSlot* slots = ring_slots<RecvSlot>(ring);
+  const unsigned n = std::min<uint32_t>(avail, kBatch);
+  unsigned built = 0;
+  bool refused = false;
+  RecvSlot s;
+  for (unsigned i = 0; i < n; ++i) {
+    std::memcpy(&s, &slots[(qp.rq_consumer + i) & (qp.rq_entries - 1)], sizeof s);
+    bool ok = s.num_sge <= qp.max_recv_sge;
+    for (uint32_t k = 0; ok && k < s.num_sge; ++k) ok = sge_ok(qp, s.sge[k]);
+    if (!ok) {
+      refused = true;
+      break;
+    }
+    uroce::RecvWr& w = b.wr[built];
+    w = uroce::RecvWr{};
+    w.wr_id = s.wr_id;
+    std::memcpy(b.sge[built], s.sge, sizeof(ibv_sge) * s.num_sge);
+    w.sg_list = b.sge[built];
+    w.num_sge = int(s.num_sge);
+    if (built > 0) b.wr[built - 1].next = &w;
+    ++built;
+  }
+  if (built > 0) {
+    const uroce::RecvWr* bad = nullptr;
+    const int err = qp.qp->post_recv(&b.wr[0], &bad);
+    if (err != 0) {
+      const uint32_t taken = uint32_t(bad - &b.wr[0]);
+      if (err != ENOMEM) refuse(qp, bad->wr_id, IBV_WC_RECV, IBV_WC_LOC_QP_OP_ERR, false);
+      qp.rq_consumer += taken + (err != ENOMEM ? 1 : 0);
+      ring->consumer.value.store(qp.rq_consumer, std::memory_order_release);
+      return int(taken);
+    }
+  }
+  const unsigned done = refused ? 1 : 0;
+  if (refused) refuse(qp, s.wr_id, IBV_WC_RECV, IBV_WC_LOC_PROT_ERR, false);
+  qp.rq_consumer += built + done;
+  ring->consumer.value.store(qp.rq_consumer, std::memory_order_release);
+  return int(built + done);
+}
+
+int Session::service_cq(Cq& cq) {
+  auto* ring = reinterpret_cast<RingHeader*>(arena_.base() + cq.offset);
+  // The consumer index is the client's: a wrong one only spoils its own CQ.
+  const uint32_t consumer = ring->consumer.value.load(std::memory_order_acquire);
+  uint32_t room = cq.entries - std::min(cq.entries, cq.producer - consumer);
+  if (room == 0) return 0;
+  CqSlot* slots = ring_slots<CqSlot>(ring);
+  int moved = 0;
+  while (room > 0 && !cq.pending.empty()) {
+    slots[cq.producer++ & (cq.entries - 1)] = cq.pending.front();
+    cq.pending.pop_front();
+    --room, ++moved;
+  }
+  ibv_wc wc[kBatch];
+  while (room > 0) {
+    const int n = cq.cq->poll(int(std::min<uint32_t>(room, kBatch)), wc);
+    if (n <= 0) break;
+    for (int i = 0; i < n; ++i) slots[cq.producer++ & (cq.entries - 1)] = wc[i];
+    room -= uint32_t(n);
+    moved += n;
+  }
+  if (moved == 0) return 0;
+  ring->producer.value.store(cq.producer, std::memory_order_release);
+  // Armed by the client: one event for this batch, then it must arm again.
+  // (Solicited-only arming is taken as "the next completion".)
+  if (cq.channel != 0 && ring->notify.value.load(std::memory_order_acquire) != 0 &&
+      ring->notify.value.exchange(0) != 0) {
+    const uint32_t handle = cq.handle;
+    (void)!write(channels_.at(cq.channel).write_fd, &handle, sizeof handle);
+  }
+  return moved;
+}
+
+int Session::service() {
+  if (!has_arena()) return 0;
+  int work = 0;
+  for (auto& [h, qp] : qps_) work += service_rq(qp) + service_sq(qp);
+  for (auto& [h, cq] : cqs_) work += service_cq(cq);
+  return work;
+}
+
+void Session::arm() {
+  if (!has_arena()) return;
+  arena_.header().need_wakeup.store(1, std::memory_order_seq_cst);
+  for (auto& [h, cq] : cqs_) cq.cq->req_notify(false);
+}
+
+void Session::disarm() {
+  if (has_arena()) arena_.header().need_wakeup.store(0, std::memory_order_relaxed);
+}
+
+}  // namespace uroced

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "settings.h"
+
+#include <rte_cfgfile.h>
+
+#include <charconv>
+#include <memory>
+
+namespace uroced {
+namespace {
+
+template <typename T>
+bool parse_number(const char* text, T& out, int base = 10) {
+  const std::string_view v(text);
+  const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out, base);
+  return ec == std::errc() && p == v.data() + v.size() && !v.empty();
+}
+
+struct Reader {
+  rte_cfgfile* cfg;
+  std::string& error;
+
+  // Copies a string entry if present.
+  void text(const char* section, const char* key, std::string& out) const {
+    if (const char* v = rte_cfgfile_get_entry(cfg, section, key)) out = v;
+  }
+  template <typename T>
+  bool number(const char* section, const char* key, T& out) const {
+    const char* v = rte_cfgfile_get_entry(cfg, section, key);
+    if (v == nullptr || parse_number(v, out)) return true;
+    error = std::string("[") + section + "] " + key + " = '" + v + "' is not a number";
+    return false;
+  }
+};
+
+}  // namespace
+
+bool parse_uids(const std::string& text, std::vector<uid_t>& out) {
+  out.clear();
+  size_t at = 0;
+  while (at <= text.size() && !text.empty()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    uid_t uid;
+    if (!parse_number(text.substr(at, comma - at).c_str(), uid)) return false;
+    out.push_back(uid);
+    at = comma + 1;
+  }
+  return true;
+}
+
+bool load_config(const std::string& file, Settings& s, std::string& error) {
+  std::unique_ptr<rte_cfgfile, int (*)(rte_cfgfile*)> cfg(rte_cfgfile_load(file.c_str(), 0), rte_cfgfile_close);
+  if (!cfg) return error = "cannot read the configuration file " + file, false;
+  const Reader r{cfg.get(), error};
+  r.text("daemon", "socket", s.socket);
+  r.text("daemon", "socket_mode", s.socket_mode);
+  r.text("daemon", "socket_group", s.socket_group);
+  r.text("daemon", "eal", s.eal);
+  std::string uids;
+  r.text("daemon", "allow_uids", uids);
+  if (!parse_uids(uids, s.allow_uids)) return error = "[daemon] allow_uids = '" + uids + "' is not a list of uids", false;
+  r.text("port", "dev", s.dev);
+  r.text("port", "ip", s.ip);
+  r.text("port", "mac", s.mac);
+  return r.number("daemon", "engine_cpu", s.engine_cpu) && r.number("port", "mtu", s.mtu) &&
+         r.number("limits", "max_pd", s.limits.max_pd) && r.number("limits", "max_cq", s.limits.max_cq) &&
+         r.number("limits", "max_qp", s.limits.max_qp) && r.number("limits", "max_mr", s.limits.max_mr) &&
+         r.number("limits", "max_mr_bytes", s.limits.max_mr_bytes) &&
+         r.number("limits", "arena_bytes", s.limits.arena_bytes);
+}
+
+}  // namespace uroced

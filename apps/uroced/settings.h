@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// uroced's settings: the INI file (rte_cfgfile), then the command line on
+// top of it (docs/daemon.md).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace uroced {
+
+struct Limits {  // per client
+  uint32_t max_pd = 64;
+  uint32_t max_cq = 256;
+  uint32_t max_qp = 256;
+  uint32_t max_mr = 1024;
+  uint64_t max_mr_bytes = uint64_t(4) << 30;
+  uint64_t arena_bytes = 16u << 20;
+};
+
+struct Settings {
+  std::string socket = "/run/uroce/uroced.sock";
+  std::string socket_mode = "0660";
+  std::string socket_group;  // empty: leave the group as created
+  std::vector<uid_t> allow_uids;  // empty: any peer the socket lets in
+  std::string eal;
+  int engine_cpu = -1;
+  std::string dev, ip, mac;
+  uint16_t mtu = 1500;
+  Limits limits;
+};
+
+// Reads FILE into s; false with a message naming the section and key.
+bool load_config(const std::string& file, Settings& s, std::string& error);
+// "1000,1001" -> uids; false on anything else.
+bool parse_uids(const std::string& text, std::vector<uid_t>& out);
+
+}  // namespace uroced

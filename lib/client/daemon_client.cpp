@@ -1,0 +1,530 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "uroce/client/daemon_client.h"
+
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "daemon/protocol.h"
+#include "daemon/socket_io.h"
+#include "shared_pages.h"
+
+namespace uroce::client {
+
+using namespace uroce::daemon;
+
+namespace {
+
+// Empty polls between looks at the socket for a daemon that is gone.
+constexpr uint32_t kDeadCheckEvery = 1u << 14;
+
+template <typename Req>
+Req make_request(Op op) {
+  Req r{};
+  r.h.op = op;
+  r.h.size = sizeof(Req);
+  return r;
+}
+
+uint64_t page_size() { return uint64_t(sysconf(_SC_PAGESIZE)); }
+
+RingHeader* ring_at(uint8_t* arena, uint64_t offset) { return reinterpret_cast<RingHeader*>(arena + offset); }
+
+void destroy(Connection* conn, Op op, uint32_t handle) {
+  if (conn == nullptr || conn->dead()) return;
+  auto req = make_request<HandleReq>(op);
+  req.handle = handle;
+  HandleRep rep{};
+  conn->call(&req, sizeof req, &rep, sizeof rep);
+}
+
+}  // namespace
+
+// ---- connection ----
+
+std::unique_ptr<Connection> Connection::connect(const std::string& socket_path, std::string& error) {
+  const std::string path = socket_path.empty() ? kDefaultSocket : socket_path;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) return error = "socket path too long: " + path, nullptr;
+  std::memcpy(addr.sun_path, path.c_str(), path.size());
+  std::unique_ptr<Connection> c(new Connection());
+  c->sock_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (c->sock_ < 0 || ::connect(c->sock_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    return error = "cannot connect to uroced at " + path + ": " + std::strerror(errno), nullptr;
+  auto req = make_request<HelloReq>(Op::hello);
+  req.magic = kMagic;
+  req.version = kVersion;
+  HelloRep rep{};
+  if (send_datagram(c->sock_, &req, sizeof req, nullptr, 0) != 0)
+    return error = "uroced at " + path + ": " + std::strerror(errno), nullptr;
+  Received r = recv_datagram(c->sock_, &rep, sizeof rep);
+  if (r.len != ssize_t(sizeof rep) || rep.h.op != Op::hello) {
+    close_fds(r);
+    return error = "uroced at " + path + ": no valid answer to HELLO", nullptr;
+  }
+  if (rep.h.status != 0 || r.nfds != 3) {
+    close_fds(r);
+    return error = "uroced at " + path + " refused the client: " + std::strerror(rep.h.status ? rep.h.status : EPROTO),
+           nullptr;
+  }
+  c->doorbell_ = r.fds[1];
+  c->events_ = r.fds[2];
+  void* arena = mmap(nullptr, rep.arena_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, r.fds[0], 0);
+  close(r.fds[0]);
+  if (arena == MAP_FAILED) return error = std::string("cannot map the arena: ") + std::strerror(errno), nullptr;
+  // A child after fork has no business with the rings.
+  madvise(arena, rep.arena_bytes, MADV_DONTFORK);
+  c->arena_ = static_cast<uint8_t*>(arena);
+  c->arena_bytes_ = rep.arena_bytes;
+  const auto& h = *reinterpret_cast<const ArenaHeader*>(arena);
+  if (h.magic != kMagic || h.version != kVersion) return error = "uroced's arena has another layout", nullptr;
+  c->name_.assign(rep.device_name, strnlen(rep.device_name, sizeof rep.device_name));
+  std::memcpy(c->gid_, rep.gid, 16);
+  std::memcpy(c->link_local_gid_, rep.link_local_gid, 16);
+  c->client_id_ = rep.client_id;
+  return c;
+}
+
+Connection::~Connection() {
+  if (events_ >= 0) close(events_);
+  if (arena_ != nullptr) munmap(arena_, arena_bytes_);
+  if (doorbell_ >= 0) close(doorbell_);
+  if (sock_ >= 0) close(sock_);
+}
+
+int Connection::call(const void* req, size_t req_len, void* rep, size_t rep_len, int send_fd, int* recv_fd) {
+  std::lock_guard lock(mutex_);
+  if (dead()) return EPIPE;
+  if (send_datagram(sock_, req, req_len, send_fd >= 0 ? &send_fd : nullptr, send_fd >= 0 ? 1 : 0) != 0) {
+    dead_ = true;
+    return EPIPE;
+  }
+  Received r = recv_datagram(sock_, rep, rep_len);
+  const auto* h = static_cast<const RepHeader*>(rep);
+  if (r.len <= 0 || size_t(r.len) < sizeof(RepHeader)) {
+    close_fds(r);
+    dead_ = true;
+    return EPIPE;
+  }
+  if (recv_fd != nullptr && r.nfds == 1) {
+    *recv_fd = r.fds[0];
+    r.nfds = 0;
+  }
+  close_fds(r);
+  if (h->status != 0) return h->status;
+  return size_t(r.len) == rep_len ? 0 : EPROTO;
+}
+
+bool Connection::check_dead() {
+  if (dead()) return true;
+  std::unique_lock lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return false;  // a control call is under way: it will tell
+  char c;
+  const ssize_t n = recv(sock_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) dead_ = true;
+  return dead();
+}
+
+void Connection::ring_doorbell() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  auto& h = *reinterpret_cast<ArenaHeader*>(arena_);
+  if (h.need_wakeup.load(std::memory_order_relaxed) == 0) return;
+  const uint64_t one = 1;
+  (void)!write(doorbell_, &one, sizeof one);
+}
+
+std::unique_ptr<ProtectionDomain> Connection::alloc_pd(int& err) {
+  auto req = make_request<AllocPdReq>(Op::alloc_pd);
+  HandleRep rep{};
+  err = call(&req, sizeof req, &rep, sizeof rep);
+  if (err != 0) return nullptr;
+  std::unique_ptr<ProtectionDomain> pd(new ProtectionDomain());
+  pd->conn_ = this;
+  pd->handle_ = rep.handle;
+  return pd;
+}
+
+std::unique_ptr<CompletionQueue> Connection::create_cq(int cqe, int& err) { return create_cq(cqe, nullptr, err); }
+
+std::unique_ptr<CompletionChannel> Connection::create_comp_channel(int& err) {
+  auto req = make_request<AllocPdReq>(Op::create_comp_channel);
+  HandleRep rep{};
+  int fd = -1;
+  err = call(&req, sizeof req, &rep, sizeof rep, -1, &fd);
+  if (err != 0 || fd < 0) {
+    if (fd >= 0) close(fd);
+    return err = err ? err : EPROTO, nullptr;
+  }
+  std::unique_ptr<CompletionChannel> ch(new CompletionChannel());
+  ch->conn_ = this;
+  ch->handle_ = rep.handle;
+  ch->fd_ = fd;
+  return ch;
+}
+
+CompletionQueue* Connection::cq_by_handle(uint32_t handle) {
+  std::lock_guard lock(cq_mutex_);
+  auto it = cqs_.find(handle);
+  return it == cqs_.end() ? nullptr : it->second;
+}
+
+void Connection::forget_cq(uint32_t handle) {
+  std::lock_guard lock(cq_mutex_);
+  cqs_.erase(handle);
+}
+
+void Connection::remember_qp(uint32_t handle, QueuePair* qp) {
+  std::lock_guard lock(cq_mutex_);
+  qps_[handle] = qp;
+}
+
+void Connection::forget_qp(uint32_t handle) {
+  std::lock_guard lock(cq_mutex_);
+  qps_.erase(handle);
+}
+
+int Connection::get_async_event(AsyncEvent& ev) {
+  for (;;) {
+    AsyncRecord rec{};
+    const ssize_t n = read(events_, &rec, sizeof rec);
+    if (n < 0) return errno;
+    if (n == 0) {
+      // The daemon is gone: one fatal event, then nothing.
+      dead_ = true;
+      if (fatal_reported_) return ENODEV;
+      fatal_reported_ = true;
+      ev = AsyncEvent{};
+      return 0;
+    }
+    if (n != ssize_t(sizeof rec)) return EPROTO;
+    ev = AsyncEvent{};
+    ev.event_type = ibv_event_type(rec.event_type);
+    std::lock_guard lock(cq_mutex_);
+    if (rec.object == EventObject::qp) {
+      auto it = qps_.find(rec.handle);
+      if (it == qps_.end()) continue;
+      ev.qp = it->second;
+    } else if (rec.object == EventObject::cq) {
+      auto it = cqs_.find(rec.handle);
+      if (it == cqs_.end()) continue;
+      ev.cq = it->second;
+    }
+    return 0;
+  }
+}
+
+CompletionChannel::~CompletionChannel() {
+  destroy(conn_, Op::destroy_comp_channel, handle_);
+  if (fd_ >= 0) close(fd_);
+}
+
+int CompletionChannel::get_event(CompletionQueue*& cq) {
+  for (;;) {
+    uint32_t handle = 0;
+    const ssize_t n = read(fd_, &handle, sizeof handle);
+    if (n < 0) return errno;
+    if (n == 0) return EPIPE;  // the daemon closed its end
+    if (n != ssize_t(sizeof handle)) return EPROTO;
+    // A CQ destroyed since its event was written: skip it.
+    if ((cq = conn_->cq_by_handle(handle)) != nullptr) return 0;
+  }
+}
+
+std::unique_ptr<CompletionQueue> Connection::create_cq(int cqe, CompletionChannel* channel, int& err) {
+  if (cqe <= 0) return err = EINVAL, nullptr;
+  auto req = make_request<CreateCqReq>(Op::create_cq);
+  req.cqe = uint32_t(cqe);
+  req.channel = channel != nullptr ? channel->handle_ : 0;
+  CreateCqRep rep{};
+  err = call(&req, sizeof req, &rep, sizeof rep);
+  if (err != 0) return nullptr;
+  const bool fits = rep.entries != 0 && (rep.entries & (rep.entries - 1)) == 0 &&
+                    rep.ring_offset + ring_bytes<CqSlot>(rep.entries) <= arena_bytes_;
+  if (!fits) return err = EPROTO, nullptr;
+  std::unique_ptr<CompletionQueue> cq(new CompletionQueue());
+  cq->conn_ = this;
+  cq->handle_ = rep.cq;
+  cq->entries_ = rep.entries;
+  cq->ring_ = ring_at(arena_, rep.ring_offset);
+  cq->channel_ = channel;
+  std::lock_guard lock(cq_mutex_);
+  cqs_[rep.cq] = cq.get();
+  return cq;
+}
+
+// ---- completion queue ----
+
+CompletionQueue::~CompletionQueue() {
+  conn_->forget_cq(handle_);
+  destroy(conn_, Op::destroy_cq, handle_);
+}
+
+uint32_t CompletionQueue::size() const {
+  const auto* ring = static_cast<const RingHeader*>(ring_);
+  return ring->producer.value.load(std::memory_order_acquire) - consumer_;
+}
+
+int CompletionQueue::req_notify(bool solicited_only) {
+  if (channel_ == nullptr) return EINVAL;
+  auto* ring = static_cast<RingHeader*>(ring_);
+  ring->notify.value.store(solicited_only ? kNotifySolicited : kNotifyNext, std::memory_order_seq_cst);
+  // A daemon asleep is woken by the completion itself (its own CQ events).
+  return 0;
+}
+
+int CompletionQueue::poll(int n, ibv_wc* wc) {
+  auto* ring = static_cast<RingHeader*>(ring_);
+  const uint32_t producer = ring->producer.value.load(std::memory_order_acquire);
+  uint32_t avail = producer - consumer_;
+  if (avail == 0) {
+    if (++empty_polls_ % kDeadCheckEvery == 0) conn_->check_dead();
+    return 0;
+  }
+  avail = std::min(avail, std::min(entries_, uint32_t(std::max(n, 0))));
+  const CqSlot* slots = ring_slots<CqSlot>(ring);
+  for (uint32_t i = 0; i < avail; ++i) wc[i] = slots[(consumer_ + i) & (entries_ - 1)];
+  consumer_ += avail;
+  ring->consumer.value.store(consumer_, std::memory_order_release);
+  return int(avail);
+}
+
+// ---- protection domain and regions ----
+
+ProtectionDomain::~ProtectionDomain() { destroy(conn_, Op::dealloc_pd, handle_); }
+
+std::unique_ptr<MemoryRegion> ProtectionDomain::alloc_mr(size_t length, int access, int& err) {
+  auto req = make_request<AllocMrReq>(Op::alloc_mr);
+  req.pd = handle_;
+  req.access = access;
+  req.length = length;
+  MrRep rep{};
+  int fd = -1;
+  err = conn_->call(&req, sizeof req, &rep, sizeof rep, -1, &fd);
+  if (err != 0 || fd < 0) {
+    if (fd >= 0) close(fd);
+    return err = err ? err : EPROTO, nullptr;
+  }
+  std::unique_ptr<MemoryRegion> mr(new MemoryRegion());
+  mr->conn_ = conn_;
+  mr->handle_ = rep.mr;
+  mr->key_ = rep.key;
+  mr->length_ = length;
+  mr->map_len_ = (length + page_size() - 1) & ~(page_size() - 1);
+  void* want = reinterpret_cast<void*>(rep.addr);
+  void* p = mmap(want, mr->map_len_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+  close(fd);
+  if (p != want) {
+    if (p != MAP_FAILED) munmap(p, mr->map_len_);
+    return err = EEXIST, nullptr;  // the destructor deregisters it
+  }
+  mr->addr_ = mr->map_ = p;
+  pages::track(p, mr->map_len_);
+  return mr;
+}
+
+std::unique_ptr<MemoryRegion> ProtectionDomain::reg_mr(void* addr, size_t length, int access, int& err) {
+  const uint64_t page = page_size();
+  const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+  if (addr == nullptr || length == 0 || a + length < a) return err = EINVAL, nullptr;
+  const uintptr_t start = a & ~(page - 1);
+  const size_t map_len = ((a + length + page - 1) & ~(page - 1)) - start;
+  if (!pages::private_anonymous(start, map_len)) return err = EINVAL, nullptr;
+  const int fd = pages::share(reinterpret_cast<void*>(start), map_len);
+  if (fd < 0) return err = errno ? errno : ENOMEM, nullptr;
+  auto req = make_request<RegMrReq>(Op::reg_mr);
+  req.pd = handle_;
+  req.access = access;
+  req.addr = a;
+  req.length = length;
+  req.map_addr = start;
+  req.map_length = map_len;
+  MrRep rep{};
+  err = conn_->call(&req, sizeof req, &rep, sizeof rep, fd);
+  close(fd);
+  if (err != 0) {
+    pages::make_private(reinterpret_cast<void*>(start), map_len);
+    return nullptr;
+  }
+  std::unique_ptr<MemoryRegion> mr(new MemoryRegion());
+  mr->conn_ = conn_;
+  mr->handle_ = rep.mr;
+  mr->key_ = rep.key;
+  mr->addr_ = addr;
+  mr->length_ = length;
+  mr->map_ = reinterpret_cast<void*>(start);
+  mr->map_len_ = map_len;
+  mr->client_memory_ = true;
+  pages::track(mr->map_, map_len);
+  return mr;
+}
+
+int ProtectionDomain::dereg_mr(std::unique_ptr<MemoryRegion>& mr) {
+  if (!mr) return EINVAL;
+  if (!conn_->dead()) {
+    auto req = make_request<HandleReq>(Op::dereg_mr);
+    req.handle = mr->handle_;
+    HandleRep rep{};
+    const int err = conn_->call(&req, sizeof req, &rep, sizeof rep);
+    if (err != 0 && err != EPIPE) return err;
+  }
+  mr->conn_ = nullptr;  // deregistered: the destructor only unmaps
+  mr.reset();
+  return 0;
+}
+
+MemoryRegion::~MemoryRegion() {
+  destroy(conn_, Op::dereg_mr, handle_);
+  if (map_ == nullptr) return;
+  pages::untrack(map_);
+  // The application's memory stays where it was, private again; memory
+  // from the daemon goes.
+  if (client_memory_)
+    pages::make_private(map_, map_len_);
+  else
+    munmap(map_, map_len_);
+}
+
+// ---- queue pair ----
+
+std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, int& err) {
+  if (attr.send_cq == nullptr || attr.recv_cq == nullptr || attr.qp_type != IBV_QPT_RC) return err = EINVAL, nullptr;
+  auto req = make_request<CreateQpReq>(Op::create_qp);
+  req.pd = handle_;
+  req.send_cq = attr.send_cq->handle_;
+  req.recv_cq = attr.recv_cq->handle_;
+  req.qp_type = attr.qp_type;
+  req.max_send_wr = attr.cap.max_send_wr;
+  req.max_recv_wr = attr.cap.max_recv_wr;
+  req.max_send_sge = attr.cap.max_send_sge;
+  req.max_recv_sge = attr.cap.max_recv_sge;
+  req.max_inline_data = attr.cap.max_inline_data;
+  req.sq_sig_all = uint32_t(attr.sq_sig_all);
+  CreateQpRep rep{};
+  err = conn_->call(&req, sizeof req, &rep, sizeof rep);
+  if (err != 0) return nullptr;
+  std::unique_ptr<QueuePair> qp(new QueuePair());
+  qp->conn_ = conn_;
+  qp->handle_ = rep.qp;
+  qp->qpn_ = rep.qpn;
+  qp->sq_ = ring_at(conn_->arena(), rep.sq_offset);
+  qp->rq_ = ring_at(conn_->arena(), rep.rq_offset);
+  qp->sq_entries_ = rep.sq_entries;
+  qp->rq_entries_ = rep.rq_entries;
+  qp->max_send_sge_ = rep.max_send_sge;
+  qp->max_recv_sge_ = rep.max_recv_sge;
+  qp->max_inline_ = rep.max_inline_data;
+  conn_->remember_qp(rep.qp, qp.get());
+  return qp;
+}
+
+QueuePair::~QueuePair() {
+  conn_->forget_qp(handle_);
+  destroy(conn_, Op::destroy_qp, handle_);
+}
+
+int QueuePair::modify(const ibv_qp_attr& attr, int attr_mask) {
+  auto req = make_request<ModifyQpReq>(Op::modify_qp);
+  req.qp = handle_;
+  req.attr_mask = attr_mask;
+  req.attr = attr;
+  HandleRep rep{};
+  const int err = conn_->call(&req, sizeof req, &rep, sizeof rep);
+  if (err == 0 && (attr_mask & IBV_QP_STATE)) state_ = attr.qp_state;
+  return err;
+}
+
+int QueuePair::query(ibv_qp_attr& attr) {
+  auto req = make_request<HandleReq>(Op::query_qp);
+  req.handle = handle_;
+  QueryQpRep rep{};
+  const int err = conn_->call(&req, sizeof req, &rep, sizeof rep);
+  if (err == 0) {
+    attr = rep.attr;
+    state_ = attr.qp_state;
+  }
+  return err;
+}
+
+int QueuePair::post_send(const SendWr* wr, const SendWr** bad) {
+  auto* ring = static_cast<RingHeader*>(sq_);
+  SendSlot* slots = ring_slots<SendSlot>(ring);
+  const uint32_t start = sq_producer_;
+  int err = 0;
+  for (; wr != nullptr; wr = wr->next) {
+    if (conn_->dead()) err = EIO;
+    else if (state_ == IBV_QPS_RESET || state_ == IBV_QPS_INIT || state_ == IBV_QPS_RTR) err = EINVAL;
+    else if (wr->num_sge < 0 || uint32_t(wr->num_sge) > max_send_sge_) err = EINVAL;
+    else if (sq_producer_ - ring->consumer.value.load(std::memory_order_acquire) >= sq_entries_) err = ENOMEM;
+    if (err != 0) break;
+    SendSlot& s = slots[sq_producer_ & (sq_entries_ - 1)];
+    s.wr_id = wr->wr_id;
+    s.opcode = wr->opcode;
+    s.send_flags = wr->send_flags;
+    s.imm_data = wr->imm_data;
+    s.num_sge = uint32_t(wr->num_sge);
+    if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+      s.remote_addr = wr->wr.atomic.remote_addr;
+      s.rkey = wr->wr.atomic.rkey;
+      s.compare_add = wr->wr.atomic.compare_add;
+      s.swap = wr->wr.atomic.swap;
+    } else {
+      s.remote_addr = wr->wr.rdma.remote_addr;
+      s.rkey = wr->wr.rdma.rkey;
+    }
+    s.inline_len = 0;
+    if (wr->send_flags & IBV_SEND_INLINE) {
+      uint32_t total = 0;
+      for (int i = 0; i < wr->num_sge; ++i) total += wr->sg_list[i].length;
+      if (total > max_inline_) {
+        err = EINVAL;
+        break;
+      }
+      for (int i = 0; i < wr->num_sge; ++i) {
+        std::memcpy(s.inline_data + s.inline_len, reinterpret_cast<const void*>(uintptr_t(wr->sg_list[i].addr)),
+                    wr->sg_list[i].length);
+        s.inline_len += wr->sg_list[i].length;
+      }
+    } else if (wr->num_sge > 0) {
+      std::memcpy(s.sge, wr->sg_list, sizeof(ibv_sge) * size_t(wr->num_sge));
+    }
+    ++sq_producer_;
+  }
+  if (sq_producer_ != start) {
+    ring->producer.value.store(sq_producer_, std::memory_order_release);
+    conn_->ring_doorbell();
+  }
+  if (err != 0 && bad != nullptr) *bad = wr;
+  return err;
+}
+
+int QueuePair::post_recv(const RecvWr* wr, const RecvWr** bad) {
+  auto* ring = static_cast<RingHeader*>(rq_);
+  RecvSlot* slots = ring_slots<RecvSlot>(ring);
+  const uint32_t start = rq_producer_;
+  int err = 0;
+  for (; wr != nullptr; wr = wr->next) {
+    if (conn_->dead()) err = EIO;
+    else if (state_ == IBV_QPS_RESET) err = EINVAL;
+    else if (wr->num_sge < 0 || uint32_t(wr->num_sge) > max_recv_sge_) err = EINVAL;
+    else if (rq_producer_ - ring->consumer.value.load(std::memory_order_acquire) >= rq_entries_) err = ENOMEM;
+    if (err != 0) break;
+    RecvSlot& s = slots[rq_producer_ & (rq_entries_ - 1)];
+    s.wr_id = wr->wr_id;
+    s.num_sge = uint32_t(wr->num_sge);
+    if (wr->num_sge > 0) std::memcpy(s.sge, wr->sg_list, sizeof(ibv_sge) * size_t(wr->num_sge));
+    ++rq_producer_;
+  }
+  if (rq_producer_ != start) {
+    ring->producer.value.store(rq_producer_, std::memory_order_release);
+    conn_->ring_doorbell();
+  }
+  if (err != 0 && bad != nullptr) *bad = wr;
+  return err;
+}
+
+}  // namespace uroce::client

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// uroce through uroced: a process that links this library (and no DPDK)
+// uses a port that the daemon owns. Control calls go over the daemon's Unix
+// socket; posts and completions go through rings in shared memory
+// (docs/daemon.md). The objects follow the in-process API's shape
+// (uroce/verbs/*.h) and take its work request types; objects must be
+// destroyed before the Connection they came from.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "uroce/verbs/types.h"
+
+namespace uroce::client {
+
+class Connection;
+class CompletionQueue;
+
+// ibv_comp_channel: a descriptor that becomes readable when an armed CQ
+// of the channel receives a completion.
+class CompletionChannel {
+ public:
+  // Every CQ of the channel must be destroyed first (else the daemon keeps
+  // the channel until the connection ends).
+  ~CompletionChannel();
+  CompletionChannel(const CompletionChannel&) = delete;
+  CompletionChannel& operator=(const CompletionChannel&) = delete;
+  // Blocking unless set O_NONBLOCK; for poll/epoll.
+  int fd() const { return fd_; }
+  // ibv_get_cq_event: 0 with the CQ whose event it is, EAGAIN (O_NONBLOCK,
+  // none waiting), EINTR, or EPIPE once the daemon is gone.
+  int get_event(CompletionQueue*& cq);
+
+ private:
+  friend class Connection;
+  CompletionChannel() = default;
+  Connection* conn_ = nullptr;
+  uint32_t handle_ = 0;
+  int fd_ = -1;
+};
+
+class MemoryRegion {
+ public:
+  ~MemoryRegion();
+  MemoryRegion(const MemoryRegion&) = delete;
+  MemoryRegion& operator=(const MemoryRegion&) = delete;
+  void* addr() const { return addr_; }
+  size_t length() const { return length_; }
+  uint32_t lkey() const { return key_; }
+  uint32_t rkey() const { return key_; }
+
+ private:
+  friend class ProtectionDomain;
+  MemoryRegion() = default;
+  Connection* conn_ = nullptr;
+  uint32_t handle_ = 0;
+  uint32_t key_ = 0;
+  void* addr_ = nullptr;
+  size_t length_ = 0;
+  // The pages the region shares with the daemon.
+  void* map_ = nullptr;
+  size_t map_len_ = 0;
+  bool client_memory_ = false;  // reg_mr: private pages go back at deregistration
+};
+
+class CompletionQueue {
+ public:
+  ~CompletionQueue();
+  CompletionQueue(const CompletionQueue&) = delete;
+  CompletionQueue& operator=(const CompletionQueue&) = delete;
+  // Up to n completions, oldest first. Once the daemon is gone: 0, and
+  // Connection::dead() is true.
+  int poll(int n, ibv_wc* wc);
+  uint32_t capacity() const { return entries_; }
+  // ibv_req_notify_cq: the next completion the daemon moves into this CQ
+  // puts one event on its channel (solicited_only is taken as the next
+  // completion too). EINVAL without a channel.
+  int req_notify(bool solicited_only);
+  // ibv_ack_cq_events: nothing to release here.
+  void ack_events(unsigned) {}
+  CompletionChannel* channel() const { return channel_; }
+  // Completions waiting in the ring.
+  uint32_t size() const;
+  void* context = nullptr;  // the application's (ibv_cq's cq_context)
+
+ private:
+  friend class Connection;
+  friend class ProtectionDomain;
+  CompletionQueue() = default;
+  Connection* conn_ = nullptr;
+  CompletionChannel* channel_ = nullptr;
+  uint32_t handle_ = 0;
+  uint32_t entries_ = 0;
+  void* ring_ = nullptr;
+  uint32_t consumer_ = 0;
+  uint32_t empty_polls_ = 0;
+};
+
+struct QpInitAttr {
+  CompletionQueue* send_cq = nullptr;
+  CompletionQueue* recv_cq = nullptr;
+  ibv_qp_cap cap{};  // max_send_sge, max_recv_sge up to 4, max_inline_data up to 256
+  ibv_qp_type qp_type = IBV_QPT_RC;  // RC only so far
+  int sq_sig_all = 0;
+};
+
+class QueuePair {
+ public:
+  ~QueuePair();
+  QueuePair(const QueuePair&) = delete;
+  QueuePair& operator=(const QueuePair&) = delete;
+  int modify(const ibv_qp_attr& attr, int attr_mask);
+  int query(ibv_qp_attr& attr);
+  // 0, or an errno with *bad at the first WR not posted: EINVAL (state,
+  // opcode, SGE count, inline size), ENOMEM (ring full), EIO (the daemon
+  // is gone). A WR the daemon refuses (an lkey not of this PD, a range
+  // outside its region) completes with an error and the QP goes to error.
+  int post_send(const SendWr* wr, const SendWr** bad);
+  int post_recv(const RecvWr* wr, const RecvWr** bad);
+  uint32_t qp_num() const { return qpn_; }
+  ibv_qp_state state() const { return state_; }
+  void* context = nullptr;  // the application's (ibv_qp's qp_context)
+
+ private:
+  friend class ProtectionDomain;
+  QueuePair() = default;
+  void doorbell();
+  Connection* conn_ = nullptr;
+  uint32_t handle_ = 0, qpn_ = 0;
+  ibv_qp_state state_ = IBV_QPS_RESET;
+  void* sq_ = nullptr;
+  void* rq_ = nullptr;
+  uint32_t sq_entries_ = 0, rq_entries_ = 0;
+  uint32_t sq_producer_ = 0, rq_producer_ = 0;
+  uint32_t max_send_sge_ = 0, max_recv_sge_ = 0, max_inline_ = 0;
+};
+
+// ibv_async_event: a QP's or CQ's event from the daemon's engine, or
+// IBV_EVENT_DEVICE_FATAL (both pointers null) once the daemon is gone.
+struct AsyncEvent {
+  ibv_event_type event_type = IBV_EVENT_DEVICE_FATAL;
+  QueuePair* qp = nullptr;
+  CompletionQueue* cq = nullptr;
+};
+
+class ProtectionDomain {
+ public:
+  ~ProtectionDomain();
+  ProtectionDomain(const ProtectionDomain&) = delete;
+  ProtectionDomain& operator=(const ProtectionDomain&) = delete;
+  // Memory from the daemon (a shared memfd), zeroed, mapped at the address
+  // the daemon has it at; EEXIST if that address is taken here.
+  std::unique_ptr<MemoryRegion> alloc_mr(size_t length, int access, int& err);
+  // The application's own private anonymous memory (malloc, mmap): the
+  // pages around it are moved into a sealed memfd shared with the daemon,
+  // at the same address. EINVAL for other memory (files, the stack, a range
+  // that overlaps another registration); EEXIST if the daemon has the range
+  // taken. Other data in those pages must not be written by other threads
+  // meanwhile (docs/daemon.md).
+  std::unique_ptr<MemoryRegion> reg_mr(void* addr, size_t length, int access, int& err);
+  // EBUSY (mr kept) while posted work or frames in flight use it.
+  int dereg_mr(std::unique_ptr<MemoryRegion>& mr);
+  std::unique_ptr<QueuePair> create_qp(const QpInitAttr& attr, int& err);
+  uint32_t handle() const { return handle_; }
+
+ private:
+  friend class Connection;
+  ProtectionDomain() = default;
+  Connection* conn_ = nullptr;
+  uint32_t handle_ = 0;
+};
+
+class Connection {
+ public:
+  // Connects to uroced at `socket` (empty: /run/uroce/uroced.sock).
+  // nullptr with a message on failure.
+  static std::unique_ptr<Connection> connect(const std::string& socket, std::string& error);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  std::unique_ptr<ProtectionDomain> alloc_pd(int& err);
+  std::unique_ptr<CompletionQueue> create_cq(int cqe, int& err);
+  std::unique_ptr<CompletionQueue> create_cq(int cqe, CompletionChannel* channel, int& err);
+  std::unique_ptr<CompletionChannel> create_comp_channel(int& err);
+
+  const std::string& device_name() const { return name_; }
+  // The port's RoCE address (GID 1) as 16 bytes (IPv4-mapped for IPv4).
+  const uint8_t* gid() const { return gid_; }
+  const uint8_t* link_local_gid() const { return link_local_gid_; }
+  uint32_t client_id() const { return client_id_; }
+  // Readable while an event waits (and once the daemon is gone); blocking
+  // unless set O_NONBLOCK.
+  int async_event_fd() const { return events_; }
+  // ibv_get_async_event: 0 with the event; EAGAIN (O_NONBLOCK, none
+  // waiting), EINTR; after the one IBV_EVENT_DEVICE_FATAL, ENODEV. Events
+  // of objects destroyed meanwhile are skipped.
+  int get_async_event(AsyncEvent& ev);
+  // The daemon is gone: posts fail with EIO, destroys succeed locally.
+  bool dead() const { return dead_.load(std::memory_order_relaxed); }
+  // Looks at the socket without blocking; true if the daemon is gone.
+  bool check_dead();
+
+  // One request, one reply (with at most one descriptor each way); the
+  // reply's status, or EPIPE once the daemon is gone. Internal.
+  int call(const void* req, size_t req_len, void* rep, size_t rep_len, int send_fd = -1, int* recv_fd = nullptr);
+  uint8_t* arena() const { return arena_; }
+  void ring_doorbell();
+  CompletionQueue* cq_by_handle(uint32_t handle);
+  void forget_cq(uint32_t handle);
+  void remember_qp(uint32_t handle, QueuePair* qp);
+  void forget_qp(uint32_t handle);
+
+ private:
+  Connection() = default;
+  int sock_ = -1;
+  int doorbell_ = -1;
+  uint8_t* arena_ = nullptr;
+  size_t arena_bytes_ = 0;
+  std::mutex mutex_;  // one control call at a time
+  std::mutex cq_mutex_;
+  std::unordered_map<uint32_t, CompletionQueue*> cqs_;  // for the channels' and async events
+  std::unordered_map<uint32_t, QueuePair*> qps_;        // for async events
+  int events_ = -1;
+  bool fatal_reported_ = false;
+  std::atomic<bool> dead_{false};
+  std::string name_;
+  uint8_t gid_[16]{};
+  uint8_t link_local_gid_[16]{};
+  uint32_t client_id_ = 0;
+};
+
+}  // namespace uroce::client

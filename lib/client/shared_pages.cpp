@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "shared_pages.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string>
+
+namespace uroce::client::pages {
+namespace {
+
+std::mutex g_mutex;
+std::map<uintptr_t, size_t>* g_ranges = nullptr;  // start -> length; leaked: used from atfork
+
+// fork: each shared range becomes a private copy in the child, so the
+// child neither sees the parent's later writes nor clobbers the parent's
+// heap objects around a registered buffer.
+void before_fork() { g_mutex.lock(); }
+void after_fork_parent() { g_mutex.unlock(); }
+void after_fork_child() {
+  if (g_ranges != nullptr)
+    for (const auto& [start, len] : *g_ranges) make_private(reinterpret_cast<void*>(start), len);
+  g_mutex.unlock();
+}
+
+std::map<uintptr_t, size_t>& ranges() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    g_ranges = new std::map<uintptr_t, size_t>();
+    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+  });
+  return *g_ranges;
+}
+
+}  // namespace
+
+bool private_anonymous(uintptr_t start, size_t len) {
+  std::ifstream maps("/proc/self/maps");
+  uintptr_t covered = start;
+  for (std::string line; std::getline(maps, line);) {
+    std::istringstream in(line);
+    std::string range, perms, offset, dev, path;
+    unsigned long inode = 0;
+    in >> range >> perms >> offset >> dev >> inode;
+    std::getline(in >> std::ws, path);
+    const size_t dash = range.find('-');
+    const uintptr_t lo = std::stoull(range.substr(0, dash), nullptr, 16);
+    const uintptr_t hi = std::stoull(range.substr(dash + 1), nullptr, 16);
+    if (hi <= covered || lo >= start + len) continue;
+    if (lo > covered) return false;  // a hole
+    const bool anon = inode == 0 && (path.empty() || path == "[heap]");
+    if (perms.compare(0, 4, "rw-p") != 0 || !anon) return false;
+    covered = hi;
+    if (covered >= start + len) return true;
+  }
+  return false;
+}
+
+int share(void* start, size_t len) {
+  const int fd = memfd_create("uroce-mr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return -1;
+  // The current bytes go into the file; then the file's pages replace the
+  // private ones at the same address.
+  const bool ok = ftruncate(fd, off_t(len)) == 0 && pwrite(fd, start, len, 0) == ssize_t(len) &&
+                  fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0 &&
+                  mmap(start, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == start;
+  if (!ok) {
+    const int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
+}
+
+bool make_private(void* start, size_t len) {
+  void* copy = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (copy == MAP_FAILED) return false;
+  std::memcpy(copy, start, len);
+  // mremap swaps the copy in at once: the range is never unmapped between.
+  return mremap(copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, start) == start;
+}
+
+void track(void* start, size_t len) {
+  auto& r = ranges();
+  std::lock_guard lock(g_mutex);
+  r[reinterpret_cast<uintptr_t>(start)] = len;
+}
+
+void untrack(void* start) {
+  auto& r = ranges();
+  std::lock_guard lock(g_mutex);
+  r.erase(reinterpret_cast<uintptr_t>(start));
+}
+
+}  // namespace uroce::client::pages

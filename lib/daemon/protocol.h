@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// What uroced and its clients share: the control messages (one fixed-size
+// POD struct per datagram on a SOCK_SEQPACKET socket) and the layout of a
+// client's arena (rings in a memfd both map). Plain data only: both sides
+// include it, neither links the other, and the client links no DPDK.
+// docs/daemon.md explains the protocol and its checks.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace uroce::daemon {
+
+inline constexpr uint32_t kMagic = 0x75724f44;  // "urOD"
+inline constexpr uint32_t kVersion = 1;
+inline constexpr const char* kDefaultSocket = "/run/uroce/uroced.sock";
+
+enum class Op : uint32_t {
+  hello = 1,
+  alloc_pd,
+  dealloc_pd,
+  create_cq,
+  destroy_cq,
+  create_qp,
+  destroy_qp,
+  modify_qp,
+  query_qp,
+  alloc_mr,
+  reg_mr,
+  dereg_mr,
+  create_comp_channel,
+  destroy_comp_channel,
+};
+
+struct ReqHeader {
+  Op op;
+  uint32_t size;  // of the whole request, header included
+};
+
+struct RepHeader {
+  Op op;
+  uint32_t size;
+  int32_t status;  // 0 or an errno
+  uint32_t pad = 0;
+};
+
+// ---- requests (ReqHeader first) and replies (RepHeader first) ----
+
+struct HelloReq {
+  ReqHeader h;
+  uint32_t magic;
+  uint32_t version;
+};
+struct HelloRep {
+  RepHeader h;
+  uint32_t version;
+  uint32_t client_id;
+  char device_name[32];
+  uint8_t gid[16];  // the device's address GID (index 1)
+  uint8_t link_local_gid[16];  // index 0
+  uint64_t arena_bytes;
+  uint32_t max_qp_wr;
+  uint32_t max_cqe;
+  uint64_t max_mr_size;
+  // With the reply: the arena memfd, the doorbell eventfd, and the read
+  // end of the client's asynchronous event pipe (AsyncRecord).
+};
+
+struct HandleReq {  // dealloc_pd, destroy_cq, destroy_qp, query_qp, dereg_mr
+  ReqHeader h;
+  uint32_t handle;
+  uint32_t pad = 0;
+};
+struct HandleRep {  // alloc_pd, create_comp_channel (with the channel's read end), destroy_*, modify_qp, dereg_mr
+  RepHeader h;
+  uint32_t handle;
+  uint32_t pad = 0;
+};
+
+struct AllocPdReq {
+  ReqHeader h;
+};
+
+struct CreateCqReq {
+  ReqHeader h;
+  uint32_t cqe;
+  uint32_t channel;  // a completion channel's handle, 0: none
+};
+struct CreateCqRep {
+  RepHeader h;
+  uint32_t cq;
+  uint32_t entries;     // ring slots (a power of two)
+  uint64_t ring_offset; // of the RingHeader in the arena
+};
+
+struct CreateQpReq {
+  ReqHeader h;
+  uint32_t pd;
+  uint32_t send_cq;
+  uint32_t recv_cq;
+  uint32_t qp_type;  // ibv_qp_type; RC only so far
+  uint32_t max_send_wr;
+  uint32_t max_recv_wr;
+  uint32_t max_send_sge;
+  uint32_t max_recv_sge;
+  uint32_t max_inline_data;
+  uint32_t sq_sig_all;
+};
+struct CreateQpRep {
+  RepHeader h;
+  uint32_t qp;
+  uint32_t qpn;
+  uint64_t sq_offset;
+  uint64_t rq_offset;
+  uint32_t sq_entries;
+  uint32_t rq_entries;
+  uint32_t max_send_sge;
+  uint32_t max_recv_sge;
+  uint32_t max_inline_data;
+  uint32_t pad = 0;
+};
+
+struct ModifyQpReq {
+  ReqHeader h;
+  uint32_t qp;
+  int32_t attr_mask;
+  ibv_qp_attr attr;  // ah_attr carries a GID; nothing in it is a pointer
+};
+struct QueryQpRep {
+  RepHeader h;
+  ibv_qp_attr attr;
+};
+
+struct AllocMrReq {
+  ReqHeader h;
+  uint32_t pd;
+  int32_t access;
+  uint64_t length;
+};
+struct RegMrReq {  // with the region's memfd
+  ReqHeader h;
+  uint32_t pd;
+  int32_t access;
+  uint64_t addr;       // the client's buffer
+  uint64_t length;
+  uint64_t map_addr;   // the page-rounded range the memfd covers, from offset 0
+  uint64_t map_length;
+};
+struct MrRep {  // alloc_mr comes with the region's memfd
+  RepHeader h;
+  uint32_t mr;
+  uint32_t key;   // lkey == rkey
+  uint64_t addr;  // alloc_mr: where the client must map it (the daemon's address)
+  uint64_t length;
+};
+
+// One asynchronous event of a client's object, written by the daemon into
+// the client's event pipe (never blocking: a full pipe drops it).
+enum class EventObject : uint32_t { device = 0, qp = 1, cq = 2 };
+struct AsyncRecord {
+  uint32_t event_type;  // ibv_event_type
+  EventObject object;
+  uint32_t handle;
+  uint32_t pad = 0;
+};
+
+// ---- the arena ----
+
+inline constexpr uint32_t kArenaHeaderBytes = 4096;
+inline constexpr uint32_t kMaxSge = 4;
+inline constexpr uint32_t kMaxInline = 256;
+
+struct ArenaHeader {
+  uint32_t magic;
+  uint32_t version;
+  uint64_t bytes;
+  // Set by the daemon before it sleeps: a client that publishes work then
+  // writes the doorbell eventfd.
+  alignas(64) std::atomic<uint32_t> need_wakeup;
+};
+
+struct alignas(64) RingIndex {
+  std::atomic<uint32_t> value;
+};
+
+// Slots follow the header; indices run free and are masked by entries-1.
+// `notify` is a CQ's: the client arms it (kNotifyNext), the daemon clears it
+// and writes the CQ's handle into the CQ's completion channel when it next
+// moves completions into the ring.
+struct RingHeader {
+  RingIndex producer;
+  RingIndex consumer;
+  RingIndex notify;
+};
+inline constexpr uint32_t kNotifyNext = 1;
+inline constexpr uint32_t kNotifySolicited = 2;
+inline constexpr size_t kRingHeaderBytes = sizeof(RingHeader);
+
+struct SendSlot {
+  uint64_t wr_id;
+  uint32_t opcode;      // ibv_wr_opcode
+  uint32_t send_flags;  // ibv_send_flags
+  uint32_t imm_data;    // or invalidate_rkey
+  uint32_t num_sge;
+  uint64_t remote_addr;
+  uint64_t compare_add;
+  uint64_t swap;
+  uint32_t rkey;
+  uint32_t inline_len;  // IBV_SEND_INLINE: bytes in inline_data, sge unused
+  uint8_t pad[8];
+  ibv_sge sge[kMaxSge];
+  uint8_t inline_data[kMaxInline];
+};
+static_assert(sizeof(SendSlot) % 64 == 0);
+
+struct RecvSlot {
+  uint64_t wr_id;
+  uint32_t num_sge;
+  uint32_t pad;
+  ibv_sge sge[kMaxSge];
+};
+
+using CqSlot = ibv_wc;
+
+template <typename Slot>
+inline Slot* ring_slots(void* ring_header) {
+  return reinterpret_cast<Slot*>(static_cast<uint8_t*>(ring_header) + kRingHeaderBytes);
+}
+
+template <typename Slot>
+inline constexpr size_t ring_bytes(uint32_t entries) {
+  return kRingHeaderBytes + size_t(entries) * sizeof(Slot);
+}
+
+}  // namespace uroce::daemon

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "remote.h"
+
+#include <poll.h>
+
+#include <cerrno>
+
+#include "daemon/protocol.h"
+
+namespace uroce::detail {
+
+std::unique_ptr<RemoteDevice> open_remote(const std::string& socket, std::string& error) {
+  auto d = std::make_unique<RemoteDevice>();
+  d->conn = client::Connection::connect(socket, error);
+  if (!d->conn) return nullptr;
+  d->name = d->conn->device_name();
+  // The daemon's table: link-local first, then the port's address.
+  d->gids = {wire::IpAddr::from_v6(d->conn->link_local_gid()), wire::IpAddr::from_v6(d->conn->gid())};
+  // What the daemon's rings carry (lib/daemon/protocol.h).
+  d->limits.max_sge = daemon::kMaxSge;
+  d->limits.max_inline_data = daemon::kMaxInline;
+  return d;
+}
+
+int remote_async_event(RemoteDevice& d, AsyncEvent& ev, bool wait) {
+  if (!wait) {
+    pollfd p{d.conn->async_event_fd(), POLLIN, 0};
+    if (::poll(&p, 1, 0) != 1) return EAGAIN;
+  }
+  client::AsyncEvent rev;
+  if (const int err = d.conn->get_async_event(rev); err != 0) return err;
+  ev = AsyncEvent{};
+  ev.event_type = rev.event_type;
+  if (rev.qp != nullptr) ev.qp = static_cast<QueuePair*>(rev.qp->context);
+  if (rev.cq != nullptr) ev.cq = static_cast<CompletionQueue*>(rev.cq->context);
+  return 0;
+}
+
+}  // namespace uroce::detail

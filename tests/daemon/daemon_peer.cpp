@@ -1,0 +1,622 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Clients of one uroced, each a process of its own (forked before it
+// connects), for tests/daemon/daemon_test.sh:
+//   daemon_peer SOCKET pair        two clients: WRITE, SEND, READ both ways, data checked
+//   daemon_peer SOCKET remote SOCKET2   the same with the second client on another daemon
+//   daemon_peer SOCKET kill        a third client killed -9: its peer sees errors, the other pair goes on
+//   daemon_peer SOCKET isolation   another client's lkey, a bad rkey, malformed control messages
+//   daemon_peer SOCKET fork        registered malloc'd memory: neighbours intact, a child gets a copy
+//   daemon_peer SOCKET events      a client asleep on a completion channel
+//   daemon_peer SOCKET quota       max_qp = 1 per client
+//   daemon_peer SOCKET death PID   the daemon killed: posts fail with EIO, destroys succeed
+// Exit 0 when every check holds, 1 with a message otherwise.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon/protocol.h"
+#include "daemon/socket_io.h"
+#include "uroce/client/daemon_client.h"
+
+using namespace uroce;
+using client::Connection;
+
+namespace {
+
+std::string g_socket;
+
+[[noreturn]] void fail(const std::string& what) {
+  std::fprintf(stderr, "FAIL [pid %d]: %s\n", int(getpid()), what.c_str());
+  std::fflush(stderr);
+  _exit(1);
+}
+void check(bool ok, const std::string& what) {
+  if (!ok) fail(what);
+}
+
+struct Info {
+  uint32_t qpn;
+  uint32_t rkey;
+  uint32_t lkey;
+  uint32_t pad;
+  uint64_t addr;
+  uint8_t gid[16];
+};
+
+void send_info(int fd, const Info& i) { check(write(fd, &i, sizeof i) == sizeof i, "exchange write"); }
+Info recv_info(int fd) {
+  Info i{};
+  check(read(fd, &i, sizeof i) == sizeof i, "exchange read");
+  return i;
+}
+void sync_send(int fd) {
+  char c = 1;
+  check(write(fd, &c, 1) == 1, "sync write");
+}
+void sync_wait(int fd) {
+  char c;
+  check(read(fd, &c, 1) == 1, "sync read");
+}
+
+// One client: connection, PD, CQ, QP, a region of `bytes`.
+struct Side {
+  std::unique_ptr<Connection> conn;
+  std::unique_ptr<client::CompletionChannel> channel;
+  std::unique_ptr<client::ProtectionDomain> pd;
+  std::unique_ptr<client::CompletionQueue> cq;
+  std::unique_ptr<client::QueuePair> qp;
+  std::unique_ptr<client::MemoryRegion> mr;
+  uint8_t* buf = nullptr;
+  size_t bytes = 0;
+  void* heap = nullptr;  // reg_mr's malloc'd block
+
+  void open(size_t n, bool malloced, bool with_channel = false, const std::string& socket = g_socket) {
+    std::string error;
+    conn = Connection::connect(socket, error);
+    check(conn != nullptr, "connect: " + error);
+    int err = 0;
+    pd = conn->alloc_pd(err);
+    check(pd != nullptr, "alloc_pd " + std::to_string(err));
+    if (with_channel) {
+      channel = conn->create_comp_channel(err);
+      check(channel != nullptr, "create_comp_channel " + std::to_string(err));
+    }
+    cq = conn->create_cq(256, channel.get(), err);
+    check(cq != nullptr, "create_cq " + std::to_string(err));
+    client::QpInitAttr a;
+    a.send_cq = a.recv_cq = cq.get();
+    a.cap.max_send_wr = 64;
+    a.cap.max_recv_wr = 64;
+    a.cap.max_send_sge = 2;
+    a.cap.max_recv_sge = 2;
+    a.cap.max_inline_data = 64;
+    qp = pd->create_qp(a, err);
+    check(qp != nullptr, "create_qp " + std::to_string(err));
+    bytes = n;
+    const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    if (malloced) {
+      // Not page-aligned on purpose: whole pages around it are shared.
+      heap = std::malloc(n + 100);
+      buf = static_cast<uint8_t*>(heap) + 37;
+      std::memset(heap, 0, n + 100);
+      mr = pd->reg_mr(buf, n, access, err);
+    } else {
+      mr = pd->alloc_mr(n, access, err);
+      if (mr) buf = static_cast<uint8_t*>(mr->addr());
+    }
+    check(mr != nullptr, std::string(malloced ? "reg_mr " : "alloc_mr ") + std::to_string(err));
+  }
+
+  Info info() const {
+    Info i{};
+    i.qpn = qp->qp_num();
+    i.rkey = mr->rkey();
+    i.lkey = mr->lkey();
+    i.addr = reinterpret_cast<uintptr_t>(buf);
+    std::memcpy(i.gid, conn->gid(), 16);
+    return i;
+  }
+
+  void connect_to(const Info& peer, uint8_t timeout = 14, uint8_t retry = 7) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    check(qp->modify(a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0, "INIT");
+    a = {};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = IBV_MTU_1024;
+    a.dest_qp_num = peer.qpn;
+    a.rq_psn = 100;
+    a.max_dest_rd_atomic = 4;
+    a.min_rnr_timer = 1;
+    a.ah_attr.is_global = 1;
+    a.ah_attr.port_num = 1;
+    a.ah_attr.grh.sgid_index = 1;
+    a.ah_attr.grh.hop_limit = 64;
+    std::memcpy(a.ah_attr.grh.dgid.raw, peer.gid, 16);
+    // A peer behind another daemon: RTR waits for ARP (EHOSTUNREACH meanwhile).
+    int rtr = EHOSTUNREACH;
+    for (int i = 0; i < 300 && rtr == EHOSTUNREACH; ++i) {
+      rtr = qp->modify(a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                              IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+      if (rtr == EHOSTUNREACH) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    check(rtr == 0, "RTR " + std::to_string(rtr));
+    a = {};
+    a.qp_state = IBV_QPS_RTS;
+    a.sq_psn = 100;
+    a.timeout = timeout;
+    a.retry_cnt = retry;
+    a.rnr_retry = 7;
+    a.max_rd_atomic = 4;
+    check(qp->modify(a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                            IBV_QP_MAX_QP_RD_ATOMIC) == 0,
+          "RTS");
+  }
+
+  ibv_wc wait_wc(double seconds = 5) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    ibv_wc wc{};
+    while (std::chrono::steady_clock::now() < end)
+      if (cq->poll(1, &wc) == 1) return wc;
+    fail("no completion within " + std::to_string(seconds) + " s");
+  }
+
+  void post(ibv_wr_opcode op, uint64_t local_off, uint32_t len, const Info& peer, uint64_t remote_off,
+            uint32_t lkey = 0, uint64_t wr_id = 1) {
+    ibv_sge sge{reinterpret_cast<uintptr_t>(buf) + local_off, len, lkey ? lkey : mr->lkey()};
+    SendWr wr;
+    wr.wr_id = wr_id;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = op;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = peer.addr + remote_off;
+    wr.wr.rdma.rkey = peer.rkey;
+    const SendWr* bad = nullptr;
+    const int err = qp->post_send(&wr, &bad);
+    check(err == 0, "post_send " + std::to_string(err));
+  }
+
+  ibv_wc expect(ibv_wc_status status, const char* what) {
+    const ibv_wc wc = wait_wc();
+    check(wc.status == status, std::string(what) + ": status " + ibv_wc_status_str(wc.status));
+    return wc;
+  }
+
+  void post_recv(uint64_t off, uint32_t len) {
+    ibv_sge sge{reinterpret_cast<uintptr_t>(buf) + off, len, mr->lkey()};
+    RecvWr wr;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    const RecvWr* bad = nullptr;
+    check(qp->post_recv(&wr, &bad) == 0, "post_recv");
+  }
+};
+
+// Readable within ms milliseconds?
+bool readable(int fd, int ms) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, ms) == 1;
+}
+
+void fill(uint8_t* p, size_t n, uint8_t seed) {
+  for (size_t i = 0; i < n; ++i) p[i] = uint8_t(seed + i * 7 + (i >> 8));
+}
+bool same(const uint8_t* p, size_t n, uint8_t seed) {
+  for (size_t i = 0; i < n; ++i)
+    if (p[i] != uint8_t(seed + i * 7 + (i >> 8))) return false;
+  return true;
+}
+
+// Runs fn in a child process (forked before it connects); returns its pid.
+template <typename Fn>
+pid_t spawn(Fn fn) {
+  const pid_t pid = fork();
+  check(pid >= 0, "fork");
+  if (pid == 0) {
+    fn();
+    std::fflush(nullptr);
+    _exit(0);
+  }
+  return pid;
+}
+
+bool child_ok(pid_t pid) {
+  int st = 0;
+  return waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+constexpr size_t kBytes = 256 * 1024;
+
+// The active side WRITEs the first half of its buffer into the peer's and
+// SENDs to say so; the peer checks it, WRITEs its own pattern into the
+// second half of the active side's buffer and SENDs back; the active side
+// checks that and READs the peer's first page back.
+constexpr size_t kHalf = kBytes / 2;
+constexpr size_t kAnswer = kHalf - 64;  // the last 64 bytes take the SENDs
+
+void pair_active(Side& s, const Info& peer, int ctl, uint8_t seed) {
+  fill(s.buf, kHalf, seed);
+  s.post_recv(kBytes - 64, 64);
+  sync_wait(ctl);  // the peer's receive is posted
+  s.post(IBV_WR_RDMA_WRITE, 0, kHalf, peer, 0);
+  s.expect(IBV_WC_SUCCESS, "WRITE");
+  s.post(IBV_WR_SEND, 0, 32, peer, 0);
+  s.expect(IBV_WC_SUCCESS, "SEND");
+  const ibv_wc r = s.expect(IBV_WC_SUCCESS, "answer RECV");
+  check(r.opcode == IBV_WC_RECV && r.byte_len == 32, "the answer is a 32-byte SEND");
+  check(same(s.buf + kHalf, kAnswer, uint8_t(seed + 1)), "the peer's WRITE arrived intact");
+  s.post(IBV_WR_RDMA_READ, kBytes - 8192, 4096, peer, 0);
+  s.expect(IBV_WC_SUCCESS, "READ");
+  check(same(s.buf + kBytes - 8192, 4096, seed), "READ returned what was written");
+  sync_send(ctl);  // the peer may go
+}
+
+void pair_passive(Side& s, const Info& peer, int ctl, uint8_t seed) {
+  s.post_recv(kBytes - 64, 64);
+  sync_send(ctl);
+  const ibv_wc r = s.expect(IBV_WC_SUCCESS, "RECV");
+  check(r.opcode == IBV_WC_RECV && r.byte_len == 32, "a 32-byte SEND");
+  check(same(s.buf, kHalf, seed), "the WRITE arrived intact");
+  fill(s.buf + kHalf, kAnswer, uint8_t(seed + 1));
+  s.post(IBV_WR_RDMA_WRITE, kHalf, uint32_t(kAnswer), peer, kHalf);
+  s.expect(IBV_WC_SUCCESS, "answer WRITE");
+  s.post(IBV_WR_SEND, 0, 32, peer, 0);
+  s.expect(IBV_WC_SUCCESS, "answer SEND");
+  sync_wait(ctl);  // until the peer's READ is done
+}
+
+// The other client connects to `other_socket` (another daemon: a remote peer).
+int run_pair(const std::string& other_socket = g_socket) {
+  int sp[2];
+  check(socketpair(AF_UNIX, SOCK_STREAM, 0, sp) == 0, "socketpair");
+  const pid_t child = spawn([&] {
+    close(sp[0]);
+    Side b;
+    b.open(kBytes, false, false, other_socket);  // daemon-provided memory
+    send_info(sp[1], b.info());
+    b.connect_to(recv_info(sp[1]));
+    pair_passive(b, recv_info(sp[1]), sp[1], 0x21);
+  });
+  close(sp[1]);
+  Side a;
+  a.open(kBytes, true);  // malloc'd memory, registered by remapping
+  const Info peer = recv_info(sp[0]);
+  send_info(sp[0], a.info());
+  a.connect_to(peer);
+  send_info(sp[0], a.info());
+  pair_active(a, peer, sp[0], 0x21);
+  check(child_ok(child), "the other client failed");
+  std::printf("pair: data verified both ways (WRITE, SEND, READ)\n");
+  return 0;
+}
+
+int run_kill() {
+  int sb[2], sc[2];
+  check(socketpair(AF_UNIX, SOCK_STREAM, 0, sb) == 0 && socketpair(AF_UNIX, SOCK_STREAM, 0, sc) == 0, "socketpair");
+  const pid_t b_pid = spawn([&] {
+    close(sb[0]);
+    close(sc[0]);
+    Side b;
+    b.open(kBytes, false);
+    send_info(sb[1], b.info());
+    b.connect_to(recv_info(sb[1]));
+    for (uint8_t round = 0; round < 2; ++round) pair_passive(b, recv_info(sb[1]), sb[1], uint8_t(0x40 + round * 2));
+  });
+  const pid_t c_pid = spawn([&] {
+    close(sb[0]);
+    close(sc[0]);
+    Side c;
+    c.open(kBytes, true);
+    send_info(sc[1], c.info());
+    c.connect_to(recv_info(sc[1]));
+    sync_send(sc[1]);
+    pause();  // killed here
+  });
+  close(sb[1]);
+  close(sc[1]);
+  Side a, a2;
+  a.open(kBytes, false);
+  a2.open(kBytes, false);
+  const Info b = recv_info(sb[0]);
+  send_info(sb[0], a.info());
+  a.connect_to(b);
+  const Info c = recv_info(sc[0]);
+  send_info(sc[0], a2.info());
+  a2.connect_to(c, 10, 3);  // 4 ms, 3 retries: a dead peer shows soon
+  sync_wait(sc[0]);
+  send_info(sb[0], a.info());
+  pair_active(a, b, sb[0], 0x40);
+  a2.post(IBV_WR_RDMA_WRITE, 0, 4096, c, 0);
+  a2.expect(IBV_WC_SUCCESS, "WRITE to the client before it is killed");
+  kill(c_pid, SIGKILL);
+  waitpid(c_pid, nullptr, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  ibv_wc wc{};
+  // Its QP is gone: WRITEs to it end in an error (NAK or retries), never hang.
+  for (int i = 0; i < 50; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    a2.post(IBV_WR_RDMA_WRITE, 0, 4096, c, 0, 0, 100 + uint64_t(i));
+    wc = a2.wait_wc(5);
+    if (wc.status != IBV_WC_SUCCESS) break;
+  }
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  check(wc.status != IBV_WC_SUCCESS, "WRITEs to a killed client kept succeeding");
+  // The QP that failed is named in an asynchronous event.
+  check(readable(a2.conn->async_event_fd(), 2000), "no asynchronous event");
+  client::AsyncEvent ev;
+  check(a2.conn->get_async_event(ev) == 0 && ev.event_type == IBV_EVENT_QP_FATAL && ev.qp == a2.qp.get(),
+        "the event is not IBV_EVENT_QP_FATAL of the failed QP");
+  std::printf("kill: WRITE to the killed client: %s after %.0f ms\n", ibv_wc_status_str(wc.status), ms);
+  send_info(sb[0], a.info());
+  pair_active(a, b, sb[0], 0x42);
+  check(child_ok(b_pid), "the surviving client failed");
+  std::printf("kill: the other pair still verified its data\n");
+  return 0;
+}
+
+// A control request sent raw; the reply's status, or -1 if the daemon hung up.
+int raw_call(int sock, const void* req, size_t len, int fd = -1) {
+  check(daemon::send_datagram(sock, req, len, fd >= 0 ? &fd : nullptr, fd >= 0 ? 1 : 0) == 0, "raw send");
+  alignas(8) uint8_t buf[512];
+  daemon::Received r = daemon::recv_datagram(sock, buf, sizeof buf);
+  daemon::close_fds(r);
+  if (r.len <= 0) return -1;
+  return reinterpret_cast<const daemon::RepHeader*>(buf)->status;
+}
+
+int raw_socket() {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, g_socket.c_str(), g_socket.size());
+  const int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  check(connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0, "raw connect");
+  return s;
+}
+
+int raw_hello(int s, uint32_t version) {
+  daemon::HelloReq h{{daemon::Op::hello, sizeof(daemon::HelloReq)}, daemon::kMagic, version};
+  return raw_call(s, &h, sizeof h);
+}
+
+void check_protocol() {
+  int s = raw_socket();
+  daemon::AllocPdReq pd{{daemon::Op::alloc_pd, sizeof(daemon::AllocPdReq)}};
+  check(raw_call(s, &pd, sizeof pd) == -1, "a request before HELLO is answered");
+  close(s);
+  s = raw_socket();
+  check(raw_hello(s, daemon::kVersion + 1) == EPROTO, "another protocol version is not refused with EPROTO");
+  close(s);
+  s = raw_socket();
+  check(raw_hello(s, daemon::kVersion) == 0, "HELLO");
+  daemon::HandleReq bogus{{daemon::Op::destroy_qp, sizeof(daemon::HandleReq)}, 12345};
+  check(raw_call(s, &bogus, sizeof bogus) == EINVAL, "an unknown handle is not EINVAL");
+  uint8_t longer[sizeof(daemon::HandleReq) + 8]{};
+  daemon::HandleReq dq{{daemon::Op::dealloc_pd, sizeof longer}, 1};
+  std::memcpy(longer, &dq, sizeof dq);
+  check(raw_call(s, longer, sizeof longer) == EINVAL, "a request of the wrong size is not EINVAL");
+  check(raw_call(s, &pd, sizeof pd) == 0, "alloc_pd");
+  // An unsealed memfd could be shrunk under the daemon: refused.
+  const int fd = memfd_create("unsealed", MFD_CLOEXEC);
+  check(fd >= 0 && ftruncate(fd, 4096) == 0, "memfd");
+  void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  daemon::RegMrReq rm{{daemon::Op::reg_mr, sizeof(daemon::RegMrReq)}, 0, IBV_ACCESS_LOCAL_WRITE,
+                      reinterpret_cast<uintptr_t>(page), 4096, reinterpret_cast<uintptr_t>(page), 4096};
+  daemon::HandleRep rep{};
+  check(daemon::send_datagram(s, &pd, sizeof pd, nullptr, 0) == 0, "raw send");
+  daemon::Received r = daemon::recv_datagram(s, &rep, sizeof rep);
+  check(r.len == sizeof rep && rep.h.status == 0, "second alloc_pd");
+  rm.pd = rep.handle;
+  check(raw_call(s, &rm, sizeof rm, fd) == EPERM, "an unsealed memfd is not refused with EPERM");
+  check(raw_call(s, &rm, sizeof rm) == EINVAL, "reg_mr without a memfd is not EINVAL");
+  // A header whose size disagrees with the datagram ends the client.
+  daemon::HandleReq lie{{daemon::Op::dealloc_pd, 999}, 1};
+  check(raw_call(s, &lie, sizeof lie) == -1, "a lying header size did not end the client");
+  close(s);
+  close(fd);
+}
+
+int run_isolation() {
+  int sp[2];
+  check(socketpair(AF_UNIX, SOCK_STREAM, 0, sp) == 0, "socketpair");
+  const pid_t child = spawn([&] {
+    close(sp[0]);
+    Side b;
+    b.open(kBytes, false);
+    send_info(sp[1], b.info());
+    b.connect_to(recv_info(sp[1]));
+    sync_send(sp[1]);
+    sync_wait(sp[1]);  // until the other side is done
+  });
+  close(sp[1]);
+  Side a;
+  a.open(kBytes, false);
+  const Info b = recv_info(sp[0]);
+  send_info(sp[0], a.info());
+  a.connect_to(b);
+  sync_wait(sp[0]);
+  // A WRITE that runs past the peer's region: a remote access error.
+  a.post(IBV_WR_RDMA_WRITE, 0, 64, b, kBytes - 32);
+  a.expect(IBV_WC_REM_ACCESS_ERR, "a WRITE past the peer's region");
+  // B's lkey on B's addresses, posted by A: not one of A's regions. The
+  // daemon refuses it before the engine sees it, whatever the QP's state.
+  ibv_sge sge{b.addr, 64, b.lkey};
+  SendWr wr;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma = {b.addr, b.rkey};
+  const SendWr* bad = nullptr;
+  check(a.qp->post_send(&wr, &bad) == 0, "post");
+  a.expect(IBV_WC_LOC_PROT_ERR, "another client's lkey");
+  sync_send(sp[0]);
+  check(child_ok(child), "the other client failed");
+  check_protocol();
+  std::printf("isolation: foreign lkey, bad remote range and malformed requests refused\n");
+  return 0;
+}
+
+int run_fork() {
+  std::string error;
+  auto conn = Connection::connect(g_socket, error);
+  check(conn != nullptr, "connect: " + error);
+  int err = 0;
+  auto pd = conn->alloc_pd(err);
+  check(pd != nullptr, "alloc_pd");
+  // Three heap objects side by side; the middle one is registered.
+  auto* block = static_cast<uint8_t*>(std::malloc(3 * 1000));
+  std::memset(block, 'a', 1000);
+  std::memset(block + 1000, 'b', 1000);
+  std::memset(block + 2000, 'c', 1000);
+  auto mr = pd->reg_mr(block + 1000, 1000, IBV_ACCESS_LOCAL_WRITE, err);
+  check(mr != nullptr, "reg_mr " + std::to_string(err));
+  check(block[0] == 'a' && block[999] == 'a' && block[1000] == 'b' && block[2999] == 'c',
+        "registration changed the bytes");
+  const pid_t child = spawn([&] {
+    std::memset(block, 'X', 3000);  // the child's copy only
+  });
+  check(child_ok(child), "child");
+  check(block[0] == 'a' && block[1500] == 'b' && block[2999] == 'c', "a forked child's writes reached the parent");
+  block[0] = 'A';
+  check(pd->dereg_mr(mr) == 0, "dereg_mr");
+  check(block[0] == 'A' && block[1500] == 'b', "deregistration lost the bytes");
+  const pid_t child2 = spawn([&] { block[1] = 'Y'; });
+  check(child_ok(child2) && block[1] == 'a', "private again after dereg");
+  // Registering a range that is not private anonymous memory: refused.
+  auto stack_mr = pd->reg_mr(&err, sizeof err, IBV_ACCESS_LOCAL_WRITE, err);
+  check(stack_mr == nullptr && err == EINVAL, "the stack was registered");
+  std::free(block);
+  std::printf("fork: neighbours intact, a child writes its own copy\n");
+  return 0;
+}
+
+// max_qp = 1 in the daemon's [limits]: a second QP of one client is ENOMEM,
+// while another client still gets its own.
+int run_quota() {
+  Side a;
+  a.open(4096, false);
+  int err = 0;
+  client::QpInitAttr attr;
+  attr.send_cq = attr.recv_cq = a.cq.get();
+  attr.cap.max_send_wr = attr.cap.max_recv_wr = 4;
+  check(a.pd->create_qp(attr, err) == nullptr && err == ENOMEM, "a second QP passed the quota");
+  Side b;
+  b.open(4096, false);
+  std::printf("quota: max_qp holds per client\n");
+  return 0;
+}
+
+// A client sleeping on a completion channel: an armed CQ wakes it, an
+// unarmed one does not.
+int run_events() {
+  int sp[2];
+  check(socketpair(AF_UNIX, SOCK_STREAM, 0, sp) == 0, "socketpair");
+  const pid_t child = spawn([&] {
+    close(sp[0]);
+    Side b;
+    b.open(4096, false, true);
+    send_info(sp[1], b.info());
+    b.connect_to(recv_info(sp[1]));
+    b.post_recv(0, 64);
+    b.post_recv(0, 64);
+    check(b.cq->req_notify(false) == 0, "req_notify");
+    sync_send(sp[1]);
+    check(readable(b.channel->fd(), 5000), "no event for an armed CQ");
+    client::CompletionQueue* cq = nullptr;
+    check(b.channel->get_event(cq) == 0 && cq == b.cq.get(), "get_event");
+    b.cq->ack_events(1);
+    ibv_wc wc{};
+    check(b.cq->poll(1, &wc) == 1 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV, "the RECV");
+    sync_send(sp[1]);  // not armed now
+    check(!readable(b.channel->fd(), 300), "an event for a CQ that was not armed");
+    b.expect(IBV_WC_SUCCESS, "the second RECV");
+    sync_send(sp[1]);
+  });
+  close(sp[1]);
+  Side a;
+  a.open(4096, false);
+  const Info b = recv_info(sp[0]);
+  send_info(sp[0], a.info());
+  a.connect_to(b);
+  for (int i = 0; i < 2; ++i) {
+    sync_wait(sp[0]);
+    a.post(IBV_WR_SEND, 0, 16, b, 0);
+    a.expect(IBV_WC_SUCCESS, "SEND");
+  }
+  sync_wait(sp[0]);
+  check(child_ok(child), "the sleeping client failed");
+  std::printf("events: an armed CQ wakes its channel, an unarmed one does not\n");
+  return 0;
+}
+
+int run_death(pid_t daemon_pid) {
+  Side a;
+  a.open(4096, false);
+  a.connect_to(a.info());
+  a.post(IBV_WR_RDMA_WRITE, 0, 64, a.info(), 128);
+  a.expect(IBV_WC_SUCCESS, "WRITE before the daemon dies");
+  check(kill(daemon_pid, SIGKILL) == 0, "kill the daemon");
+  ibv_wc wc;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (!a.conn->dead() && std::chrono::steady_clock::now() < end) a.cq->poll(1, &wc);
+  check(a.conn->dead(), "polling did not notice the daemon is gone");
+  check(readable(a.conn->async_event_fd(), 2000), "the event descriptor did not become readable");
+  client::AsyncEvent ev;
+  check(a.conn->get_async_event(ev) == 0 && ev.event_type == IBV_EVENT_DEVICE_FATAL, "no IBV_EVENT_DEVICE_FATAL");
+  check(a.conn->get_async_event(ev) == ENODEV, "a second fatal event");
+  ibv_sge sge{reinterpret_cast<uintptr_t>(a.buf), 64, a.mr->lkey()};
+  SendWr wr;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_SEND;
+  const SendWr* bad = nullptr;
+  check(a.qp->post_send(&wr, &bad) == EIO && bad == &wr, "post_send after the daemon died is not EIO");
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_ERR;
+  check(a.qp->modify(attr, IBV_QP_STATE) == EPIPE, "a control call after the daemon died is not EPIPE");
+  check(a.pd->dereg_mr(a.mr) == 0, "dereg_mr after the daemon died");
+  a.qp.reset();
+  a.cq.reset();
+  a.pd.reset();
+  std::printf("death: posts fail with EIO, destroys succeed\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: daemon_peer SOCKET pair|kill|isolation|fork|death PID\n");
+    return 2;
+  }
+  std::signal(SIGPIPE, SIG_IGN);
+  g_socket = argv[1];
+  const std::string c = argv[2];
+  if (c == "pair") return run_pair();
+  if (c == "remote" && argc == 4) return run_pair(argv[3]);
+  if (c == "kill") return run_kill();
+  if (c == "isolation") return run_isolation();
+  if (c == "fork") return run_fork();
+  if (c == "quota") return run_quota();
+  if (c == "events") return run_events();
+  if (c == "death" && argc == 4) return run_death(pid_t(std::atoi(argv[3])));
+  std::fprintf(stderr, "unknown case %s\n", c.c_str());
+  return 2;
+}
