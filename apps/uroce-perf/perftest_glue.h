@@ -50,7 +50,7 @@ class Watchdog {
   exchange::Millis timeout_;
   uint64_t frames_ = 0;
   uint64_t calls_ = 0;
-  std::chrono::steady_clock::time_point until_;
+  std::chrono::steady_clock::time_point until_, next_look_;
 };
 
 }  // namespace uroce::perf
