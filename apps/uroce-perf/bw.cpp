@@ -164,9 +164,13 @@ void BwClient::make_ready(size_t q) {
 
 // Only the QPs with room in their send queue get a turn: a step costs
 // what completed since the last one, not the number of QPs, which with
-// thousands of QPs in flight is nearly all waiting for completions.
+// thousands of QPs in flight is nearly all waiting for completions. At most
+// kStepPosts WRs a step: the first step of -q 10000 would otherwise post a
+// million WRs before the engine next reads its port, long enough for the
+// first ones' ACK timers to expire with their ACKs waiting unread.
 void BwClient::post_ready() {
-  for (size_t i = 0; i < ready_.size() && r_.error.empty();) {
+  const uint64_t stop = posted_total_ + kStepPosts;
+  for (size_t i = 0; i < ready_.size() && r_.error.empty() && posted_total_ < stop;) {
     const uint32_t q = ready_[i];
     post(q);
     if (may_post(q)) {  // --rate_limit held it back, or -l WRs more fit

@@ -52,6 +52,7 @@ class BwClient {
   std::vector<QpState> qps_;
   std::unordered_map<uint32_t, uint32_t> qp_index_;  // QPN -> index in qps_, for a completion's QP
   std::vector<uint32_t> ready_;                      // QPs that may post more
+  static constexpr uint64_t kStepPosts = 4096;       // WRs posted per step, at most
   uint64_t completed_total_ = 0;
   std::array<SendWr, 64> wrs_;  // up to -l WRs per post call
   std::array<ibv_sge, 64> sges_;

@@ -36,6 +36,9 @@ class Watchdog {
   Watchdog(Device& dev, exchange::Millis timeout) : dev_(dev), timeout_(timeout) { reset(); }
   void reset();
   void check();  // throws std::runtime_error when the peer went silent
+  // The peer spoke on the exchange (a QP record): alive, without reading
+  // the device's counters.
+  void alive() { until_ = std::chrono::steady_clock::now() + timeout_; }
   // What counts as life: frames the device received, unless `progress`
   // (a counter of the raw tests, which bypass the device) is set.
   void watch(const uint64_t* progress) {

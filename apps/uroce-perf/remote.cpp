@@ -189,6 +189,9 @@ bool Remote::swap_dests(std::string& error) {
   for (size_t q = 0; q < ep_->qp_count(); ++q) {
     PerftestDest peer;
     if (!session_->hand_shake(to_dest(ep_->info(q)), peer, error)) return false;
+    // Thousands of records, one round trip each, can take longer than the
+    // watchdog's time with no RoCE frame: each one shows the peer is there.
+    watchdog_->alive();
     got.push_back(peer);
     const bool suspect = again ? q >= first_round_.size() || peer.qpn != first_round_[q].qpn ||
                                      peer.psn != first_round_[q].psn
