@@ -7,15 +7,19 @@
 # Every round runs all the QP counts back to back, so they share the
 # machine's state; the table compares each figure with the 1-QP figure of
 # its own round. Figures go to stdout; see docs/benchmarks.md.
-#   scripts/bench_qp_scaling.sh [BUILD_DIR]
+#   scripts/bench_qp_scaling.sh [BUILD_DIR [OTHER_BUILD_DIR]]
 #   REPEAT=5 QPS="1 1000 10000" scripts/bench_qp_scaling.sh build
 #   MEMIF=no scripts/bench_qp_scaling.sh     # --loopback only
-# Each line also gives the CPU share the run got (CPU time over wall time,
+# With OTHER_BUILD_DIR every line runs with both builds back to back, the
+# other's tagged "@DIR" (its directory's name): a change compared within
+# each round. Each line also gives the CPU share the run got (CPU time over wall time,
 # about 1.0 per process when undisturbed): on a shared machine a low share
 # explains a low figure.
 set -euo pipefail
 BUILD=${1:-build}
 B=$BUILD/apps/uroce-perf/uroce-perf
+B2=${2:+$2/apps/uroce-perf/uroce-perf}
+TAG2=${2:+@$(basename "$2")}
 QPS=${QPS:-1 100 1000 10000}
 REPEAT=${REPEAT:-3}
 DURATION=${DURATION:-2}
@@ -23,20 +27,26 @@ SOCK=/tmp/uroce-bench-qps.sock
 PORT=47321
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP" "$SOCK"' EXIT
-[ -x "$B" ] || { echo "bench_qp_scaling: $B not built (ninja -C $BUILD)" >&2; exit 1; }
+for b in "$B" ${B2:+"$B2"}; do
+  [ -x "$b" ] || { echo "bench_qp_scaling: $b not built (ninja -C ${b%/apps/uroce-perf/uroce-perf})" >&2; exit 1; }
+done
 LAST_CPU=$(($(nproc) - 1))
 
 rate_of() { awk '/^ *64 +[0-9]+ /{print $5; exit}' "$1"; }
 share_of() { awk 'END {printf "%.2f", ($2 + $3) / ($1 > 0 ? $1 : 1)}' "$1"; }  # time -f "%e %U %S %M"
 rss_of() { awk 'END {print $4}' "$1"; }
 
-loopback() {  # loopback QPS: "rate share rss_kb" of one run
+loopback() {  # loopback BINARY QPS: "rate share rss_kb" of one run
   /usr/bin/time -o "$TMP/time" -f "%e %U %S %M" taskset -c "$LAST_CPU" timeout 300 \
-    "$B" write_bw --loopback -s 64 -D "$DURATION" -q "$1" >"$TMP/out" 2>&1 || true
-  echo "$(rate_of "$TMP/out") $(share_of "$TMP/time") $(rss_of "$TMP/time")"
+    "$1" write_bw --loopback -s 64 -D "$DURATION" -q "$2" >"$TMP/out" 2>&1 || true
+  local r
+  r=$(rate_of "$TMP/out")
+  echo "${r:-failed} $(share_of "$TMP/time") $(rss_of "$TMP/time")"
 }
 
-memif() {  # memif QPS: "rate share" of one run (the client's rate, both processes' mean share)
+memif() {  # memif BINARY QPS: "rate share" of one run (the client's rate, both processes' mean share)
+  local B=$1
+  shift
   rm -f "$SOCK"
   /usr/bin/time -o "$TMP/time_s" -f "%e %U %S" taskset -c 1 timeout 300 "$B" write_bw -s 64 -D "$DURATION" -q "$1" \
     -p $PORT --ip 10.91.0.1 --dev "net_memif0,role=server,id=0,socket=$SOCK,socket-abstract=no" >"$TMP/out_s" 2>&1 &
@@ -46,9 +56,10 @@ memif() {  # memif QPS: "rate share" of one run (the client's rate, both process
     -p $PORT --ip 10.91.0.2 --dev "net_memif0,role=client,id=0,socket=$SOCK,socket-abstract=no" 127.0.0.1 \
     >"$TMP/out" 2>&1 || true
   wait $server || true
-  local s
+  local s r
   s=$(awk '{a += $1} END {printf "%.2f", a / 2}' <(share_of "$TMP/time_s"; echo; share_of "$TMP/time_c"; echo))
-  echo "$(rate_of "$TMP/out") $s"
+  r=$(rate_of "$TMP/out")
+  echo "${r:-failed} $s"
 }
 
 have_memif=no
@@ -56,7 +67,7 @@ why_not="the machine has $(nproc) CPU(s); two are needed"
 if [ "${MEMIF:-yes}" = no ]; then
   why_not="MEMIF=no"
 elif [ "$(nproc)" -ge 2 ]; then
-  if [ -n "$(memif 1 | awk '$1 != ""')" ]; then have_memif=yes
+  if [ -n "$(memif "$B" 1 | awk '$1 != "failed"')" ]; then have_memif=yes
   else why_not="a memif run gave no result: $(tail -1 "$TMP/out")"; fi
 fi
 
@@ -65,12 +76,16 @@ echo "# commit $(git -C "$(dirname "$0")" rev-parse --short=12 HEAD 2>/dev/null 
 echo "# uroce-perf write_bw -s 64 -D $DURATION -q N; rate in M messages/s, (CPU share)"
 for round in $(seq "$REPEAT"); do
   for q in $QPS; do
-    read -r r s m < <(loopback "$q")
-    echo "round $round loopback q=$q rate ${r:-failed} share $s rss_kb $m"
-    if [ $have_memif = yes ]; then
-      read -r r s < <(memif "$q")
-      echo "round $round memif q=$q rate ${r:-failed} share $s"
-    fi
+    for b in "$B" ${B2:+"$B2"}; do
+      tag=""
+      [ "$b" = "$B" ] || tag=$TAG2
+      read -r r s m < <(loopback "$b" "$q")
+      echo "round $round loopback$tag q=$q rate $r share $s rss_kb $m"
+      if [ $have_memif = yes ]; then
+        read -r r s < <(memif "$b" "$q")
+        echo "round $round memif$tag q=$q rate $r share $s"
+      fi
+    done
   done
 done | tee "$TMP/rows"
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -91,8 +106,8 @@ awk '
     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
     return n == 0 ? 0 : (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2)
   }
-  # round R LINK q=N rate X share S; the 1-QP line of a round comes first
-  $6 != "failed" {
+  # round R LINK q=N rate X share S [rss_kb K]; the 1-QP line of a round comes first
+  $6 != "failed" && $8 > 0 {
     link = $3; q = substr($4, 3); key = link " " q
     if (!(key in seen)) { seen[key] = 1; keys[++n] = key }
     rates[key] = rates[key] " " $6; shares[key] = shares[key] " " $8
