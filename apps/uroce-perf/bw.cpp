@@ -42,6 +42,9 @@ BwClient::BwClient(Endpoint& e, const std::vector<PeerInfo>& peers, const Option
     : e_(e), peers_(peers), o_(o), size_(size), qps_(e.qp_count()) {
   // Everything the measured loop needs is ready before it starts.
   marks_.reserve(kMaxMarks);
+  qp_index_.reserve(qps_.size());
+  for (size_t q = 0; q < qps_.size(); ++q) qp_index_.emplace(e.qp(q).qp_num(), uint32_t(q));
+  ready_.reserve(qps_.size());
   r_.size = size;
   if (o.rate_limited) {
     // --rate_units: g Gb/s (10^9 bits), M MiB/s, p messages per second.
@@ -52,11 +55,7 @@ BwClient::BwClient(Endpoint& e, const std::vector<PeerInfo>& peers, const Option
   }
 }
 
-uint64_t BwClient::total() const {
-  uint64_t t = 0;
-  for (const QpState& s : qps_) t += s.completed;
-  return t;
-}
+uint64_t BwClient::total() const { return completed_total_; }
 
 // perftest's SW limiter: bursts of --burst_size WRs (default -t), each
 // burst allowed once its share of the rate's time has passed.
@@ -141,18 +140,52 @@ bool BwClient::done() {
     if (!stopping_ && elapsed() < o_.duration) return false;
     stopping_ = true;
     // Let what is in flight finish before anyone looks at memory.
-    for (const QpState& s : qps_)
-      if (s.completed < s.posted) return false;
-    return true;
+    return completed_total_ == posted_total_;
   }
-  for (const QpState& s : qps_)
-    if (s.completed < o_.iters) return false;
-  return true;
+  return completed_total_ == o_.iters * qps_.size();
+}
+
+// The most WRs QP q may have posted by now (-n, or the end of -D).
+uint64_t BwClient::post_limit(size_t q) const {
+  const QpState& st = qps_[q];
+  return o_.duration ? (stopping_ ? st.posted : UINT64_MAX) : o_.iters;
+}
+
+bool BwClient::may_post(size_t q) const {
+  const QpState& st = qps_[q];
+  return st.posted < post_limit(q) && st.posted - st.completed + o_.post_list <= o_.tx_depth;
+}
+
+void BwClient::make_ready(size_t q) {
+  if (qps_[q].ready || !may_post(q)) return;
+  qps_[q].ready = true;
+  ready_.push_back(uint32_t(q));
+}
+
+// Only the QPs with room in their send queue get a turn: a step costs
+// what completed since the last one, not the number of QPs, which with
+// thousands of QPs in flight is nearly all waiting for completions. At most
+// kStepPosts WRs a step: the first step of -q 10000 would otherwise post a
+// million WRs before the engine next reads its port, long enough for the
+// first ones' ACK timers to expire with their ACKs waiting unread.
+void BwClient::post_ready() {
+  const uint64_t stop = posted_total_ + kStepPosts;
+  for (size_t i = 0; i < ready_.size() && r_.error.empty() && posted_total_ < stop;) {
+    const uint32_t q = ready_[i];
+    post(q);
+    if (may_post(q)) {  // --rate_limit held it back, or -l WRs more fit
+      ++i;
+      continue;
+    }
+    qps_[q].ready = false;
+    ready_[i] = ready_.back();
+    ready_.pop_back();
+  }
 }
 
 void BwClient::post(size_t q) {
   QpState& st = qps_[q];
-  uint64_t limit = o_.duration ? (stopping_ ? st.posted : UINT64_MAX) : o_.iters;
+  uint64_t limit = post_limit(q);
   if (msgs_per_s_ > 0) {
     const uint64_t allowed = pace_limit();
     if (allowed <= posted_total_) return;
@@ -212,8 +245,12 @@ void BwClient::reap() {
                    std::to_string(wc[i].wr_id) + ")" + mismatch_hint(wc[i].status);
         return;
       }
-      for (size_t q = 0; q < qps_.size(); ++q)
-        if (e_.qp(q).qp_num() == wc[i].qp_num) qps_[q].completed = wc[i].wr_id + 1;
+      const auto it = qp_index_.find(wc[i].qp_num);
+      if (it == qp_index_.end()) continue;
+      QpState& st = qps_[it->second];
+      completed_total_ += wc[i].wr_id + 1 - st.completed;
+      st.completed = wc[i].wr_id + 1;
+      make_ready(it->second);
     }
     if (!o_.no_peak) mark(elapsed(), total());
   }
@@ -241,8 +278,9 @@ bool BwClient::step() {
   if (!started_) {
     started_ = true;
     t0_ = Clock::now();
+    for (size_t q = 0; q < qps_.size(); ++q) make_ready(q);
   }
-  for (size_t q = 0; q < qps_.size() && r_.error.empty(); ++q) post(q);
+  post_ready();
   reap();
   window(elapsed());
   if (elapsed_ >= next_progress_ && !o_.run_infinitely) {

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <chrono>
+#include <unordered_map>
 #include <vector>
 
 #include "cycle_clock.h"
@@ -27,11 +28,16 @@ class BwClient {
   struct QpState {
     uint64_t posted = 0;
     uint64_t completed = 0;
+    bool ready = false;  // in ready_
   };
   using Clock = CycleClock;
   bool done();
   double elapsed();  // seconds since the start; the clock is read every few calls
   void post(size_t q);
+  uint64_t post_limit(size_t q) const;
+  bool may_post(size_t q) const;
+  void make_ready(size_t q);
+  void post_ready();
   void reap();
   bool warm_up();     // --perform_warm_up: one queue's worth per QP, unmeasured; true when done
   uint64_t total() const;
@@ -44,6 +50,10 @@ class BwClient {
   const Options& o_;
   uint64_t size_;
   std::vector<QpState> qps_;
+  std::unordered_map<uint32_t, uint32_t> qp_index_;  // QPN -> index in qps_, for a completion's QP
+  std::vector<uint32_t> ready_;                      // QPs that may post more
+  static constexpr uint64_t kStepPosts = 4096;       // WRs posted per step, at most
+  uint64_t completed_total_ = 0;
   std::array<SendWr, 64> wrs_;  // up to -l WRs per post call
   std::array<ibv_sge, 64> sges_;
   // (time, completed) for the peak, at least mark_gap_ seconds apart. When

@@ -64,7 +64,10 @@ std::unique_ptr<Endpoint> Endpoint::create(Device& dev, const Options& o, uint64
   e->pd_ = dev.alloc_pd();
   int err = 0;
   const uint32_t depth = std::max<uint32_t>(o.tx_depth, 1);
-  const uint32_t rx_depth = std::max<uint32_t>(o.rx_depth, depth);
+  // Only SEND tests post receives: the others' QPs get a receive queue of
+  // one (-r), which with thousands of QPs is most of their memory saved.
+  const bool receives = o.verb == Verb::send;
+  const uint32_t rx_depth = receives ? std::max<uint32_t>(o.rx_depth, depth) : std::max<uint32_t>(o.rx_depth, 1);
   if (o.use_event) {
     if (!(e->channel_ = dev.create_comp_channel(err))) return error = errno_text("create_comp_channel", err), nullptr;
     const int fd = e->channel_->fd();
@@ -76,9 +79,17 @@ std::unique_ptr<Endpoint> Endpoint::create(Device& dev, const Options& o, uint64
     return error = "Completion vector specified is invalid (max completion vector = " +
                    std::to_string(dev.num_comp_vectors() - 1) + ")",
            nullptr;
-  e->cq_ = dev.create_cq(int(2 * depth * o.num_qps + 64), e->channel_.get(), o.comp_vector, err);
+  // Room for every WR in flight (-t per QP; -b: this side's sends only, the
+  // peer's arrive without completions here), and every receive posted (-r
+  // per QP, or in all with the SRQ), up to the device's largest CQ: beyond
+  // that a CQ keeps what does not fit in order (CompletionQueue), and the
+  // loops poll long before that many complete.
+  const uint64_t max_cqe = dev.limits().max_cqe;
+  const uint64_t sends = uint64_t(depth) * o.num_qps + 64;
+  const uint64_t recvs = receives ? uint64_t(rx_depth) * (o.use_srq ? 1 : o.num_qps) + 64 : 64;
+  e->cq_ = dev.create_cq(int(std::min(sends, max_cqe)), e->channel_.get(), o.comp_vector, err);
   if (!e->cq_) return error = errno_text("create_cq", err), nullptr;
-  e->rcq_ = dev.create_cq(int(rx_depth * o.num_qps + 64), e->channel_.get(), o.comp_vector, err);
+  e->rcq_ = dev.create_cq(int(std::min(recvs, max_cqe)), e->channel_.get(), o.comp_vector, err);
   if (!e->rcq_) return error = errno_text("create_cq", err), nullptr;
   if (e->channel_ && (e->cq_->req_notify(false) != 0 || e->rcq_->req_notify(false) != 0))
     return error = "Couldn't request CQ notification", nullptr;

@@ -36,6 +36,9 @@ class Watchdog {
   Watchdog(Device& dev, exchange::Millis timeout) : dev_(dev), timeout_(timeout) { reset(); }
   void reset();
   void check();  // throws std::runtime_error when the peer went silent
+  // The peer spoke on the exchange (a QP record): alive, without reading
+  // the device's counters.
+  void alive() { until_ = std::chrono::steady_clock::now() + timeout_; }
   // What counts as life: frames the device received, unless `progress`
   // (a counter of the raw tests, which bypass the device) is set.
   void watch(const uint64_t* progress) {
@@ -50,7 +53,7 @@ class Watchdog {
   exchange::Millis timeout_;
   uint64_t frames_ = 0;
   uint64_t calls_ = 0;
-  std::chrono::steady_clock::time_point until_;
+  std::chrono::steady_clock::time_point until_, next_look_;
 };
 
 }  // namespace uroce::perf

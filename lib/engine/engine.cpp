@@ -166,7 +166,7 @@ void Engine::remove_qp(transport::Qp* qp) {
   retired_ += qp->counters;
   by_qpn_[qp->qpn % kQpnSlots] = nullptr;
   std::erase(all_, qp);
-  std::erase(ready_, qp);
+  ready_.erase(qp);
   std::erase(later_, qp);
   std::erase(timed_, qp);
   std::erase(rebase_, qp);
@@ -184,7 +184,7 @@ transport::Qp* Engine::find_qp(uint32_t qpn) const {
 void Engine::schedule(transport::Qp* qp) {
   if (qp->scheduled) return;
   qp->scheduled = true;
-  ready_.push_back(qp);
+  ready_.push(qp);
 }
 
 void Engine::schedule_next(transport::Qp* qp) {
@@ -477,13 +477,17 @@ int Engine::run_timers() {
 
 int Engine::run_tx() {
   int work = 0;
-  // QPs scheduled while we run go to the next round; each QP gets a turn.
-  // The two lists trade buffers, so this allocates nothing once warm.
-  running_.clear();
-  running_.swap(ready_);
+  // QPs scheduled while we run go to the next round; each QP gets a turn
+  // until the TX queue or the mbufs run out. Then the round ends, and the
+  // QPs not reached keep their place: with thousands of QPs waiting on a
+  // full queue, trying each of them on every poll would cost per poll what
+  // the number of QPs is, and send nothing more.
   starved_ = false;
-  for (transport::Qp* qp : running_) qp->scheduled = false;
-  for (transport::Qp* qp : running_) {
+  if (!backlog_.empty()) flush_tx();
+  if (!tx_has_room()) return starved_ = true, 0;  // nothing could go out: no QP is visited
+  for (size_t turns = ready_.size(); turns > 0 && !starved_; --turns) {
+    transport::Qp* qp = ready_.pop();
+    qp->scheduled = false;
     const uint64_t before = qp->counters.sent_pkts;
     const uint64_t no_mbuf = counters_.tx_no_mbuf;
     transport::responder_tx(*qp);

@@ -28,6 +28,34 @@ namespace uroce::engine {
 
 inline constexpr uint16_t kBurst = 32;
 
+// QPs waiting for a TX turn, first come first served. A TX round takes
+// them from the front and may stop early (no TX room, no mbufs): the rest
+// keep their place, so a round costs what is sent, not the number of QPs
+// waiting, and every QP still gets its turn in order.
+class QpFifo {
+ public:
+  bool empty() const { return head_ == q_.size(); }
+  size_t size() const { return q_.size() - head_; }
+  void push(transport::Qp* qp) { q_.push_back(qp); }
+  transport::Qp* pop() {
+    transport::Qp* qp = q_[head_++];
+    // The taken front goes when it is at least half: amortised O(1) a pop,
+    // and the vector never grows past twice the QPs queued.
+    if (head_ == q_.size()) q_.clear(), head_ = 0;
+    else if (head_ >= 64 && 2 * head_ >= q_.size()) q_.erase(q_.begin(), q_.begin() + long(head_)), head_ = 0;
+    return qp;
+  }
+  void erase(transport::Qp* qp) {
+    q_.erase(q_.begin(), q_.begin() + long(head_));
+    head_ = 0;
+    std::erase(q_, qp);
+  }
+
+ private:
+  std::vector<transport::Qp*> q_;
+  size_t head_ = 0;
+};
+
 // The transport's view of it (its time, TX queue, scheduling, keys) is the
 // transport::EngineServices base; the rest is the engine's own.
 class Engine : public transport::EngineServices {
@@ -123,8 +151,7 @@ class Engine : public transport::EngineServices {
   static constexpr uint32_t kQpnSlots = 1u << 16;
   std::vector<transport::Qp*> by_qpn_ = std::vector<transport::Qp*>(kQpnSlots);
   std::vector<transport::Qp*> all_;
-  std::vector<transport::Qp*> ready_;
-  std::vector<transport::Qp*> running_;
+  QpFifo ready_;
   std::vector<transport::Qp*> later_;  // join ready_ after this round (schedule_next)
   std::vector<transport::Qp*> timed_;
   // Paced QPs by send time: a min-heap, so a poll looks only at the QPs

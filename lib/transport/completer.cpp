@@ -31,7 +31,11 @@ void progress(Qp& qp) {
   qp.comp.retry_left = qp.attr.retry_cnt;
   qp.comp.rnr_retry_left = qp.attr.rnr_retry;
   restart_timer(qp);
-  qp.eng->schedule(&qp);
+  // The window moved: a turn only for WQEs not yet sent (or a failed one
+  // waiting to complete). With every posted WQE on the wire, as in a
+  // stream that keeps the queue full, a turn would do nothing but read a
+  // QP that thousands of others may have pushed out of the cache.
+  if (qp.req.wqe != qp.sq.head()) qp.eng->schedule(&qp);
 }
 
 // Completes the front WQE with an error and flushes the rest.

@@ -55,7 +55,12 @@ class EngineServices {
   // received on the next poll, never sent.
   rte_mbuf* alloc_mbuf();
   void transmit(rte_mbuf* m, bool to_self);
-  bool tx_has_room() const { return backlog_.size() < kTxBacklog; }
+  // Room for more requests and responses: the port took what was queued
+  // (the backlog holds less than two bursts). A port that refuses frames
+  // stops the packet builders, so what waits for the wire stays about the
+  // port's own queue, however many QPs have work: frames queued here
+  // beyond that only age out of the cache before they leave.
+  bool tx_has_room() const { return backlog_.size() < kTxRoom; }
   // Whether the port fills in IPv4 header checksums.
   wire::Ipv4Checksum ipv4_checksum() const { return ipv4_checksum_; }
   // Zero-copy TX: payloads of at least this size go out as segments that
@@ -90,7 +95,8 @@ class EngineServices {
   EngineServices(uint64_t key_seed, uint32_t max_mr) : mrs_(key_seed, max_mr) {}
   ~EngineServices() = default;
 
-  static constexpr size_t kTxBacklog = 4096;
+  static constexpr size_t kTxBacklog = 4096;  // the hard limit: ACKs and answers to requests
+  static constexpr size_t kTxRoom = 64;
   TransportConfig config_;
   uint64_t now_ = 0;
   uint32_t poll_seq_ = 0;

@@ -56,6 +56,16 @@ case $case_ in
     run_ok send_lat --loopback --verify -n 50 -e -X 0
     timeout 60 "$perf" send_lat --loopback -n 50 -e -X 1 >"$out" 2>&1 && fail "-X 1 was accepted"
     grep -q "Completion vector specified is invalid" "$out" || fail "-X 1: no message about the vector" ;;
+  many-qps)
+    # Thousands of QPs at once, each with a full send queue: every QP's
+    # messages complete and its buffer holds its own data (--verify checks
+    # each QP's), on the same TX queue and mbuf pool as one QP uses.
+    for t in write_bw send_bw read_bw; do
+      run_ok $t --loopback --verify -q 2000 -s 64 -n 20
+      grep -qE '^ 64 +40000 ' "$out" || fail "$t -q 2000 -n 20: expected a row of 64 B x 40000"
+    done
+    run_ok write_bw --loopback --verify -q 2000 -s 64 -D 2
+    grep -q ", 0 retransmitted" "$out" || fail "write_bw -q 2000 -D 2: retransmissions on a lossless link" ;;
   sizes-and-mtus)
     # sizes that are not multiples of the MTU, every path MTU, several QPs
     for m in 256 1024 4096; do

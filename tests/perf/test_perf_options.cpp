@@ -235,6 +235,12 @@ TEST_CASE("perftest's defaults and rules", "[perf][options]") {
   CHECK(parsed({"send_bw", "--dev", "net_null0", "--ip", "10.0.0.1", "--reversed", "10.0.0.2"}).reversed);
   CHECK(parsed({"write_bw", "--dev", "net_null0", "--ip", "10.0.0.1", "--run_infinitely", "10.0.0.2"}).run_infinitely);
   CHECK(parsed({"send_bw", "--loopback", "-n", "100"}).rx_depth == 100);
+  // -q: as many QPs as perftest users ask for (its own limit is 16384).
+  CHECK(parsed({"write_bw", "--loopback", "-q", "10000"}).num_qps == 10000);
+  CHECK(parsed({"write_bw", "--loopback", "-q", "16384"}).num_qps == 16384);
+  const Outcome too_many = parse({"write_bw", "--loopback", "-q", "16385"});
+  CHECK(too_many.rc > 0);
+  CHECK(too_many.err.find("16384") != std::string::npos);
   // perftest 4.5 prints only the unsorted samples with -U (tests/data/perftest/*_lat_U), whatever its usage says.
   CHECK(parsed({"send_lat", "--loopback", "-U"}).report_unsorted);
   CHECK_FALSE(parsed({"send_lat", "--loopback", "-U"}).report_histogram);
