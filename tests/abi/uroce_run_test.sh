@@ -9,7 +9,7 @@
 # caller) on net_null, and needs no network namespace.
 #
 # usage: uroce_run_test.sh CASE UROCE_RUN WORKDIR
-#   CASE: usage | devinfo | pingpong | perftest | ucx-view | ucx | user-view
+#   CASE: usage | devinfo | pingpong | perftest | perftest-more | ucx-view | ucx | user-view
 set -u
 
 if [ "${1:-}" != --in-netns ]; then
@@ -178,6 +178,47 @@ case $case_ in
       row="^ $1[[:space:]]+$2[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+"
       grep -qE "$row" "$work/$name.cli.out" || fail "$cmd: no result row '$want ...' on the client"
       grep -q "Link type       : Ethernet" "$work/$name.cli.out" || fail "$cmd: link type is not Ethernet"
+      echo "ok: $cmd: $(grep -E "$row" "$work/$name.cli.out" | tr -s ' \t' ' ')"
+    done ;;
+
+  perftest-more)
+    # The rest of perftest's tests and flags: the latency tests not run
+    # above, both atomics, sizes that are not a multiple of the path MTU,
+    # -a (every size 2 B .. 8 MiB: the last row is checked), and -m 4096 on a
+    # jumbo link (veth MTU 9000, uroce-run --mtu 9000). Each spec: the tool
+    # and flags | the size and iterations its last result row starts with |
+    # the Ethernet MTU of both ends.
+    need ib_write_lat
+    setup_links
+    for spec in "ib_write_lat -n 200|2 200|1500" "ib_read_lat -n 200|2 200|1500" \
+                "ib_atomic_lat -n 200|8 200|1500" "ib_atomic_bw -A CMP_AND_SWAP -n 200|8 200|1500" \
+                "ib_atomic_bw -A FETCH_AND_ADD -n 200|8 200|1500" \
+                "ib_write_bw -s 3000 -n 200|3000 200|1500" "ib_read_bw -s 1500 -n 200|1500 200|1500" \
+                "ib_send_bw -s 5000 -n 200|5000 200|1500" "ib_write_lat -s 1100 -n 200|1100 200|1500" \
+                "ib_write_bw -a -n 20|8388608 20|1500" \
+                "ib_write_bw -m 4096 -s 10000 -n 200|10000 200|9000" "ib_send_lat -m 4096 -s 6000 -n 200|6000 200|9000"; do
+      cmd=${spec%%|*} rest=${spec#*|}
+      want=${rest%|*} mtu=${rest##*|}
+      t=${cmd%% *}
+      command -v $t >/dev/null || { echo "skip: $t not installed"; continue; }
+      ip link set ra mtu "$mtu" && inb ip link set rb mtu "$mtu" || fail "veth mtu $mtu"
+      name=$(echo "$cmd" | tr -c 'a-zA-Z0-9\n' '_')
+      timeout 90 "$run" --dev net_af_packet0,iface=ra --ip 10.0.0.1 --mtu "$mtu" -- \
+        $cmd -d uroce0 -x 1 -F >"$work/$name.srv.out" 2>&1 &
+      SRV=$!
+      sleep 0.5
+      inb timeout 90 "$run" --dev net_af_packet0,iface=rb --ip 10.0.0.2 --mtu "$mtu" -- \
+        $cmd -d uroce0 -x 1 -F 192.168.78.1 >"$work/$name.cli.out" 2>&1
+      CRC=$?
+      wait "$SRV"; SRC=$?; SRV=
+      [ $SRC = 0 ] || fail "$cmd: server exited $SRC ($(tail -3 "$work/$name.srv.out"))"
+      [ $CRC = 0 ] || fail "$cmd: client exited $CRC ($(tail -3 "$work/$name.cli.out"))"
+      set -- $want
+      row="^ $1[[:space:]]+$2[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+"
+      grep -qE "$row" "$work/$name.cli.out" || fail "$cmd: no result row '$want ...' on the client"
+      case $cmd in
+        *"-m 4096"*) grep -q "Mtu             : 4096\[B\]" "$work/$name.cli.out" || fail "$cmd: the path MTU is not 4096" ;;
+      esac
       echo "ok: $cmd: $(grep -E "$row" "$work/$name.cli.out" | tr -s ' \t' ' ')"
     done ;;
 
