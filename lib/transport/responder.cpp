@@ -326,6 +326,9 @@ bool uc_in_sequence(Qp& qp, const OpcodeInfo& op, uint32_t psn) {
 
 void responder_rx(Qp& qp, const PacketView& pkt) {
   if (qp.state != IBV_QPS_RTR && qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) return;
+  // A UC or UD opcode is not this QP's traffic at all (rxe's QP type
+  // check): dropped before its PSN could draw a NAK or an ACK.
+  if (pkt.op->transport != Transport::rc) return;
   ++qp.counters.rcvd_pkts;
   const uint32_t psn = pkt.bth().psn();
   const int32_t d = psn_diff(psn, qp.resp.epsn);
@@ -339,7 +342,6 @@ void responder_rx(Qp& qp, const PacketView& pkt) {
     return;
   }
   qp.resp.nak_sent = false;
-  if (pkt.op->transport != Transport::rc) return;  // UC/UD opcode on an RC QP: drop
   if (!valid_for_qp(qp, *pkt.op) || check_semantics(pkt, qp.attr.pmtu) != ParseError::ok)
     return fatal_recv(qp, NakCode::invalid_request, psn, IBV_WC_REM_INV_REQ_ERR);
   if (pkt.op->has(opf::send)) return on_send(qp, pkt);
