@@ -144,7 +144,7 @@ void Rig::run_for_us(uint64_t us) {
 
 std::vector<Frame> Rig::collect(size_t n) {
   std::vector<Frame> got;
-  const auto deadline = Clock::now() + std::chrono::seconds(2);
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
   int idle = 0;
   auto grace_end = Clock::time_point::max();
   for (;;) {

@@ -96,7 +96,7 @@ class Rig {
 
   // Puts a frame on the wire towards the victim, in segments if cfg.seg.
   void inject(const std::vector<uint8_t>& frame);
-  // Runs the victim until `n` frames reached the attacker (or 2 s passed),
+  // Runs the victim until `n` frames reached the attacker (or 5 s passed),
   // then until it is idle: a short grace in threaded mode, idle polls in
   // embedded mode. Returns every RoCE frame received meanwhile.
   std::vector<Frame> collect(size_t n);

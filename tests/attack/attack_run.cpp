@@ -182,9 +182,9 @@ Frame Run::take_request(uint8_t opcode, uint32_t psn) {
 std::vector<ibv_wc> Run::completions(size_t want) {
   std::vector<ibv_wc> out;
   ibv_wc wc[16];
-  // Up to 2 s for `want` of them (a threaded engine may be napping), then
+  // Up to 5 s for `want` of them (a threaded engine may be napping), then
   // a little longer for any that should not be there.
-  for (int i = 0; i < 10000 && out.size() < want; ++i) {
+  for (int i = 0; i < 25000 && out.size() < want; ++i) {
     rig.run_for_us(200);
     for (int k; (k = cq->poll(16, wc)) > 0;) out.insert(out.end(), wc, wc + k);
   }

@@ -72,7 +72,7 @@ class Run {
   void post_read(uint32_t len, uint64_t wr_id = 1);
   // The one request the victim sends for it; checks opcode and PSN.
   Frame take_request(uint8_t opcode, uint32_t psn);
-  // Completions: waits for `want` of them (up to 2 s), then a little more.
+  // Completions: waits for `want` of them (up to 5 s), then a little more.
   std::vector<ibv_wc> completions(size_t want);
 
   // Accepted by every class: the probe that the QP still works, a WRITE at
