@@ -423,6 +423,12 @@ void Engine::receive(rte_mbuf* m) {
     ++counters_.rx_not_from_peer;
     return;
   }
+  // The device's one partition is the default, 0xFFFF (a full member), so
+  // a packet belongs to it with either membership bit: 0x7FFF or 0xFFFF.
+  if ((pkt.bth().pkey() & 0x7FFF) != 0x7FFF) {
+    ++counters_.rx_bad_pkey;
+    return;
+  }
   if (pkt.op->transport == wire::Transport::cnp) {
     transport::cc_cnp_rx(*qp);
     return;

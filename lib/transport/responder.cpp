@@ -71,6 +71,15 @@ bool valid_for_qp(const Qp& qp, const OpcodeInfo& op) {
   return true;
 }
 
+// rxe's check_length beyond the path MTU rule: a LAST packet carries at
+// least one byte (a message of whole PMTUs ends with a full LAST), and no
+// READ or WRITE asks for more than 2^31 bytes, the largest message.
+bool length_ok(const PacketView& pkt) {
+  if (pkt.op->is_last() && pkt.payload_len == 0) return false;
+  if (pkt.op->has_ext(Ext::reth) && pkt.reth().dma_len() > (1u << 31)) return false;
+  return true;
+}
+
 void finish_message(Qp& qp, const PacketView& pkt) {
   ++qp.resp.msn;
   qp.resp.msg_class = 0;
@@ -326,6 +335,9 @@ bool uc_in_sequence(Qp& qp, const OpcodeInfo& op, uint32_t psn) {
 
 void responder_rx(Qp& qp, const PacketView& pkt) {
   if (qp.state != IBV_QPS_RTR && qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) return;
+  // A UC or UD opcode is not this QP's traffic at all (rxe's QP type
+  // check): dropped before its PSN could draw a NAK or an ACK.
+  if (pkt.op->transport != Transport::rc) return;
   ++qp.counters.rcvd_pkts;
   const uint32_t psn = pkt.bth().psn();
   const int32_t d = psn_diff(psn, qp.resp.epsn);
@@ -339,8 +351,7 @@ void responder_rx(Qp& qp, const PacketView& pkt) {
     return;
   }
   qp.resp.nak_sent = false;
-  if (pkt.op->transport != Transport::rc) return;  // UC/UD opcode on an RC QP: drop
-  if (!valid_for_qp(qp, *pkt.op) || check_semantics(pkt, qp.attr.pmtu) != ParseError::ok)
+  if (!valid_for_qp(qp, *pkt.op) || check_semantics(pkt, qp.attr.pmtu) != ParseError::ok || !length_ok(pkt))
     return fatal_recv(qp, NakCode::invalid_request, psn, IBV_WC_REM_INV_REQ_ERR);
   if (pkt.op->has(opf::send)) return on_send(qp, pkt);
   if (pkt.op->has(opf::write)) return on_write(qp, pkt);
@@ -354,7 +365,8 @@ void uc_rx(Qp& qp, const PacketView& pkt) {
   const OpcodeInfo& op = *pkt.op;
   if (op.transport != Transport::uc) return;  // RC/UD opcode on a UC QP: drop
   if (!uc_in_sequence(qp, op, pkt.bth().psn())) return;
-  if (check_semantics(pkt, qp.attr.pmtu) != ParseError::ok) return uc_drop(qp, IBV_WC_REM_INV_REQ_ERR);
+  if (check_semantics(pkt, qp.attr.pmtu) != ParseError::ok || !length_ok(pkt))
+    return uc_drop(qp, IBV_WC_REM_INV_REQ_ERR);
   if (op.has(opf::send)) return uc_on_send(qp, pkt);
   if (!(qp.attr.access_flags & IBV_ACCESS_REMOTE_WRITE)) return uc_drop(qp, IBV_WC_REM_ACCESS_ERR);
   uc_on_write(qp, pkt);

@@ -50,6 +50,7 @@ struct DeviceCounters {
   uint64_t rx_gathered = 0;       // payloads spread over mbuf segments, gathered
   uint64_t rx_unknown_qp = 0;
   uint64_t rx_not_from_peer = 0;  // for a connected QP, from another IP than its peer's
+  uint64_t rx_bad_pkey = 0;       // a BTH P_Key outside the default partition (rxe's bad_pkey_cntr)
   uint64_t tx_frames = 0;
   uint64_t tx_no_mbuf = 0;
 };

@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "attack_run.h"
+
+#include <cstring>
+
+#include "connected_pair.h"
+#include "uroce/wire/byte_order.h"
+#include "uroce/wire/icrc.h"
+#include "uroce/wire/ipv4.h"
+
+namespace uroce::attack {
+
+Run::Run(Rig& r, const Setup& s) : rig(r), setup(s) {
+  Device& d = *rig.dev;
+  pd = d.alloc_pd();
+  pd2 = d.alloc_pd();
+  int err = -1;
+  cq = d.create_cq(256, err);
+  REQUIRE(err == 0);
+  rw = std::make_unique<GuardedRegion>(*pd, kRwLen, kAllRemote);
+  ro = std::make_unique<GuardedRegion>(*pd, 4096, IBV_ACCESS_REMOTE_READ);
+  wo = std::make_unique<GuardedRegion>(*pd, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  other = std::make_unique<GuardedRegion>(*pd2, 4096, kAllRemote);
+  recv = std::make_unique<GuardedRegion>(*pd, 8192, IBV_ACCESS_LOCAL_WRITE);
+  local = std::make_unique<GuardedRegion>(*pd, 8192, IBV_ACCESS_LOCAL_WRITE);
+  QpInitAttr init;
+  init.send_cq = init.recv_cq = cq.get();
+  init.qp_type = s.type;
+  init.cap.max_send_wr = init.cap.max_recv_wr = 16;
+  init.cap.max_send_sge = init.cap.max_recv_sge = 1;
+  qp = pd->create_qp(init, err);
+  INFO("create_qp errno " << err);
+  REQUIRE(qp);
+  connect();
+  if (s.recv_len) {
+    ibv_sge sge{recv->va(), s.recv_len, recv->key()};
+    RecvWr wr;
+    wr.wr_id = 500;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    const RecvWr* bad = nullptr;
+    REQUIRE(qp->post_recv(&wr, &bad) == 0);
+  }
+}
+
+Run::~Run() {
+  qp.reset();  // sends an ACK still held back
+  rig.run_for_us(50);
+  rig.drain();
+}
+
+void Run::connect() {
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.port_num = 1;
+  a.qp_access_flags = setup.qp_access;
+  a.qkey = kQkey;
+  const bool ud = setup.type == IBV_QPT_UD, uc = setup.type == IBV_QPT_UC;
+  REQUIRE(qp->modify(a, ud ? test::kUdInitMask : test::kRcInitMask) == 0);
+  a = {};
+  a.qp_state = IBV_QPS_RTR;
+  if (!ud) {
+    a.path_mtu = rig.cfg.mtu;
+    a.dest_qp_num = kAttackerQpn;
+    a.rq_psn = kRqPsn;
+    a.max_dest_rd_atomic = setup.max_dest_rd_atomic;
+    a.min_rnr_timer = 1;  // 10 us
+    a.ah_attr.is_global = 1;
+    a.ah_attr.port_num = 1;
+    std::memcpy(a.ah_attr.grh.dgid.raw, rig.peer_ip.bytes.data(), 16);
+  }
+  REQUIRE(qp->modify(a, ud ? IBV_QP_STATE : uc ? test::kUcRtrMask : test::kRcRtrMask) == 0);
+  a = {};
+  a.qp_state = IBV_QPS_RTS;
+  a.sq_psn = kSqPsn;
+  a.timeout = 18;  // 1 s: no retransmission unless an attack asks for one
+  a.retry_cnt = 7;
+  a.rnr_retry = setup.rnr_retry;
+  a.max_rd_atomic = 16;
+  REQUIRE(qp->modify(a, ud || uc ? test::kUcRtsMask : test::kRcRtsMask) == 0);
+}
+
+wire::PacketFields Run::req(uint8_t opcode, int32_t psn_off, uint32_t payload) const {
+  wire::PacketFields f;
+  f.eth.dst = rig.vport->mac();
+  f.eth.src = rig.aport->mac();
+  f.ip.ipv6 = rig.cfg.ipv6;
+  f.ip.src = rig.peer_ip;
+  f.ip.dst = rig.victim_ip;
+  f.bth.opcode = opcode;
+  f.bth.dest_qp = qp->qp_num();
+  f.bth.psn = E(psn_off);
+  f.bth.ack_req = true;
+  f.payload_len = payload;
+  return f;
+}
+
+wire::PacketFields Run::write(uint8_t opcode, int32_t psn_off, size_t off, uint32_t payload, uint32_t dma_len) const {
+  wire::PacketFields f = req(opcode, psn_off, payload);
+  f.ext.reth_va = rw->va(off);
+  f.ext.reth_rkey = rw->key();
+  f.ext.reth_dma_len = dma_len ? dma_len : payload;
+  return f;
+}
+
+wire::PacketFields Run::read(int32_t psn_off, uint64_t va, uint32_t rkey, uint32_t len) const {
+  wire::PacketFields f = req(wire::op::RC_RDMA_READ_REQUEST, psn_off);
+  f.ext.reth_va = va;
+  f.ext.reth_rkey = rkey;
+  f.ext.reth_dma_len = len;
+  return f;
+}
+
+wire::PacketFields Run::atomic(uint8_t opcode, int32_t psn_off, uint64_t va, uint32_t rkey, uint64_t add_or_swap,
+                               uint64_t compare) const {
+  wire::PacketFields f = req(opcode, psn_off);
+  f.ext.atomic_va = va;
+  f.ext.atomic_rkey = rkey;
+  f.ext.atomic_swap_add = add_or_swap;
+  f.ext.atomic_compare = compare;
+  return f;
+}
+
+wire::PacketFields Run::resp(uint8_t opcode, int32_t psn_off, uint8_t syndrome, uint32_t payload) const {
+  wire::PacketFields f = req(opcode, 0, payload);
+  f.bth.psn = S(psn_off);
+  f.bth.ack_req = false;
+  f.ext.aeth_syndrome = syndrome;
+  f.ext.aeth_msn = 1;
+  return f;
+}
+
+std::vector<uint8_t> Run::build(const wire::PacketFields& f, uint8_t fill) const {
+  wire::PacketFields g = f;
+  const uint32_t extra = f.payload_len > 4096 ? f.payload_len - 4096 : 0;
+  g.payload_len -= extra;
+  const std::vector<uint8_t> payload(g.payload_len, fill);
+  std::vector<uint8_t> frame(g.payload_len + 256);
+  wire::FrameLayout lay;
+  REQUIRE(wire::build_frame(g, payload, frame, lay) == wire::BuildError::ok);
+  frame.resize(lay.frame_len);
+  if (extra) {
+    REQUIRE(extra % 4 == 0);
+    frame.insert(frame.end() - 4, extra, fill);
+    reseal(frame);
+  }
+  return frame;
+}
+
+void Run::send_frame(const std::vector<uint8_t>& frame) {
+  rig.inject(frame);
+  ++sent;
+}
+
+void Run::post_write(uint32_t len, uint64_t wr_id) {
+  ibv_sge sge{local->va(), len, local->key()};
+  SendWr wr = test::make_wr(IBV_WR_RDMA_WRITE, wr_id, &sge);
+  wr.wr.rdma.remote_addr = 0x10000;
+  wr.wr.rdma.rkey = 0x4321;
+  const SendWr* bad = nullptr;
+  REQUIRE(qp->post_send(&wr, &bad) == 0);
+}
+
+void Run::post_read(uint32_t len, uint64_t wr_id) {
+  ibv_sge sge{local->va(), len, local->key()};
+  SendWr wr = test::make_wr(IBV_WR_RDMA_READ, wr_id, &sge);
+  wr.wr.rdma.remote_addr = 0x10000;
+  wr.wr.rdma.rkey = 0x4321;
+  const SendWr* bad = nullptr;
+  REQUIRE(qp->post_send(&wr, &bad) == 0);
+}
+
+Frame Run::take_request(uint8_t opcode, uint32_t psn) {
+  std::vector<Frame> got = rig.collect(1);
+  REQUIRE(got.size() == 1);
+  CHECK(int(got[0].opcode()) == int(opcode));
+  CHECK(got[0].psn() == psn);
+  CHECK(got[0].v.bth().dest_qp() == kAttackerQpn);
+  return std::move(got[0]);
+}
+
+std::vector<ibv_wc> Run::completions(size_t want) {
+  std::vector<ibv_wc> out;
+  ibv_wc wc[16];
+  // Up to 5 s for `want` of them (a threaded engine may be napping), then
+  // a little longer for any that should not be there.
+  for (int i = 0; i < 25000 && out.size() < want; ++i) {
+    rig.run_for_us(200);
+    for (int k; (k = cq->poll(16, wc)) > 0;) out.insert(out.end(), wc, wc + k);
+  }
+  rig.run_for_us(200);
+  for (int k; (k = cq->poll(16, wc)) > 0;) out.insert(out.end(), wc, wc + k);
+  return out;
+}
+
+void Run::probe(int32_t psn_off) {
+  INFO("probe: a WRITE at the PSN the victim must expect now");
+  const size_t off = kRwLen - 16;
+  const uint64_t rx = rig.dev->counters().rx_frames;
+  send(write(wire::op::RC_RDMA_WRITE_ONLY, psn_off, off, 16), 0x5C);
+  rig.wait_rx(rx, 1);
+  std::vector<Frame> got = rig.collect(1);
+  REQUIRE(got.size() == 1);
+  CHECK(int(got[0].opcode()) == int(wire::op::RC_ACKNOWLEDGE));
+  CHECK(int(got[0].syndrome()) == int(wire::kAethAckNoCredit));
+  CHECK(got[0].psn() == E(psn_off));
+  for (size_t i = 0; i < 16; ++i) CHECK(int(rw->data()[off + i]) == 0x5C);
+}
+
+Offsets offsets_of(const std::vector<uint8_t>& frame) {
+  Offsets o;
+  o.ipv6 = frame[12] == 0x86 && frame[13] == 0xDD;
+  o.l4 = o.l3 + (o.ipv6 ? 40 : size_t(frame[o.l3] & 0x0F) * 4);
+  o.bth = o.l4 + 8;
+  return o;
+}
+
+void reseal(std::vector<uint8_t>& frame) {
+  const Offsets o = offsets_of(frame);
+  const size_t udp_len = frame.size() - o.l4;
+  frame[o.l4 + 4] = uint8_t(udp_len >> 8);
+  frame[o.l4 + 5] = uint8_t(udp_len);
+  if (o.ipv6) {
+    frame[o.l3 + 4] = uint8_t(udp_len >> 8);
+    frame[o.l3 + 5] = uint8_t(udp_len);
+  } else {
+    const size_t total = frame.size() - o.l3;
+    frame[o.l3 + 2] = uint8_t(total >> 8);
+    frame[o.l3 + 3] = uint8_t(total);
+    frame[o.l3 + 10] = frame[o.l3 + 11] = 0;
+    const uint16_t sum = wire::ipv4_header_checksum(frame.data() + o.l3, o.l4 - o.l3);
+    frame[o.l3 + 10] = uint8_t(sum >> 8);
+    frame[o.l3 + 11] = uint8_t(sum);
+  }
+  // Masked IP/UDP/BTH, then everything after the BTH up to the ICRC.
+  uint32_t crc = wire::icrc_masked_headers(frame.data() + o.l3, o.l4 - o.l3, o.ipv6, 0);
+  const size_t after_bth = o.bth + wire::kBthLen;
+  crc = wire::crc32(crc, frame.data() + after_bth, frame.size() - 4 - after_bth);
+  wire::store_le32(frame.data() + frame.size() - 4, crc);
+}
+
+}  // namespace uroce::attack
