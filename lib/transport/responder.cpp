@@ -137,7 +137,8 @@ void on_write(Qp& qp, const PacketView& pkt) {
     memory::AccessError err;
     const RethView reth = pkt.reth();
     // The whole message's target, which starts with this packet's.
-    dst = memory::resolve_remote(qp.eng->mrs(), qp.pd, qp.qpn, reth.rkey(), reth.va(), reth.dma_len(), IBV_ACCESS_REMOTE_WRITE, err);
+    dst = memory::resolve_remote(qp.eng->mrs(), qp.pd, qp.qpn, reth.rkey(), reth.va(), reth.dma_len(),
+                                 IBV_ACCESS_REMOTE_WRITE, err);
     if (dst == nullptr) return fatal_recv(qp, NakCode::remote_access_error, psn, IBV_WC_REM_ACCESS_ERR);
     qp.resp.write_va = reth.va();
     qp.resp.write_rkey = reth.rkey();
@@ -172,7 +173,8 @@ void on_read(Qp& qp, const PacketView& pkt) {
   const uint32_t psn = pkt.bth().psn();
   const RethView reth = pkt.reth();
   memory::AccessError err;
-  if (!memory::resolve_remote(qp.eng->mrs(), qp.pd, qp.qpn, reth.rkey(), reth.va(), reth.dma_len(), IBV_ACCESS_REMOTE_READ, err))
+  if (!memory::resolve_remote(qp.eng->mrs(), qp.pd, qp.qpn, reth.rkey(), reth.va(), reth.dma_len(),
+                              IBV_ACCESS_REMOTE_READ, err))
     return fatal(qp, NakCode::remote_access_error, psn);
   const uint32_t pmtu = qp.attr.pmtu;
   const uint32_t count = reth.dma_len() == 0 ? 1 : (reth.dma_len() + pmtu - 1) / pmtu;
@@ -274,7 +276,8 @@ void uc_on_write(Qp& qp, const PacketView& pkt) {
   uint8_t* dst = nullptr;
   if (pkt.op->has(opf::first)) {
     const RethView reth = pkt.reth();
-    dst = memory::resolve_remote(qp.eng->mrs(), qp.pd, qp.qpn, reth.rkey(), reth.va(), reth.dma_len(), IBV_ACCESS_REMOTE_WRITE, err);
+    dst = memory::resolve_remote(qp.eng->mrs(), qp.pd, qp.qpn, reth.rkey(), reth.va(), reth.dma_len(),
+                                 IBV_ACCESS_REMOTE_WRITE, err);
     if (dst == nullptr) return uc_drop(qp, IBV_WC_REM_ACCESS_ERR);
     qp.resp.write_va = reth.va();
     qp.resp.write_rkey = reth.rkey();

@@ -748,7 +748,9 @@ ibv_qp* mw_qp(ibv_context* ctx, ibv_pd* pd, ibv_cq* cq) {
   a.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
   a.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_BIND_MW |
                      IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV;
+  errno = 0;
   ibv_qp* qp = ibv_create_qp_ex(ctx, &a);
+  INFO("errno " << errno);
   REQUIRE(qp);
   return qp;
 }
