@@ -8,6 +8,7 @@ MrTable::MrTable(uint64_t seed, uint32_t max_mr, uint32_t max_mw)
   // Slot 0 is never used, so key 0 is never valid.
   for (uint32_t s = std::min<uint32_t>(max_mr, 65535); s >= 1; --s) free_.push_back(s);
   for (uint32_t s = std::min<uint32_t>(max_mw, 65535); s >= 1; --s) window_free_.push_back(s);
+  window_capacity_ = window_free_.size();
 }
 
 uint32_t MrTable::insert(Region* mr) {
@@ -44,9 +45,15 @@ void MrTable::remove_window(Window* mw) {
 }
 
 void MrTable::unbind_windows_of(const Region* mr) {
-  if (mr->windows == 0) return;
+  if (mr->windows == 0) return;  // the usual case: no scan
   for (Window* mw : window_slots_)
     if (mw != nullptr && mw->mr == mr) unbind(*mw);
+}
+
+void MrTable::unbind_windows_of_qp(const ProtectionDomain* pd, uint32_t qpn) {
+  if (window_free_.size() == window_capacity_) return;  // no window alive
+  for (Window* mw : window_slots_)
+    if (mw != nullptr && mw->type == 2 && mw->mr != nullptr && mw->pd == pd && mw->qpn == qpn) unbind(*mw);
 }
 
 void unbind(Window& mw) {

@@ -50,12 +50,16 @@ class MrTable {
   }
   // A region goes away: the windows still bound to it are unbound.
   void unbind_windows_of(const Region* mr);
+  // A QP goes away: the type 2 windows bound through it are unbound (its
+  // QPN may be handed out again; rxe keeps the QP alive instead).
+  void unbind_windows_of_qp(const ProtectionDomain* pd, uint32_t qpn);
 
  private:
   std::vector<Region*> slots_;
   std::vector<uint32_t> free_;
   std::vector<Window*> window_slots_;
   std::vector<uint32_t> window_free_;
+  size_t window_capacity_ = 0;
   std::mt19937_64 rng_;
 };
 

@@ -33,6 +33,7 @@ QueuePair::~QueuePair() {
   transport::modify_qp(qp, [] { ibv_qp_attr a{}; a.qp_state = IBV_QPS_RESET; return a; }(), IBV_QP_STATE);
   transport::detach_recv(qp);
   detail::to_engine(pd_->device()).remove_qp(&qp);
+  detail::to_engine(pd_->device()).mrs().unbind_windows_of_qp(pd_, qp.qpn);
   qp.scq->detach();
   qp.rcq->detach();
   if (qp.srq) --qp.srq->users;

@@ -172,6 +172,16 @@ TEST_CASE("Type 2 window: only the QP that bound it accepts accesses through it"
   CHECK(rdma(p, IBV_WR_RDMA_WRITE, 0, 64, p.b.addr(0), rkey, 0).status == IBV_WC_REM_ACCESS_ERR);
 }
 
+TEST_CASE("Type 2 window: destroying the QP it was bound through unbinds it", "[mw]") {
+  MwPair p(214, 2);
+  auto mw = alloc(*p.b.pd, IBV_MW_TYPE_2);
+  bind_type2(p, *mw, 0, 4096, kRemoteAll, 0x10, /*qp=*/1);
+  p.b.more_qps.at(0).reset();
+  // Unbound: QP 0 may bind it again, and accesses through QP 0 work.
+  const uint32_t k = bind_type2(p, *mw, 0, 4096, kRemoteAll, 0x11, /*qp=*/0);
+  CHECK(rdma(p, IBV_WR_RDMA_WRITE, 0, 64, p.b.addr(0), k, 0).status == IBV_WC_SUCCESS);
+}
+
 TEST_CASE("SEND with invalidate of a type 2 window: reported, and its key then fails", "[mw]") {
   MwPair p(208);
   auto mw = alloc(*p.b.pd, IBV_MW_TYPE_2);
