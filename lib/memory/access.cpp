@@ -68,7 +68,11 @@ bool invalidate(MrTable& mrs, const ProtectionDomain* pd, uint32_t key) {
 
 namespace {
 
-constexpr int kWindowAccess = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
+// Local write and MW bind mean nothing for a window but are accepted, as
+// rxe does (programs pass their region's flags); zero-based windows are not
+// supported.
+constexpr int kWindowAccess = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC |
+                              IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND;
 
 bool region_allows(const Region& mr, const Window& mw, const BindRequest& req) {
   if (mr.pd != mw.pd || !(mr.access & IBV_ACCESS_MW_BIND)) return false;

@@ -293,6 +293,18 @@ TEST_CASE("Bind rules: each broken one completes the bind with IBV_WC_MW_BIND_ER
     auto mw = alloc(*p.b.pd, IBV_MW_TYPE_2);
     expect_bind_error(p, bind_wr(*mw, mw->rkey(), ro.get(), uintptr_t(ro->addr()), 4096, IBV_ACCESS_REMOTE_WRITE));
   }
+  SECTION("zero-based window") {
+    MwPair p(226);
+    auto mw = alloc(*p.b.pd, IBV_MW_TYPE_2);
+    expect_bind_error(p, bind_wr(*mw, mw->rkey(), p.b.mr.get(), p.b.addr(0), 4096,
+                                 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_ZERO_BASED));
+  }
+  SECTION("local write among the flags is accepted and gives nothing") {
+    MwPair p(227);
+    auto mw = alloc(*p.b.pd, IBV_MW_TYPE_2);
+    const uint32_t k = bind_type2(p, *mw, 0, 4096, IBV_ACCESS_REMOTE_READ | IBV_ACCESS_LOCAL_WRITE);
+    CHECK(rdma(p, IBV_WR_RDMA_WRITE, 0, 64, p.b.addr(0), k).status == IBV_WC_REM_ACCESS_ERR);
+  }
   SECTION("type 2 window of another PD than the QP's") {
     MwPair p(225);
     auto pd2 = p.b.dev->alloc_pd();
