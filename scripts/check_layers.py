@@ -48,9 +48,13 @@ ALLOWED = {
 EXCEPTIONS = {
     ("lib/transport/post.cpp", "uroce/verbs/address_handle.h"):
         "a UD send reads its AddressHandle at post time; an internal AH record would replace it",
+    ("lib/transport/post.cpp", "uroce/verbs/memory_window.h"):
+        "a bind reads its window's handle at post time (fixed at allocation), as a UD send reads its AH",
+    ("lib/transport/post.cpp", "uroce/verbs/memory_region.h"):
+        "a bind reads its region's lkey at post time (fixed at registration), as a UD send reads its AH",
 }
 
-OBJECT_HEADERS = {"address_handle.h", "completion_queue.h", "device.h", "memory_region.h",
+OBJECT_HEADERS = {"address_handle.h", "completion_queue.h", "device.h", "memory_region.h", "memory_window.h",
                   "protection_domain.h", "queue_pair.h", "shared_receive_queue.h", "verbs.h",
                   "endpoint.h"}
 

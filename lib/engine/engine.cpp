@@ -35,7 +35,7 @@ uint64_t pick_seed(uint64_t seed) {
 }  // namespace
 
 Engine::Engine(const DeviceConfig& config)
-    : EngineServices(pick_seed(config.seed), config.limits.max_mr),
+    : EngineServices(pick_seed(config.seed), config.limits.max_mr, config.limits.max_mw),
       device_config_(config),
       rng_(pick_seed(config.seed) + 1),
       neighbors_(uint64_t(config.neighbor_retry_ms) * 1000000, uint64_t(config.neighbor_timeout_ms) * 1000000) {

@@ -24,9 +24,9 @@ struct Region {
   // dereg_mr answers EBUSY while there are any.
   uint32_t use_count = 0;
   bool dpdk_memory = false;  // a NIC can DMA from it (zero-copy TX)
-  // The peer may invalidate the key with a SEND with invalidate: true only
-  // for a memory window or a fast-registered region, never for reg_mr's.
-  bool remote_invalidatable = false;
+  // Memory windows bound to the region: it may not be deregistered while
+  // there are any (ibv_dereg_mr answers EINVAL, as rxe does).
+  uint32_t windows = 0;
   // Zero-copy TX: the reference count shared by the frames whose payload
   // segments point into this region (tx_extbuf.h).
   void* tx_shinfo = nullptr;

@@ -55,6 +55,10 @@ bool ack_through(Qp& qp, uint32_t psn) {
       fail(qp, w.error);
       return false;
     }
+    if (w.state == WqeState::sent && is_local_op(w.opcode)) {
+      complete_send(qp, w, IBV_WC_SUCCESS);
+      continue;
+    }
     if (w.state != WqeState::sent || is_rd_atomic(w.opcode) || !psn_le(w.last_psn, psn)) break;
     qp.comp.una = psn_add(w.last_psn, 1);
     complete_send(qp, w, IBV_WC_SUCCESS);
@@ -203,6 +207,11 @@ void completer_rx(Qp& qp, const PacketView& pkt) {
   if (pkt.op->has_ext(Ext::aeth) && aeth_type(pkt.aeth().syndrome()) != AethType::ack) return on_bad_syndrome(qp, psn);
   if (opcode == op::RC_ATOMIC_ACKNOWLEDGE) return on_atomic_ack(qp, pkt);
   if (pkt.op->has(opf::read | opf::response)) return on_read_response(qp, pkt);
+}
+
+void complete_local_ops(Qp& qp) {
+  while (!qp.sq.empty() && qp.sq.front().state == WqeState::sent && is_local_op(qp.sq.front().opcode))
+    complete_send(qp, qp.sq.front(), IBV_WC_SUCCESS);
 }
 
 void completer_timer(Qp& qp) {

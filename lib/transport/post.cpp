@@ -7,6 +7,8 @@
 #include "services.h"
 #include "transport.h"
 #include "uroce/verbs/address_handle.h"
+#include "uroce/verbs/memory_region.h"
+#include "uroce/verbs/memory_window.h"
 
 namespace uroce::transport {
 namespace {
@@ -20,15 +22,19 @@ bool rc_opcode_ok(ibv_wr_opcode op) {
     case IBV_WR_RDMA_WRITE_WITH_IMM:
     case IBV_WR_RDMA_READ:
     case IBV_WR_ATOMIC_CMP_AND_SWP:
-    case IBV_WR_ATOMIC_FETCH_AND_ADD: return true;
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+    case IBV_WR_BIND_MW:
+    case IBV_WR_LOCAL_INV: return true;
     default: return false;
   }
 }
 
 // UC carries SEND and RDMA WRITE only: no READ or atomics (nothing comes
 // back), and no SEND with invalidate (IBA defines no UC opcode for it).
+// Memory window operations are local: UC has them as RC does.
 bool uc_opcode_ok(ibv_wr_opcode op) {
-  return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM;
+  return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE ||
+         op == IBV_WR_RDMA_WRITE_WITH_IMM || is_local_op(op);
 }
 
 bool opcode_ok(const Qp& qp, ibv_wr_opcode op) {
@@ -75,6 +81,21 @@ void fill_ud_dest(Qp& qp, const SendWr& wr, UdDest& d) {
   d.to_self = d.mac == qp.eng->mac();
 }
 
+void fill_local_op(const SendWr& wr, SendWqe& w) {
+  w.num_sge = 0;
+  w.length = 0;
+  if (wr.opcode == IBV_WR_LOCAL_INV) {
+    w.imm = wr.invalidate_rkey;
+    return;
+  }
+  const auto& b = wr.bind_mw;
+  w.rkey = b.mw->handle() | (b.rkey & 0xFFu);
+  w.imm = b.bind_info.mr ? b.bind_info.mr->lkey() : 0;
+  w.remote_addr = b.bind_info.addr;
+  w.compare_add = b.bind_info.length;
+  w.swap = b.bind_info.mw_access_flags;
+}
+
 // check_send has bounded num_sge by max_send_sge and an inline length by
 // max_inline_data: both fit the slot's part of the slab.
 void fill_wqe(Qp& qp, const SendWr& wr, SendWqe& w) {
@@ -88,6 +109,7 @@ void fill_wqe(Qp& qp, const SendWr& wr, SendWqe& w) {
   // verbs passes the immediate in network order
   w.imm = wr.opcode == IBV_WR_SEND_WITH_INV ? wr.invalidate_rkey : __builtin_bswap32(wr.imm_data);
   w.signaled = qp.init.sq_sig_all || (wr.send_flags & IBV_SEND_SIGNALED);
+  if (is_local_op(wr.opcode)) return fill_local_op(wr, w);
   if (is_atomic(wr.opcode)) {
     w.remote_addr = wr.wr.atomic.remote_addr;
     w.rkey = wr.wr.atomic.rkey;
@@ -121,6 +143,14 @@ void fill_wqe(Qp& qp, const SendWr& wr, SendWqe& w) {
 int check_send(const Qp& qp, const SendWr& wr) {
   const bool rc = qp.is_rc();
   if (!opcode_ok(qp, wr.opcode)) return EINVAL;
+  if (wr.opcode == IBV_WR_BIND_MW) {
+    // The window's and region's own rules are checked when the bind runs
+    // (a failure completes it with IBV_WC_MW_BIND_ERR); what the post can
+    // see is whether it names a window, and a region for a range.
+    const auto& b = wr.bind_mw;
+    return b.mw == nullptr || (b.bind_info.mr == nullptr && (b.bind_info.addr || b.bind_info.length)) ? EINVAL : 0;
+  }
+  if (wr.opcode == IBV_WR_LOCAL_INV) return 0;
   if (wr.num_sge < 0 || uint32_t(wr.num_sge) > qp.init.cap.max_send_sge || (wr.num_sge && !wr.sg_list))
     return EINVAL;
   const uint64_t len = total_length(wr.sg_list, wr.num_sge);

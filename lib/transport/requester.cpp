@@ -3,6 +3,7 @@
 // behaviour"), segmenting by path MTU, setting AckReq, and rewinding for
 // go-back-N retransmission.
 #include "services.h"
+#include "../memory/access.h"
 #include "../memory/sge_copy.h"
 #include "cc.h"
 #include "psn.h"
@@ -59,6 +60,27 @@ void fail_wqe(Qp& qp, SendWqe& w, ibv_wc_status status) {
   w.state = WqeState::failed;
   w.error = status;
   qp.req.offset = 0;
+}
+
+// A bind or local invalidate, run when the requester reaches it: it sends
+// nothing and takes no PSN. A failure completes it with an error, and the
+// QP enters the error state (as rxe: IBV_WC_MW_BIND_ERR for a bind,
+// IBV_WC_LOC_QP_OP_ERR for an invalidate).
+void run_local_op(Qp& qp, SendWqe& w) {
+  if (w.state == WqeState::sent) {  // ran before a rewind: never twice
+    ++qp.req.wqe;
+    return;
+  }
+  bool ok;
+  if (w.opcode == IBV_WR_BIND_MW) {
+    const memory::BindRequest req{w.rkey, w.imm, w.remote_addr, w.compare_add, int(w.swap)};
+    ok = memory::bind_window(qp.eng->mrs(), qp.pd, qp.qpn, req);
+  } else {
+    ok = memory::invalidate(qp.eng->mrs(), qp.pd, w.imm);
+  }
+  if (!ok) return fail_wqe(qp, w, w.opcode == IBV_WR_BIND_MW ? IBV_WC_MW_BIND_ERR : IBV_WC_LOC_QP_OP_ERR);
+  w.state = WqeState::sent;
+  ++qp.req.wqe;
 }
 
 // A data packet of `len` bytes went out: move the WQE and the PSN on.
@@ -213,6 +235,11 @@ void uc_send(Qp& qp) {
       return move_to_error(qp);
     }
     if (w.state == WqeState::posted && qp.req.offset == 0 && qp.state == IBV_QPS_SQD) break;
+    if (is_local_op(w.opcode)) {
+      run_local_op(qp, w);
+      if (w.state == WqeState::sent) complete_send(qp, w, IBV_WC_SUCCESS);
+      continue;
+    }
     if (!cc_gate(qp) || !send_data_packet<true>(qp, w)) break;
     if (w.state == WqeState::sent) complete_send(qp, w, IBV_WC_SUCCESS);
   }
@@ -226,9 +253,16 @@ void requester_tx(Qp& qp) {
   if (qp.req.rnr_until > qp.eng->now()) return;
   while (qp.req.wqe != qp.sq.head() && qp.eng->tx_has_room()) {
     SendWqe& w = qp.sq.at(qp.req.wqe);
-    if (w.state == WqeState::failed || !may_send(qp, w) || !cc_gate(qp) || !send_one(qp, w)) break;
+    if (w.state == WqeState::failed || !may_send(qp, w)) break;
+    if (is_local_op(w.opcode)) {
+      run_local_op(qp, w);
+      continue;
+    }
+    if (!cc_gate(qp) || !send_one(qp, w)) break;
     arm_ack_timer(qp);
   }
+  // Window operations with nothing unacknowledged before them complete now.
+  complete_local_ops(qp);
   // A failed WQE at the front completes now (nothing before it waits).
   if (!qp.sq.empty() && qp.sq.front().state == WqeState::failed) completer_timer(qp);
 }
@@ -240,19 +274,23 @@ void requester_rewind(Qp& qp, uint32_t psn) {
   uint32_t i = qp.sq.tail();
   for (; i != qp.req.wqe; ++i) {
     const SendWqe& w = qp.sq.at(i);
+    if (is_local_op(w.opcode)) continue;  // sent nothing: nothing to resend
     if (w.state == WqeState::sent && psn_le(psn, w.last_psn)) break;
     if (w.state == WqeState::in_progress && psn_le(w.first_psn, psn)) break;
   }
   // Everything after i is sent again from its start, with the same PSNs.
   const uint32_t end = qp.req.wqe == qp.sq.head() ? qp.req.wqe : qp.req.wqe + 1;
   for (uint32_t j = i + 1; j != end; ++j)
-    if (qp.sq.at(j).state != WqeState::failed) qp.sq.at(j).state = WqeState::posted;
+    if (qp.sq.at(j).state != WqeState::failed && !is_local_op(qp.sq.at(j).opcode))
+      qp.sq.at(j).state = WqeState::posted;
   SendWqe& w = qp.sq.at(i);
   qp.req.wqe = i;
   qp.req.psn = psn;
   qp.req.since_ackreq = 0;
   qp.req.offset = 0;
-  if (w.opcode == IBV_WR_RDMA_READ) {
+  if (is_local_op(w.opcode)) {
+    // Not run yet (the requester had stopped at it): it runs in its turn.
+  } else if (w.opcode == IBV_WR_RDMA_READ) {
     w.state = WqeState::in_progress;  // keeps first_psn; resends the rest
   } else if (is_rd_atomic(w.opcode)) {
     w.state = WqeState::posted;

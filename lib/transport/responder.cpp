@@ -117,14 +117,16 @@ void on_send(Qp& qp, const PacketView& pkt) {
   if (qp.resp.recv_off + pkt.payload_len > qp.resp.recv.total)
     return fatal_recv(qp, NakCode::invalid_request, psn, IBV_WC_LOC_LEN_ERR);
   // The key to invalidate is checked before the last packet's bytes land
-  // (IBA's class J error). Only memory windows and fast-registered regions
-  // qualify and uroce has neither yet, so every key is refused for now;
-  // accepting one will also mean invalidating it here.
-  if (pkt.op->has_ext(Ext::ieth) && !memory::remote_invalidatable(qp.eng->mrs(), pkt.ieth().value()))
+  // (IBA's class J error): only a bound type 2 memory window of this QP's
+  // PD qualifies (a region from reg_mr never does: uroce has no fast
+  // registration). It is invalidated once the bytes are in.
+  const bool inv = pkt.op->has_ext(Ext::ieth);
+  if (inv && !memory::can_invalidate(qp.eng->mrs(), qp.pd, pkt.ieth().value()))
     return fatal_recv(qp, NakCode::invalid_request, psn, IBV_WC_REM_INV_REQ_ERR);
   const SgeList sgl = qp.recv_queue().sgl(qp.resp.recv);
   if (!memory::scatter(qp.eng->mrs(), qp.pd, sgl, qp.resp.recv_off, pkt.payload, pkt.payload_len))
     return fatal_recv(qp, NakCode::remote_operational_error, psn, IBV_WC_LOC_PROT_ERR);
+  if (inv) memory::invalidate(qp.eng->mrs(), qp.pd, pkt.ieth().value());
   qp.resp.recv_off += pkt.payload_len;
   qp.resp.epsn = psn_add(psn, 1);
   if (pkt.op->is_last() || pkt.op->is_only()) {
@@ -144,7 +146,8 @@ void on_write(Qp& qp, const PacketView& pkt) {
     memory::AccessError err;
     const RethView reth = pkt.reth();
     // The whole message's target, which starts with this packet's.
-    dst = memory::resolve(qp.eng->mrs(), qp.pd, reth.rkey(), reth.va(), reth.dma_len(), IBV_ACCESS_REMOTE_WRITE, err);
+    dst = memory::resolve_remote(qp.eng->mrs(), qp.pd, qp.qpn, reth.rkey(), reth.va(), reth.dma_len(),
+                                 IBV_ACCESS_REMOTE_WRITE, err);
     if (dst == nullptr) return fatal_recv(qp, NakCode::remote_access_error, psn, IBV_WC_REM_ACCESS_ERR);
     qp.resp.write_va = reth.va();
     qp.resp.write_rkey = reth.rkey();
@@ -158,7 +161,7 @@ void on_write(Qp& qp, const PacketView& pkt) {
   // since the message's first.
   if (dst == nullptr) {
     memory::AccessError err;
-    dst = memory::resolve(qp.eng->mrs(), qp.pd, qp.resp.write_rkey, qp.resp.write_va, pkt.payload_len,
+    dst = memory::resolve_remote(qp.eng->mrs(), qp.pd, qp.qpn, qp.resp.write_rkey, qp.resp.write_va, pkt.payload_len,
                           IBV_ACCESS_REMOTE_WRITE, err);
     if (dst == nullptr) return fatal_recv(qp, NakCode::remote_access_error, psn, IBV_WC_REM_ACCESS_ERR);
   }
@@ -179,7 +182,8 @@ void on_read(Qp& qp, const PacketView& pkt) {
   const uint32_t psn = pkt.bth().psn();
   const RethView reth = pkt.reth();
   memory::AccessError err;
-  if (!memory::resolve(qp.eng->mrs(), qp.pd, reth.rkey(), reth.va(), reth.dma_len(), IBV_ACCESS_REMOTE_READ, err))
+  if (!memory::resolve_remote(qp.eng->mrs(), qp.pd, qp.qpn, reth.rkey(), reth.va(), reth.dma_len(),
+                              IBV_ACCESS_REMOTE_READ, err))
     return fatal(qp, NakCode::remote_access_error, psn);
   const uint32_t pmtu = qp.attr.pmtu;
   const uint32_t count = reth.dma_len() == 0 ? 1 : (reth.dma_len() + pmtu - 1) / pmtu;
@@ -199,7 +203,7 @@ void on_atomic(Qp& qp, const PacketView& pkt) {
   const uint32_t psn = pkt.bth().psn();
   const AtomicEthView a = pkt.atomic_eth();
   memory::AccessError err;
-  uint8_t* p = memory::resolve(qp.eng->mrs(), qp.pd, a.rkey(), a.va(), 8, IBV_ACCESS_REMOTE_ATOMIC, err);
+  uint8_t* p = memory::resolve_remote(qp.eng->mrs(), qp.pd, qp.qpn, a.rkey(), a.va(), 8, IBV_ACCESS_REMOTE_ATOMIC, err);
   if (p == nullptr) return fatal(qp, NakCode::remote_access_error, psn);
   auto* word = reinterpret_cast<uint64_t*>(p);
   uint64_t orig;
@@ -281,7 +285,8 @@ void uc_on_write(Qp& qp, const PacketView& pkt) {
   uint8_t* dst = nullptr;
   if (pkt.op->has(opf::first)) {
     const RethView reth = pkt.reth();
-    dst = memory::resolve(qp.eng->mrs(), qp.pd, reth.rkey(), reth.va(), reth.dma_len(), IBV_ACCESS_REMOTE_WRITE, err);
+    dst = memory::resolve_remote(qp.eng->mrs(), qp.pd, qp.qpn, reth.rkey(), reth.va(), reth.dma_len(),
+                                 IBV_ACCESS_REMOTE_WRITE, err);
     if (dst == nullptr) return uc_drop(qp, IBV_WC_REM_ACCESS_ERR);
     qp.resp.write_va = reth.va();
     qp.resp.write_rkey = reth.rkey();
@@ -293,7 +298,7 @@ void uc_on_write(Qp& qp, const PacketView& pkt) {
     return uc_drop(qp, IBV_WC_REM_INV_REQ_ERR);
   if (ends && pkt.op->has_ext(Ext::imm_dt) && !take_recv(qp)) return uc_drop(qp, IBV_WC_SUCCESS);
   if (dst == nullptr) {
-    dst = memory::resolve(qp.eng->mrs(), qp.pd, qp.resp.write_rkey, qp.resp.write_va, pkt.payload_len,
+    dst = memory::resolve_remote(qp.eng->mrs(), qp.pd, qp.qpn, qp.resp.write_rkey, qp.resp.write_va, pkt.payload_len,
                           IBV_ACCESS_REMOTE_WRITE, err);
     if (dst == nullptr) return uc_drop(qp, IBV_WC_REM_ACCESS_ERR);
   }

@@ -55,7 +55,7 @@ bool send_read_packet(Qp& qp, RespOut& e, const RdAtomicResource& r) {
   // Checked again for every packet: the region may have been deregistered.
   memory::AccessError err;
   const uint8_t* src =
-      memory::resolve(qp.eng->mrs(), qp.pd, r.rkey, r.va + off, len, IBV_ACCESS_REMOTE_READ, err);
+      memory::resolve_remote(qp.eng->mrs(), qp.pd, qp.qpn, r.rkey, r.va + off, len, IBV_ACCESS_REMOTE_READ, err);
   if (src == nullptr) {
     send_nak_now(qp, make_aeth_syndrome(AethType::nak, uint8_t(NakCode::remote_access_error)), e.cursor_psn);
     fail_qp(qp);

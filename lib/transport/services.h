@@ -92,7 +92,7 @@ class EngineServices {
   void post_async_event(const AsyncEvent& ev);
 
  protected:
-  EngineServices(uint64_t key_seed, uint32_t max_mr) : mrs_(key_seed, max_mr) {}
+  EngineServices(uint64_t key_seed, uint32_t max_mr, uint32_t max_mw) : mrs_(key_seed, max_mr, max_mw) {}
   ~EngineServices() = default;
 
   static constexpr size_t kTxBacklog = 4096;  // the hard limit: ACKs and answers to requests

@@ -26,6 +26,9 @@ void requester_rewind(Qp& qp, uint32_t psn);
 void completer_rx(Qp& qp, const wire::PacketView& pkt);
 // Local ACK timeout and the end of an RNR wait.
 void completer_timer(Qp& qp);
+// Completes the memory window operations at the front of the send queue
+// (they complete as soon as everything before them has).
+void complete_local_ops(Qp& qp);
 
 // Responder (responder.cpp, responder_out.cpp).
 void responder_rx(Qp& qp, const wire::PacketView& pkt);

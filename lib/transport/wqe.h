@@ -85,6 +85,14 @@ inline bool is_rd_atomic(ibv_wr_opcode op) {
   return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
 }
 
+// Memory window operations: they run in the requester when it reaches them
+// in queue order, send nothing, and complete once everything before them
+// has. A bind keeps its request in the header: rkey = the window's rkey
+// with the new consumer key, imm = the region's lkey, remote_addr and
+// compare_add = the range, swap = the access flags. A LOCAL_INV keeps its
+// key in imm.
+inline bool is_local_op(ibv_wr_opcode op) { return op == IBV_WR_BIND_MW || op == IBV_WR_LOCAL_INV; }
+
 // A receive WQE: its SGEs are block `block` of its queue's slab
 // (RecvQueue::sgl). The block travels with the WQE when a responder takes it
 // (RecvQueue::take), so the SGEs are never copied after posting.

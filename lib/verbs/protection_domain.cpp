@@ -12,6 +12,7 @@
 #include "../engine/engine.h"
 #include "../transport/cc.h"
 #include "../memory/region.h"
+#include "../memory/window.h"
 #include "../memory/tx_extbuf.h"
 #include "../transport/post.h"
 #include "../transport/qp.h"
@@ -20,6 +21,7 @@
 #include "uroce/verbs/completion_queue.h"
 #include "uroce/verbs/device.h"
 #include "uroce/verbs/memory_region.h"
+#include "uroce/verbs/memory_window.h"
 #include "uroce/verbs/queue_pair.h"
 #include "uroce/verbs/shared_receive_queue.h"
 #include "uroce/client/daemon_client.h"
@@ -28,7 +30,7 @@ namespace uroce {
 namespace {
 
 constexpr int kAccessMask = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                            IBV_ACCESS_REMOTE_ATOMIC;
+                            IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND;
 
 // verbs: remote write or atomic access requires local write access.
 bool access_ok(int access) {
@@ -143,8 +145,47 @@ int ProtectionDomain::dereg_mr(std::unique_ptr<MemoryRegion>& mr) {
   // Frames whose payload points into the region may still sit in a TX
   // queue (zero-copy): the memory must outlive them.
   if (mr->in_use() != 0 || memory::tx_payloads_in_flight(*mr->region_)) return EBUSY;
+  if (mr->region_->windows != 0) return EINVAL;
   mr.reset();
   return 0;
+}
+
+std::unique_ptr<MemoryWindow> ProtectionDomain::alloc_mw(ibv_mw_type type, int& err) {
+  detail::Pause pause(detail::to_thread(*device_));
+  if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2) {
+    err = EINVAL;
+    return nullptr;
+  }
+  ++children_;  // balanced by ~MemoryWindow
+  std::unique_ptr<MemoryWindow> mw(new MemoryWindow(this, type));
+  const uint32_t key = detail::to_engine(*device_).mrs().insert_window(mw->window_.get());
+  if (key == 0) {
+    err = ENOMEM;  // max_mw windows alive
+    return nullptr;
+  }
+  mw->rkey_ = mw->window_->key = key;
+  mw->handle_ = key & ~0xFFu;
+  err = 0;
+  return mw;
+}
+
+int ProtectionDomain::dealloc_mw(std::unique_ptr<MemoryWindow>& mw) {
+  if (!mw || &mw->pd() != this) return EINVAL;
+  mw.reset();
+  return 0;
+}
+
+MemoryWindow::MemoryWindow(ProtectionDomain* pd, ibv_mw_type type)
+    : pd_(pd), type_(type), window_(std::make_unique<memory::Window>()) {
+  window_->pd = pd;
+  window_->type = uint8_t(type);
+}
+
+MemoryWindow::~MemoryWindow() {
+  detail::Pause pause(detail::to_thread(pd_->device()));
+  memory::unbind(*window_);
+  if (window_->key != 0) detail::to_engine(pd_->device()).mrs().remove_window(window_.get());
+  --pd_->children_;
 }
 
 std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, int& err) {
@@ -271,6 +312,7 @@ MemoryRegion::~MemoryRegion() {
     std::fprintf(stderr, "uroce: memory region 0x%x destroyed while %u posted work request(s) use it; "
                  "they will complete with a protection error\n", key_, region_->use_count);
   if (key_ != 0) detail::to_engine(pd_->device()).mrs().remove(key_);
+  detail::to_engine(pd_->device()).mrs().unbind_windows_of(region_.get());
   // Frames may still point into the region (a NIC frees sent mbufs only on
   // later TX calls): then owned memory goes with the last of them, and
   // memory the application registered must stay mapped until then.

@@ -11,6 +11,8 @@
 #include "engine/qp_submit.h"
 #include "uroce/verbs/completion_queue.h"
 #include "uroce/verbs/device.h"
+#include "uroce/verbs/memory_region.h"
+#include "uroce/verbs/memory_window.h"
 #include "uroce/verbs/protection_domain.h"
 #include "uroce/verbs/shared_receive_queue.h"
 #include "uroce/client/daemon_client.h"
@@ -42,6 +44,7 @@ QueuePair::~QueuePair() {
   transport::modify_qp(qp, [] { ibv_qp_attr a{}; a.qp_state = IBV_QPS_RESET; return a; }(), IBV_QP_STATE);
   transport::detach_recv(qp);
   detail::to_engine(pd_->device()).remove_qp(&qp);
+  detail::to_engine(pd_->device()).mrs().unbind_windows_of_qp(pd_, qp.qpn);
   qp.scq->detach();
   qp.rcq->detach();
   if (qp.srq) --qp.srq->users;
@@ -91,6 +94,23 @@ int QueuePair::post_send_all(const SendWr* wr, const SendWr** bad) {
     return err;
   }
   return post_send(wr, bad);
+}
+
+int QueuePair::bind_mw(MemoryWindow& mw, const MwBind& bind) {
+  const MwBindInfo& b = bind.bind_info;
+  if (mw.type() != IBV_MW_TYPE_1 || (b.mr == nullptr && (b.addr || b.length))) return EINVAL;
+  if (b.mr != nullptr && &b.mr->pd() != &mw.pd()) return EPERM;
+  SendWr wr;
+  wr.wr_id = bind.wr_id;
+  wr.opcode = IBV_WR_BIND_MW;
+  wr.send_flags = bind.send_flags;
+  wr.bind_mw.mw = &mw;
+  wr.bind_mw.rkey = mw.handle() | ((mw.rkey() + 1) & 0xFFu);
+  wr.bind_mw.bind_info = b;
+  const SendWr* bad = nullptr;
+  if (const int err = post_send(&wr, &bad)) return err;
+  mw.rkey_ = wr.bind_mw.rkey;
+  return 0;
 }
 
 int QueuePair::post_recv(const RecvWr* wr, const RecvWr** bad) {

@@ -606,9 +606,7 @@ TEST_CASE("ibv_create_qp_ex: operations and attributes uroce does not offer are 
   REQUIRE(pd);
   ibv_cq* cq = ibv_create_cq(o.ctx, 8, nullptr, nullptr, 0);
   REQUIRE(cq);
-  for (uint64_t op : {uint64_t(IBV_QP_EX_WITH_BIND_MW), uint64_t(IBV_QP_EX_WITH_LOCAL_INV),
-                      uint64_t(IBV_QP_EX_WITH_SEND_WITH_INV), uint64_t(IBV_QP_EX_WITH_TSO),
-                      uint64_t(IBV_QP_EX_WITH_ATOMIC_WRITE)}) {
+  for (uint64_t op : {uint64_t(IBV_QP_EX_WITH_TSO), uint64_t(IBV_QP_EX_WITH_ATOMIC_WRITE)}) {
     ibv_qp_init_attr_ex a = qp_attr(pd, cq, cq);
     a.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
     a.send_ops_flags = IBV_QP_EX_WITH_SEND | op;
@@ -741,4 +739,160 @@ TEST_CASE("asynchronous events go to the context that owns the object", "[abi-ex
   CHECK(ibv_close_device(a) == 0);
   CHECK(ibv_close_device(b) == 0);
   ibv_free_device_list(list);
+}
+
+namespace {
+
+ibv_qp* mw_qp(ibv_context* ctx, ibv_pd* pd, ibv_cq* cq) {
+  ibv_qp_init_attr_ex a = qp_attr(pd, cq, cq);
+  a.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  a.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_BIND_MW |
+                     IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV;
+  errno = 0;
+  ibv_qp* qp = ibv_create_qp_ex(ctx, &a);
+  INFO("errno " << errno);
+  REQUIRE(qp);
+  return qp;
+}
+
+ibv_wc one_wc(ibv_cq* cq) {
+  auto wc = wait_wc(cq, 1);
+  REQUIRE(wc.size() == 1);
+  return wc[0];
+}
+
+ibv_wc write_via(ibv_qp* qp, ibv_cq* cq, ibv_mr* mr, void* from, uint64_t to, uint32_t rkey, uint32_t len) {
+  ibv_sge sge{reinterpret_cast<uintptr_t>(from), len, mr->lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = 77;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.wr.rdma.remote_addr = to;
+  wr.wr.rdma.rkey = rkey;
+  ibv_send_wr* bad = nullptr;
+  REQUIRE(ibv_post_send(qp, &wr, &bad) == 0);
+  return one_wc(cq);
+}
+
+}  // namespace
+
+TEST_CASE("memory windows: ibv_alloc_mw, ibv_bind_mw, IBV_WR_BIND_MW, invalidation, ibv_wr_*", "[abi-ex]") {
+  Opened o;
+  ibv_device_attr da;
+  REQUIRE(ibv_query_device(o.ctx, &da) == 0);
+  CHECK((da.device_cap_flags & IBV_DEVICE_MEM_WINDOW) != 0);
+  CHECK((da.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) != 0);
+  CHECK(da.max_mw > 0);
+  ibv_pd* pd = ibv_alloc_pd(o.ctx);
+  REQUIRE(pd);
+  std::vector<uint8_t> abuf(8192, 0x3C), bbuf(16384, 0);
+  ibv_mr* amr = ibv_reg_mr(pd, abuf.data(), abuf.size(), kAccess);
+  ibv_mr* bmr = ibv_reg_mr(pd, bbuf.data(), bbuf.size(), kAccess | IBV_ACCESS_MW_BIND);
+  REQUIRE(amr);
+  REQUIRE(bmr);
+  ibv_cq* acq = ibv_create_cq(o.ctx, 32, nullptr, nullptr, 0);
+  ibv_cq* bcq = ibv_create_cq(o.ctx, 32, nullptr, nullptr, 0);
+  REQUIRE(acq);
+  REQUIRE(bcq);
+  ibv_qp* a = mw_qp(o.ctx, pd, acq);
+  ibv_qp* b = mw_qp(o.ctx, pd, bcq);
+  connect(o.ctx, a, b->qp_num);
+  connect(o.ctx, b, a->qp_num);
+  const uint64_t base = reinterpret_cast<uintptr_t>(bbuf.data());
+
+  // Type 1, bound by the bind verb: a new rkey, a BIND_MW completion.
+  ibv_mw* mw1 = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+  REQUIRE(mw1);
+  CHECK(mw1->type == IBV_MW_TYPE_1);
+  CHECK(mw1->pd == pd);
+  const uint32_t k0 = mw1->rkey;
+  ibv_mw_bind bind{};
+  bind.wr_id = 1;
+  bind.send_flags = IBV_SEND_SIGNALED;
+  bind.bind_info.mr = bmr;
+  bind.bind_info.addr = base;
+  bind.bind_info.length = 4096;
+  bind.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+  REQUIRE(ibv_bind_mw(b, mw1, &bind) == 0);
+  CHECK(mw1->rkey == ibv_inc_rkey(k0));
+  ibv_wc wc = one_wc(bcq);
+  CHECK(wc.status == IBV_WC_SUCCESS);
+  CHECK(wc.opcode == IBV_WC_BIND_MW);
+  CHECK(write_via(a, acq, amr, abuf.data(), base + 100, mw1->rkey, 64).status == IBV_WC_SUCCESS);
+  CHECK(std::memcmp(bbuf.data() + 100, abuf.data(), 64) == 0);
+
+  // Type 2, bound by IBV_WR_BIND_MW through ibv_post_send, then
+  // invalidated by the peer's SEND with invalidate (ibv_wr_send_inv).
+  ibv_mw* mw2 = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+  REQUIRE(mw2);
+  CHECK(ibv_bind_mw(b, mw2, &bind) == EINVAL);  // the bind verb is for type 1
+  const uint32_t k2 = ibv_inc_rkey(mw2->rkey);
+  ibv_send_wr bw{};
+  bw.wr_id = 2;
+  bw.opcode = IBV_WR_BIND_MW;
+  bw.send_flags = IBV_SEND_SIGNALED;
+  bw.bind_mw.mw = mw2;
+  bw.bind_mw.rkey = k2;
+  bw.bind_mw.bind_info = bind.bind_info;
+  bw.bind_mw.bind_info.addr = base + 4096;
+  ibv_send_wr* bad = nullptr;
+  REQUIRE(ibv_post_send(b, &bw, &bad) == 0);
+  wc = one_wc(bcq);
+  CHECK(wc.status == IBV_WC_SUCCESS);
+  CHECK(wc.opcode == IBV_WC_BIND_MW);
+  CHECK(write_via(a, acq, amr, abuf.data(), base + 4096, k2, 64).status == IBV_WC_SUCCESS);
+  post_recv(b, 3, bbuf.data() + 12288, 256, bmr->lkey);
+  ibv_qp_ex* ax = ibv_qp_to_qp_ex(a);
+  ibv_wr_start(ax);
+  ax->wr_id = 4;
+  ax->wr_flags = IBV_SEND_SIGNALED;
+  ibv_wr_send_inv(ax, k2);
+  ibv_wr_set_sge(ax, amr->lkey, reinterpret_cast<uintptr_t>(abuf.data()), 32);
+  REQUIRE(ibv_wr_complete(ax) == 0);
+  CHECK(one_wc(acq).status == IBV_WC_SUCCESS);
+  wc = one_wc(bcq);
+  CHECK(wc.status == IBV_WC_SUCCESS);
+  CHECK(wc.opcode == IBV_WC_RECV);
+  CHECK((wc.wc_flags & IBV_WC_WITH_INV) != 0);
+  CHECK(wc.invalidated_rkey == k2);
+
+  // Another type 2 window bound with ibv_wr_bind_mw and invalidated by
+  // ibv_wr_local_inv, in one batch.
+  ibv_mw* mw3 = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+  REQUIRE(mw3);
+  const uint32_t k3 = ibv_inc_rkey(mw3->rkey);
+  ibv_qp_ex* bx = ibv_qp_to_qp_ex(b);
+  ibv_wr_start(bx);
+  bx->wr_id = 5;
+  bx->wr_flags = IBV_SEND_SIGNALED;
+  ibv_wr_bind_mw(bx, mw3, k3, &bw.bind_mw.bind_info);
+  bx->wr_id = 6;
+  ibv_wr_local_inv(bx, k3);
+  REQUIRE(ibv_wr_complete(bx) == 0);
+  auto two = wait_wc(bcq, 2);
+  REQUIRE(two.size() == 2);
+  CHECK(two[0].wr_id == 5);
+  CHECK(two[0].opcode == IBV_WC_BIND_MW);
+  CHECK(two[0].status == IBV_WC_SUCCESS);
+  CHECK(two[1].wr_id == 6);
+  CHECK(two[1].opcode == IBV_WC_LOCAL_INV);
+  CHECK(two[1].status == IBV_WC_SUCCESS);
+
+  // The region cannot go while windows are bound to it (mw1 is).
+  CHECK(ibv_dereg_mr(bmr) == EINVAL);
+  // An invalidated key: the peer's access is a remote access error.
+  CHECK(write_via(a, acq, amr, abuf.data(), base + 4096, k2, 64).status == IBV_WC_REM_ACCESS_ERR);
+
+  CHECK(ibv_dealloc_mw(mw1) == 0);
+  CHECK(ibv_dealloc_mw(mw2) == 0);
+  CHECK(ibv_dealloc_mw(mw3) == 0);
+  CHECK(ibv_destroy_qp(a) == 0);
+  CHECK(ibv_destroy_qp(b) == 0);
+  CHECK(ibv_destroy_cq(acq) == 0);
+  CHECK(ibv_destroy_cq(bcq) == 0);
+  CHECK(ibv_dereg_mr(amr) == 0);
+  CHECK(ibv_dereg_mr(bmr) == 0);
+  CHECK(ibv_dealloc_pd(pd) == 0);
 }

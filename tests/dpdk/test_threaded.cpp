@@ -599,6 +599,78 @@ TEST_CASE("threaded: an engine thread stops and starts again in the middle of tr
   check_quiet(p);
 }
 
+TEST_CASE("threaded: memory windows bound, used and invalidated through the rings", "[threaded-mw]") {
+  std::unique_ptr<DpdkPort> pa, pb;
+  std::string error;
+  REQUIRE(open_ring_pair("thr_mw", 1500, pa, pb, error));
+  RealTimePair p(*pa, *pb, 507, slow_timer());
+  start_thread(*p.da);
+  start_thread(*p.db);
+  int err = 0;
+  auto mr = p.b.pd->alloc_mr(16384, kAllAccess | IBV_ACCESS_MW_BIND, err);
+  REQUIRE(mr);
+  const uint64_t base = reinterpret_cast<uintptr_t>(mr->addr());
+  const auto* bytes = static_cast<const uint8_t*>(mr->addr());
+  auto mw2 = p.b.pd->alloc_mw(IBV_MW_TYPE_2, err);
+  REQUIRE(mw2);
+  // Type 2: a BIND_MW work request through b's submission ring.
+  const uint32_t k2 = mw2->handle() | 0x3C;
+  SendWr bw;
+  bw.wr_id = 1;
+  bw.opcode = IBV_WR_BIND_MW;
+  bw.send_flags = IBV_SEND_SIGNALED;
+  bw.bind_mw.mw = mw2.get();
+  bw.bind_mw.rkey = k2;
+  bw.bind_mw.bind_info = {mr.get(), base, 8192, unsigned(IBV_ACCESS_REMOTE_WRITE)};
+  REQUIRE(post(p.b, bw) == 0);
+  auto wb = drain(*p.b.cq, 1);
+  REQUIRE(wb.size() == 1);
+  CHECK(wb[0].opcode == IBV_WC_BIND_MW);
+  CHECK(wb[0].status == IBV_WC_SUCCESS);
+  fill_pattern(p.a.buf(), 3000, 1);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, 2, 0, 3000, base + 100, k2) == 0);
+  auto wa = drain(*p.a.cq, 1);
+  REQUIRE(wa.size() == 1);
+  CHECK(wa[0].status == IBV_WC_SUCCESS);
+  CHECK(has_pattern(bytes + 100, 3000, 1));
+  // Type 1: the bind verb, then a write through its key.
+  auto mw1 = p.b.pd->alloc_mw(IBV_MW_TYPE_1, err);
+  REQUIRE(mw1);
+  MwBind b1;
+  b1.wr_id = 3;
+  b1.send_flags = IBV_SEND_SIGNALED;
+  b1.bind_info = {mr.get(), base + 8192, 8192, unsigned(IBV_ACCESS_REMOTE_WRITE)};
+  REQUIRE(p.b.qp->bind_mw(*mw1, b1) == 0);
+  wb = drain(*p.b.cq, 1);
+  REQUIRE(wb.size() == 1);
+  CHECK(wb[0].status == IBV_WC_SUCCESS);
+  fill_pattern(p.a.buf(4096), 500, 2);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, 4, 4096, 500, base + 8192, mw1->rkey()) == 0);
+  wa = drain(*p.a.cq, 1);
+  REQUIRE(wa.size() == 1);
+  CHECK(wa[0].status == IBV_WC_SUCCESS);
+  CHECK(has_pattern(bytes + 8192, 500, 2));
+  // SEND with invalidate of the type 2 key; then that key is refused.
+  REQUIRE(post_recv(p.b, 5, 0, 256) == 0);
+  ibv_sge s = p.a.sge(0, 64);
+  SendWr inv = make_wr(IBV_WR_SEND_WITH_INV, 6, &s);
+  inv.invalidate_rkey = k2;
+  REQUIRE(post(p.a, inv) == 0);
+  wb = drain(*p.b.cq, 1);
+  REQUIRE(wb.size() == 1);
+  CHECK(wb[0].status == IBV_WC_SUCCESS);
+  CHECK((wb[0].wc_flags & IBV_WC_WITH_INV) != 0);
+  CHECK(wb[0].invalidated_rkey == k2);
+  REQUIRE(drain(*p.a.cq, 1).size() == 1);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, 7, 0, 64, base + 100, k2) == 0);
+  wa = drain(*p.a.cq, 1);
+  REQUIRE(wa.size() == 1);
+  CHECK(wa[0].status == IBV_WC_REM_ACCESS_ERR);
+  CHECK(p.b.pd->dealloc_mw(mw1) == 0);
+  CHECK(p.b.pd->dealloc_mw(mw2) == 0);
+  CHECK(p.b.pd->dereg_mr(mr) == 0);
+}
+
 TEST_CASE("threaded: an embedded device and a threaded one talk to each other", "[threaded-mixed]") {
   std::unique_ptr<DpdkPort> pa, pb;
   std::string error;

@@ -125,8 +125,8 @@ TEST_CASE("Work requests refused at post time: EINVAL, *bad at the culprit, earl
   SendWr atomic_long = make_wr(IBV_WR_ATOMIC_CMP_AND_SWP, 5, &big);
   atomic_long.wr.atomic.remote_addr = p.b.addr();
   atomic_long.wr.atomic.rkey = p.b.key();
-  SendWr local_inv = make_wr(IBV_WR_LOCAL_INV, 6, &ok);
-  SendWr bind_mw = make_wr(IBV_WR_BIND_MW, 7, &ok);
+  SendWr tso = make_wr(IBV_WR_TSO, 6, &ok);
+  SendWr bind_mw = make_wr(IBV_WR_BIND_MW, 7, &ok);  // names no window
   SendWr negative_sge = make_wr(IBV_WR_SEND, 8, &ok);
   negative_sge.num_sge = -1;
   SendWr null_list = make_wr(IBV_WR_SEND, 9, nullptr);
@@ -136,7 +136,7 @@ TEST_CASE("Work requests refused at post time: EINVAL, *bad at the culprit, earl
   too_long.wr.rdma.remote_addr = p.b.addr();
   too_long.wr.rdma.rkey = p.b.key();
 
-  for (SendWr* w : {&too_many_sge, &inline_too_big, &inline_read, &atomic_short, &atomic_long, &local_inv, &bind_mw,
+  for (SendWr* w : {&too_many_sge, &inline_too_big, &inline_read, &atomic_short, &atomic_long, &tso, &bind_mw,
                     &negative_sge, &null_list, &too_long}) {
     INFO("wr_id " << w->wr_id);
     const SendWr* bad = nullptr;

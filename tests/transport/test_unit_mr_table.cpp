@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Memory keys: unguessable (random upper 16 bits), unique, dead once the
-// region is gone, and 0 never valid.
+// Memory keys: unguessable (random upper bits), unique, dead once the
+// region or window is gone, and 0 never valid; region and window keys
+// never mistaken for each other.
 #include <catch2/catch.hpp>
 
 #include <cerrno>
@@ -38,7 +39,8 @@ TEST_CASE("MR keys: unique, random upper half, dead after dereg, 0 never valid",
     regions.push_back(std::move(mr));
   }
   CHECK(keys.size() == size_t(n));  // no two keys equal
-  // 3000 draws of 16 random bits: a handful of collisions at most.
+  for (uint32_t k : keys) CHECK_FALSE(memory::is_window_key(k));
+  // 3000 draws of 15 random bits: a few percent collide at most.
   CHECK(uppers.size() > size_t(n) * 9 / 10);
   CHECK(mrs.find(0) == nullptr);
   // Slot 0 with any upper half is never a key.
@@ -100,4 +102,33 @@ TEST_CASE("MrTable alone: insert fails with 0 when full", "[units]") {
   for (uint32_t k : keys) CHECK(k != 0);
   CHECK(t.insert(nullptr) == 0);
   CHECK(t.find(0) == nullptr);
+}
+
+TEST_CASE("Window keys: bit 31 set, slot in bits 8..23, consumer byte free; never a region's", "[units]") {
+  memory::MrTable t(7, 4, 3);
+  memory::Region r;
+  r.key = t.insert(&r);
+  REQUIRE(r.key != 0);
+  memory::Window w[3];
+  std::set<uint32_t> slots;
+  for (auto& x : w) {
+    x.key = t.insert_window(&x);
+    REQUIRE(x.key != 0);
+    CHECK(memory::is_window_key(x.key));
+    slots.insert((x.key >> 8) & 0xFFFF);
+    CHECK(t.find_window(x.key) == &x);
+    CHECK(t.find(x.key) == nullptr);  // no local or region key
+    // Another consumer byte names the same window, but not its current key.
+    CHECK(t.find_window_slot(x.key ^ 0x5A) == &x);
+    CHECK(t.find_window(x.key ^ 0x5A) == nullptr);
+    // Another random part names nothing.
+    CHECK(t.find_window_slot(x.key ^ 0x01000000u) == nullptr);
+  }
+  CHECK(slots.size() == 3);
+  memory::Window extra;
+  CHECK(t.insert_window(&extra) == 0);  // max_mw
+  CHECK(t.find_window(r.key) == nullptr);
+  t.remove_window(&w[1]);
+  CHECK(t.find_window(w[1].key) == nullptr);
+  CHECK(t.find_window(w[0].key) == &w[0]);
 }

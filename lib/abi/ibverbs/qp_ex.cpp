@@ -18,12 +18,12 @@ namespace uroce::abi {
 namespace {
 
 // The operations this post API builds; the others a program may ask for
-// in send_ops_flags (memory windows, invalidation, TSO, atomic write) are
-// refused at creation.
+// in send_ops_flags (TSO, atomic write) are refused at creation.
 constexpr uint64_t kSupportedOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
                                    IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
                                    IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-                                   IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+                                   IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_BIND_MW |
+                                   IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV;
 
 constexpr uint32_t kSupportedMask =
     IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
@@ -94,11 +94,25 @@ void wr_atomic_fetch_add(ibv_qp_ex* q, uint32_t rkey, uint64_t addr, uint64_t ad
   atomic(q, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, addr, add, 0);
 }
 
+// A type 2 window's bind: as IBV_WR_BIND_MW in ibv_post_send.
+void wr_bind_mw(ibv_qp_ex* q, ibv_mw* mw, uint32_t rkey, const ibv_mw_bind_info* info) {
+  SendWr* wr = begin(q, IBV_WR_BIND_MW);
+  if (!wr) return;
+  if (!mw || !info) return fail(*qp_of_ex(q).batch, EINVAL);
+  wr->bind_mw.mw = reinterpret_cast<Mw*>(mw)->impl.get();
+  wr->bind_mw.rkey = rkey;
+  wr->bind_mw.bind_info = {info->mr ? reinterpret_cast<Mr*>(info->mr)->impl.get() : nullptr, info->addr,
+                           info->length, info->mw_access_flags};
+}
+void wr_local_inv(ibv_qp_ex* q, uint32_t rkey) {
+  if (SendWr* wr = begin(q, IBV_WR_LOCAL_INV)) wr->invalidate_rkey = rkey;
+}
+void wr_send_inv(ibv_qp_ex* q, uint32_t rkey) {
+  if (SendWr* wr = begin(q, IBV_WR_SEND_WITH_INV)) wr->invalidate_rkey = rkey;
+}
+
 // Operations refused at creation; a program that calls them anyway fails
 // its batch rather than jumping through a null pointer.
-void wr_bind_mw(ibv_qp_ex* q, ibv_mw*, uint32_t, const ibv_mw_bind_info*) { fail(*qp_of_ex(q).batch, EOPNOTSUPP); }
-void wr_local_inv(ibv_qp_ex* q, uint32_t) { fail(*qp_of_ex(q).batch, EOPNOTSUPP); }
-void wr_send_inv(ibv_qp_ex* q, uint32_t) { fail(*qp_of_ex(q).batch, EOPNOTSUPP); }
 void wr_send_tso(ibv_qp_ex* q, void*, uint16_t, uint16_t) { fail(*qp_of_ex(q).batch, EOPNOTSUPP); }
 void wr_set_xrc_srqn(ibv_qp_ex* q, uint32_t) { fail(*qp_of_ex(q).batch, EOPNOTSUPP); }
 void wr_atomic_write(ibv_qp_ex* q, uint32_t, uint64_t, const void*) { fail(*qp_of_ex(q).batch, EOPNOTSUPP); }

@@ -87,6 +87,11 @@ struct Mr {
   std::unique_ptr<MemoryRegion> impl;
 };
 
+struct Mw {
+  ibv_mw mw{};
+  std::unique_ptr<MemoryWindow> impl;
+};
+
 // Threaded mode lets one application thread poll a CQ and post to a QP at
 // a time; verbs promises any number: the mutexes bridge the two.
 // An ibv_cq_ex begins with the fields of an ibv_cq (ibv_cq_ex_to_cq is a

@@ -56,6 +56,14 @@ void to_send_wr(const ibv_send_wr& in, SendWr& out) {
       out.wr.atomic.swap = in.wr.atomic.swap;
       out.wr.atomic.rkey = in.wr.atomic.rkey;
       break;
+    case IBV_WR_BIND_MW: {
+      const ibv_mw_bind_info& b = in.bind_mw.bind_info;
+      out.bind_mw.mw = in.bind_mw.mw ? reinterpret_cast<Mw*>(in.bind_mw.mw)->impl.get() : nullptr;
+      out.bind_mw.rkey = in.bind_mw.rkey;
+      out.bind_mw.bind_info = {b.mr ? reinterpret_cast<Mr*>(b.mr)->impl.get() : nullptr, b.addr, b.length,
+                               b.mw_access_flags};
+      break;
+    }
     default:
       out.wr.rdma.remote_addr = in.wr.rdma.remote_addr;
       out.wr.rdma.rkey = in.wr.rdma.rkey;
@@ -240,7 +248,56 @@ Qp* create_qp(ibv_pd* p, ibv_qp_init_attr* init) {
   return qp;
 }
 
+// Memory windows: verbs.h's inline ibv_alloc_mw / ibv_bind_mw /
+// ibv_dealloc_mw call these through the context's ops.
+ibv_mw* alloc_mw_op(ibv_pd* p, ibv_mw_type type) {
+  auto* mw = new Mw;
+  int err = 0;
+  {
+    std::lock_guard<std::mutex> lock(ctx_of_pd(p).rec->control);
+    mw->impl = pd_of(p)->impl->alloc_mw(type, err);
+  }
+  if (!mw->impl) return delete mw, errno = err ? err : ENOMEM, nullptr;
+  mw->mw.context = p->context;
+  mw->mw.pd = p;
+  mw->mw.rkey = mw->impl->rkey();
+  mw->mw.handle = mw->impl->handle() >> 8;
+  mw->mw.type = type;
+  return &mw->mw;
+}
+
+int dealloc_mw_op(ibv_mw* m) {
+  auto* mw = reinterpret_cast<Mw*>(m);
+  {
+    std::lock_guard<std::mutex> lock(ctx_of(m->context)->rec->control);
+    if (const int rc = mw->impl->pd().dealloc_mw(mw->impl)) return rc;
+  }
+  delete mw;
+  return 0;
+}
+
+// verbs.h has checked the window's type and the region's PD. As rxe's
+// provider: the bind posts a BIND_MW work request under the window's next
+// key, which ibv_mw.rkey shows once the post succeeds.
+int bind_mw_op(ibv_qp* q, ibv_mw* m, ibv_mw_bind* bind) {
+  const ibv_mw_bind_info& b = bind->bind_info;
+  if (b.mw_access_flags & IBV_ACCESS_ZERO_BASED) return EINVAL;
+  MwBind mb;
+  mb.wr_id = bind->wr_id;
+  mb.send_flags = bind->send_flags;
+  mb.bind_info = {b.mr ? reinterpret_cast<Mr*>(b.mr)->impl.get() : nullptr, b.addr, b.length, b.mw_access_flags};
+  auto* mw = reinterpret_cast<Mw*>(m);
+  Qp* qp = qp_of(q);
+  std::lock_guard<std::mutex> lock(qp->post_mutex);
+  const int rc = qp->impl->bind_mw(*mw->impl, mb);
+  if (rc == 0) m->rkey = mw->impl->rkey();
+  return rc;
+}
+
 void fill_data_ops(ibv_context_ops& ops) {
+  ops.alloc_mw = alloc_mw_op;
+  ops.bind_mw = bind_mw_op;
+  ops.dealloc_mw = dealloc_mw_op;
   ops.post_send = post_send_op;
   ops.post_recv = post_recv_op;
   ops.post_srq_recv = post_srq_recv_op;

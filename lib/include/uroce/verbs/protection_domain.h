@@ -16,6 +16,7 @@ namespace uroce {
 
 class Device;
 class MemoryRegion;
+class MemoryWindow;
 class QueuePair;
 class SharedReceiveQueue;
 class AddressHandle;
@@ -36,8 +37,17 @@ class UROCE_API ProtectionDomain {
   // Allocates zeroed DPDK memory (hugepages, or the --no-huge heap) and
   // registers it; the region frees it.
   std::unique_ptr<MemoryRegion> alloc_mr(size_t length, int access, int& err);
-  // ibv_dereg_mr: EBUSY (and mr left as it is) while posted work uses it.
+  // ibv_dereg_mr: EBUSY (and mr left as it is) while posted work uses it,
+  // EINVAL while memory windows are bound to it (as rxe).
   int dereg_mr(std::unique_ptr<MemoryRegion>& mr);
+
+  // ibv_alloc_mw: an unbound window of IBV_MW_TYPE_1 or IBV_MW_TYPE_2.
+  // nullptr and err set (EINVAL for another type, ENOMEM when max_mw
+  // windows are alive).
+  std::unique_ptr<MemoryWindow> alloc_mw(ibv_mw_type type, int& err);
+  // ibv_dealloc_mw: a bound window is unbound first; its rkey fails every
+  // later access. EINVAL for a window of another PD.
+  int dealloc_mw(std::unique_ptr<MemoryWindow>& mw);
 
   std::unique_ptr<QueuePair> create_qp(const QpInitAttr& attr, int& err);
   std::unique_ptr<SharedReceiveQueue> create_srq(const SrqInitAttr& attr, int& err);
@@ -49,6 +59,7 @@ class UROCE_API ProtectionDomain {
  private:
   friend class Device;
   friend class MemoryRegion;
+  friend class MemoryWindow;
   friend class QueuePair;
   friend class SharedReceiveQueue;
   friend class AddressHandle;

@@ -28,6 +28,7 @@ struct QpSubmit;
 struct Access;
 }  // namespace detail
 
+class MemoryWindow;
 class ProtectionDomain;
 namespace client {
 class QueuePair;
@@ -55,6 +56,13 @@ class UROCE_API QueuePair {
   // none is and the errno names *bad, the first WR refused (ibv_wr_complete
   // commits a batch this way).
   int post_send_all(const SendWr* wr, const SendWr** bad);
+  // ibv_bind_mw: binds a type 1 window by posting an IBV_WR_BIND_MW work
+  // request with the window's next rkey (its low 8 bits plus one), which
+  // mw.rkey() reports from now on. It completes with IBV_WC_BIND_MW, or
+  // IBV_WC_MW_BIND_ERR (and the QP fails) if the bind breaks a rule.
+  // EINVAL for a type 2 window or a range without a region, EPERM for a
+  // region of another PD, else post_send's errors.
+  int bind_mw(MemoryWindow& mw, const MwBind& bind);
 
   uint32_t qp_num() const;
   ibv_qp_type qp_type() const;

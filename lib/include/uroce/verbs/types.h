@@ -19,10 +19,27 @@ namespace uroce {
 
 class AddressHandle;
 class CompletionQueue;
+class MemoryRegion;
+class MemoryWindow;
 class QueuePair;
 class SharedReceiveQueue;
 
-// Mirrors struct ibv_send_wr, field for field.
+// Mirrors struct ibv_mw_bind_info: the range of `mr` a window is bound to.
+struct MwBindInfo {
+  MemoryRegion* mr = nullptr;  // nullptr (with addr and length 0): unbinds a type 1 window
+  uint64_t addr = 0;
+  uint64_t length = 0;
+  unsigned mw_access_flags = 0;  // IBV_ACCESS_REMOTE_READ / _WRITE / _ATOMIC
+};
+
+// Mirrors struct ibv_mw_bind (QueuePair::bind_mw, for type 1 windows).
+struct MwBind {
+  uint64_t wr_id = 0;
+  unsigned send_flags = 0;  // ibv_send_flags
+  MwBindInfo bind_info;
+};
+
+// Mirrors struct ibv_send_wr, field for field (bind_mw as its own member).
 struct SendWr {
   uint64_t wr_id = 0;
   SendWr* next = nullptr;
@@ -31,7 +48,7 @@ struct SendWr {
   ibv_wr_opcode opcode = IBV_WR_SEND;
   unsigned send_flags = 0;  // ibv_send_flags
   uint32_t imm_data = 0;    // network byte order, as in verbs
-  uint32_t invalidate_rkey = 0;
+  uint32_t invalidate_rkey = 0;  // IBV_WR_SEND_WITH_INV, IBV_WR_LOCAL_INV
   union {
     struct {
       uint64_t remote_addr;
@@ -49,6 +66,13 @@ struct SendWr {
       uint32_t remote_qkey;
     } ud;
   } wr{};
+  // IBV_WR_BIND_MW: the window, the new rkey (its low 8 bits are taken,
+  // the rest is the window's) and the range.
+  struct {
+    MemoryWindow* mw = nullptr;
+    uint32_t rkey = 0;
+    MwBindInfo bind_info;
+  } bind_mw;
 };
 
 // Mirrors struct ibv_recv_wr.
@@ -87,6 +111,7 @@ struct DeviceLimits {
   uint32_t max_cqe = 1 << 20;
   uint32_t max_qp_rd_atom = 128;
   uint32_t max_mr = 65535;
+  uint32_t max_mw = 65535;  // memory windows, type 1 and 2 together
   uint64_t max_mr_size = uint64_t(1) << 40;
   uint32_t max_msg_sz = 1u << 31;
 };

@@ -8,6 +8,7 @@
 #include "uroce/verbs/counters.h"
 #include "uroce/verbs/device.h"
 #include "uroce/verbs/memory_region.h"
+#include "uroce/verbs/memory_window.h"
 #include "uroce/verbs/protection_domain.h"
 #include "uroce/verbs/queue_pair.h"
 #include "uroce/verbs/shared_receive_queue.h"
