@@ -96,6 +96,7 @@ struct Options {
   bool verify = false;              // --verify
   bool loopback = false;            // --loopback
   bool raw_acks = false;            // --raw-acks: raw_lat with an ACK-sized frame ahead of each frame
+  bool resources = false;           // --resources: a "resources:" line after each --run_infinitely row
   uint32_t timeout_s = 10;          // --timeout: connect, each exchange step, ARP, a silent peer
   // -c UD with -a: the largest size, the path MTU once known (cap_ud_sizes).
   uint64_t ud_max_size = 0;
