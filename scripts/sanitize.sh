@@ -73,7 +73,7 @@ mkdir -p "$reports"
 export ASAN_OPTIONS="halt_on_error=1:abort_on_error=1:detect_leaks=1:log_path=$reports/asan:log_exe_name=1"
 export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1:log_path=$reports/ubsan:log_exe_name=1"
-export TSAN_OPTIONS="halt_on_error=1:abort_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp:log_path=$reports/tsan:log_exe_name=1"
+export TSAN_OPTIONS="halt_on_error=1:abort_on_error=0:second_deadlock_stack=1:suppressions=$supp/tsan.supp:log_path=$reports/tsan:log_exe_name=1"
 
 meson test -C "$build" --no-rebuild --print-errorlogs --num-processes 1 "${select[@]}"
 status=$?

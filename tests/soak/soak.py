@@ -12,7 +12,8 @@ kernel has no netem; topology.py chooses):
          run. The client prints a row and a 'resources:' line (RSS, mbufs in
          use over every mempool, DPDK memzones, DPDK heap bytes) every
          SAMPLE_S seconds; the RSS of the server is read from /proc.
-  churn: short pairs one after another, each new processes and new QPs:
+  churn: short pairs one after another, each new processes and new QPs
+         (each given 120 s: a loaded machine slows the lossy links a lot):
          send_bw -q 2, read_bw -q 2, atomic_bw, write_lat, send_lat,
          read_lat, ibv_rc_pingpong-style uroce-pingpong, all with --verify
          where the tool has it; every fifth pair is ended by SIGTERM in the
@@ -147,7 +148,7 @@ def churn_once(h, work, perf, pingpong, spec, n):
                  os.path.join(work, "client.out"), ns=spec.client_ns)
         procs = [s, c]
     else:
-        server, client = run_pair(h, work, perf, test, args + ["--verify"], spec, deadline_s=45)
+        server, client = run_pair(h, work, perf, test, args + ["--verify"], spec, deadline_s=120)
         check_pair(server, client, kind, verify=True)
         procs = [server.proc, client.proc]
     if disconnect:
@@ -161,7 +162,7 @@ def churn_once(h, work, perf, pingpong, spec, n):
             if p.running():
                 raise Failure(f"{label}: still running 15 s after SIGTERM:\n{p.describe()}")
     elif tool == "pingpong":
-        wait_all(procs, 45)
+        wait_all(procs, 120)
         for p in procs:
             if p.returncode != 0:
                 raise Failure(f"{label}: failed:\n" + "\n".join(q.describe() for q in procs))
