@@ -50,6 +50,10 @@ SAMPLE_S = 5
 RSS_BOUND_KB = 4096      # 4 MiB over the judged half
 MBUF_BOUND = 512         # a burst in flight more or less: not growth
 HEAP_BOUND = 1 << 20
+# -u 18: 1.07 s per retransmission timeout (4.096 us << 18), 7 retries: a
+# link silent for several seconds (the relay starved on a loaded machine)
+# is ridden out instead of ending the QP with "retry counter exceeded".
+QP_TIMEOUT = ["-u", "18"]
 LONG_PORT = 18600
 CHURN_PORT = 18700
 
@@ -94,7 +98,7 @@ class Long:
 
     def __init__(self, h, work, perf, spec):
         common = [perf, "write_bw", "-q", "4", "-s", "8192", "--run_infinitely", "-D", str(SAMPLE_S),
-                  "--resources", "-p", str(spec.tcp_port)]
+                  "--resources", "-p", str(spec.tcp_port)] + QP_TIMEOUT
         self.server = Proc(h, "long-server", common + ["--dev", spec.server_dev, "--ip", spec.server_ip],
                            os.path.join(work, "long-server.out"), ns=spec.server_ns)
         wait_listening(self.server, spec.server_ns, spec.tcp_port, 20)
@@ -140,7 +144,7 @@ def churn_once(h, work, perf, pingpong, spec, n):
         # A -D run long enough to be in the middle of its transfer when the
         # signal comes.
         no_n = [a for i, a in enumerate(args) if a != "-n" and (i == 0 or args[i - 1] != "-n")]
-        common = [perf, test] + no_n + ["-D", "30", "-p", str(spec.tcp_port)]
+        common = [perf, test] + no_n + QP_TIMEOUT + ["-D", "30", "-p", str(spec.tcp_port)]
         s = Proc(h, "server", common + ["--dev", spec.server_dev, "--ip", spec.server_ip],
                  os.path.join(work, "server.out"), ns=spec.server_ns)
         wait_listening(s, spec.server_ns, spec.tcp_port, 20)
@@ -148,7 +152,7 @@ def churn_once(h, work, perf, pingpong, spec, n):
                  os.path.join(work, "client.out"), ns=spec.client_ns)
         procs = [s, c]
     else:
-        server, client = run_pair(h, work, perf, test, args + ["--verify"], spec, deadline_s=120)
+        server, client = run_pair(h, work, perf, test, args + QP_TIMEOUT + ["--verify"], spec, deadline_s=120)
         check_pair(server, client, kind, verify=True)
         procs = [server.proc, client.proc]
     if disconnect:
