@@ -617,6 +617,9 @@ int parse_options(int argc, char** argv, Options& o) {
   app.add_flag("--raw-acks", o.raw_acks,
                "raw_lat: send a 62-byte frame (a RoCEv2 ACK's size) ahead of each frame, as RC answers "
                "with an ACK and a request; give it to both sides");
+  app.add_flag("--resources", o.resources,
+               "--run_infinitely: after each row, a line 'resources: rss_kb=N mbufs_in_use=N memzones=N "
+               "heap_bytes=N' (what scripts/soak.sh watches for growth)");
   app.add_option("--timeout", o.timeout_s,
                  "seconds to wait for the server, each exchange step, ARP, or a silent peer (10); "
                  "the server waits for a client forever")

@@ -97,6 +97,7 @@ struct Options {
   bool loopback = false;            // --loopback
   std::string daemon;               // --daemon SOCKET: both ends as clients of uroced
   bool raw_acks = false;            // --raw-acks: raw_lat with an ACK-sized frame ahead of each frame
+  bool resources = false;           // --resources: a "resources:" line after each --run_infinitely row
   uint32_t timeout_s = 10;          // --timeout: connect, each exchange step, ARP, a silent peer
   // -c UD with -a: the largest size, the path MTU once known (cap_ud_sizes).
   uint64_t ud_max_size = 0;

@@ -470,6 +470,7 @@ bool Remote::run_infinitely(std::string& error) {
     BwResult r = c.finish();
     if (!r.error.empty()) return print_bw_row(o_, r), error = r.error, false;
     if (!interrupted) print_bw_row(o_, r), last = r;
+    if (!interrupted && o_.resources) print_resources(stdout);
   }
   std::signal(SIGINT, SIG_DFL);
   if (last.size == 0) last.size = o_.size;

@@ -5,6 +5,9 @@
 #include "report.h"
 
 #include <fcntl.h>
+#include <rte_malloc.h>
+#include <rte_mempool.h>
+#include <rte_memzone.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -383,6 +386,29 @@ bool write_json(const Options& o, const RunInfo& run, const std::vector<BwResult
   f.close();
   if (!f) return error = "cannot write the JSON report " + path + ": " + std::strerror(errno), false;
   return true;
+}
+
+void print_resources(std::FILE* out) {
+  long rss_pages = 0;
+  if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+    long size = 0;
+    if (std::fscanf(f, "%ld %ld", &size, &rss_pages) != 2) rss_pages = 0;
+    std::fclose(f);
+  }
+  unsigned mbufs = 0;
+  rte_mempool_walk([](rte_mempool* mp, void* arg) { *static_cast<unsigned*>(arg) += rte_mempool_in_use_count(mp); },
+                   &mbufs);
+  unsigned zones = 0;
+  rte_memzone_walk([](const rte_memzone*, void* arg) { ++*static_cast<unsigned*>(arg); }, &zones);
+  // The heap of every socket EAL knows (--no-huge: one).
+  uint64_t heap = 0;
+  for (unsigned i = 0; i < rte_socket_count(); ++i) {
+    rte_malloc_socket_stats st{};
+    if (rte_malloc_get_socket_stats(rte_socket_id_by_idx(i), &st) == 0) heap += st.heap_allocsz_bytes;
+  }
+  std::fprintf(out, "resources: rss_kb=%ld mbufs_in_use=%u memzones=%u heap_bytes=%llu\n",
+               rss_pages * (sysconf(_SC_PAGESIZE) / 1024), mbufs, zones, static_cast<unsigned long long>(heap));
+  std::fflush(out);
 }
 
 }  // namespace uroce::perf

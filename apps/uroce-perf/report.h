@@ -3,6 +3,8 @@
 // prints), and its JSON report with the same keys and units.
 #pragma once
 
+#include <cstdio>
+
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -38,6 +40,10 @@ void print_lat_row(const Options& o, const LatResult& r);
 // client's, or in --loopback both ends': twice the iterations).
 void print_ack_frames(const LatResult& r);
 void print_footer(const Options& o);
+// --resources: what a long-running process holds, on one line:
+// "resources: rss_kb=N mbufs_in_use=N memzones=N heap_bytes=N" (resident
+// set, mbufs out of every mempool, DPDK memzones, DPDK heap in use).
+void print_resources(std::FILE* out);
 
 // Per QP: congestion-control state and counters (R_C, R_T, α, CNPs, CE
 // marks), after the run; nothing with --cc none unless marks were seen.

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "rc_real_time.h"
+#include "tsan_dpdk.h"
 #include "uroce/port/dpdk_port.h"
 #include "uroce/port/tsc_clock.h"
 
@@ -27,6 +28,7 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 
 void start_thread(Device& d, int cpu = -1, Device::Progress progress = Device::Progress::kEngineThread) {
+  tsan_teach_dpdk();  // the devices' pools and ports exist by now
   std::string error;
   const bool ok = d.start_engine_thread(cpu, error, progress);
   INFO(error);

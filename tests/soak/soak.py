@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Soak: long runs of uroce processes over lossy veth links, watched for growth.
+
+usage: soak.py MINUTES UROCE_PERF UROCE_PINGPONG WORKDIR
+
+Two links, each a veth pair between two network namespaces with LOSS_PCT %
+of RoCE frames dropped each way (tc netem, or tests/netns/relay.py where the
+kernel has no netem; topology.py chooses):
+
+  long:  one uroce-perf write_bw pair, -q 4, --run_infinitely, for the whole
+         run. The client prints a row and a 'resources:' line (RSS, mbufs in
+         use over every mempool, DPDK memzones, DPDK heap bytes) every
+         SAMPLE_S seconds; the RSS of the server is read from /proc.
+  churn: short pairs one after another, each new processes and new QPs
+         (each given 120 s: a loaded machine slows the lossy links a lot):
+         send_bw -q 2, read_bw -q 2, atomic_bw, write_lat, send_lat,
+         read_lat, ibv_rc_pingpong-style uroce-pingpong, all with --verify
+         where the tool has it; every fifth pair is ended by SIGTERM in the
+         middle of its transfer (a disconnect) instead of running out.
+         Each finished pair must exit 0 and verify its data, and no pair may
+         leave its EAL runtime directory behind.
+
+Growth: for each series of the long-lived pair, the least-squares slope over
+the second half of the samples (the first half is warm-up: pools and caches
+fill), times the length of that half, must stay within a bound: RSS
+RSS_BOUND_KB, mbufs in use MBUF_BOUND, memzones 0, heap bytes HEAP_BOUND.
+The summary prints every series' first, last, max and projected growth.
+Exit 0 pass, 1 fail (growth, a failed pair, the long pair died), 77 skip.
+"""
+
+import os
+import re
+import signal
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "netns"))
+
+import harness  # noqa: E402
+from harness import Failure, Harness  # noqa: E402
+from impair import Impairment  # noqa: E402
+from perf_run import PairSpec, af_packet_vdev, check_pair, leftovers, run_pair  # noqa: E402
+from procs import Proc, wait_all, wait_listening  # noqa: E402
+from topology import Topology  # noqa: E402
+
+LOSS_PCT = 0.5
+SAMPLE_S = 5
+RSS_BOUND_KB = 4096      # 4 MiB over the judged half
+MBUF_BOUND = 512         # a burst in flight more or less: not growth
+HEAP_BOUND = 1 << 20
+# -u 18: 1.07 s per retransmission timeout (4.096 us << 18), 7 retries: a
+# link silent for several seconds (the relay starved on a loaded machine)
+# is ridden out instead of ending the QP with "retry counter exceeded".
+QP_TIMEOUT = ["-u", "18"]
+LONG_PORT = 18600
+CHURN_PORT = 18700
+
+RESOURCES = re.compile(r"^resources: rss_kb=(\d+) mbufs_in_use=(\d+) memzones=(\d+) heap_bytes=(\d+)$", re.M)
+
+CHURN = [
+    ("perf", "send_bw", ["-q", "2", "-n", "2000", "-s", "1024"], "bw"),
+    ("perf", "read_bw", ["-q", "2", "-n", "2000", "-s", "4096"], "bw"),
+    ("perf", "atomic_bw", ["-n", "2000"], "bw"),
+    ("perf", "write_lat", ["-n", "1000", "-s", "64"], "lat"),
+    ("perf", "send_lat", ["-n", "1000", "-s", "64"], "lat"),
+    ("perf", "read_lat", ["-n", "1000", "-s", "64"], "lat"),
+    ("pingpong", None, ["-n", "500", "-s", "4096"], None),
+]
+
+
+def slope(xs, ys):
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    den = sum((x - mx) ** 2 for x in xs)
+    return 0.0 if den == 0 else sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / den
+
+
+def rss_kb(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            m = re.search(r"^VmRSS:\s+(\d+) kB", f.read(), re.M)
+            return int(m.group(1)) if m else None
+    except OSError:
+        return None
+
+
+def spec_of(topo, port):
+    s, c = topo.server, topo.client
+    netem = topo.backend == "netem"
+    return PairSpec(s.ns, c.ns, af_packet_vdev(s.dev, 1500, netem), af_packet_vdev(c.dev, 1500, netem),
+                    s.roce_ip, c.roce_ip, s.tcp_ip, tcp_port=port)
+
+
+class Long:
+    """The long-lived write_bw pair and its samples."""
+
+    def __init__(self, h, work, perf, spec):
+        common = [perf, "write_bw", "-q", "4", "-s", "8192", "--run_infinitely", "-D", str(SAMPLE_S),
+                  "--resources", "-p", str(spec.tcp_port)] + QP_TIMEOUT
+        self.server = Proc(h, "long-server", common + ["--dev", spec.server_dev, "--ip", spec.server_ip],
+                           os.path.join(work, "long-server.out"), ns=spec.server_ns)
+        wait_listening(self.server, spec.server_ns, spec.tcp_port, 20)
+        self.client = Proc(h, "long-client", common + ["--dev", spec.client_dev, "--ip", spec.client_ip,
+                                                       spec.server_addr],
+                           os.path.join(work, "long-client.out"), ns=spec.client_ns)
+        self.server_rss = []  # (t, kB)
+        self.t0 = time.monotonic()
+
+    def alive(self):
+        return self.server.running() and self.client.running()
+
+    def sample_server(self):
+        # The namespace's process is `ip netns exec`'s exec: the same pid.
+        kb = rss_kb(self.server.p.pid)
+        if kb is not None:
+            self.server_rss.append((time.monotonic() - self.t0, kb))
+
+    def client_samples(self):
+        rows = RESOURCES.findall(self.client.output())
+        return [tuple(int(v) for v in r) for r in rows]
+
+    def stop(self):
+        """SIGINT to the client ends --run_infinitely cleanly; the server follows."""
+        if self.client.running():
+            self.client.p.send_signal(signal.SIGINT)
+        wait_all([self.server, self.client], 30)
+
+
+def churn_once(h, work, perf, pingpong, spec, n):
+    tool, test, args, kind = CHURN[n % len(CHURN)]
+    disconnect = n % 5 == 4 and tool == "perf"
+    label = f"{test or 'pingpong'}{' (SIGTERM mid-run)' if disconnect else ''}"
+    if tool == "pingpong":
+        common = [pingpong] + args + ["-p", str(spec.tcp_port)]
+        s = Proc(h, "pp-server", common + ["--dev", spec.server_dev, "--ip", spec.server_ip],
+                 os.path.join(work, "server.out"), ns=spec.server_ns)
+        wait_listening(s, spec.server_ns, spec.tcp_port, 20)
+        c = Proc(h, "pp-client", common + ["--dev", spec.client_dev, "--ip", spec.client_ip, spec.server_addr],
+                 os.path.join(work, "client.out"), ns=spec.client_ns)
+        procs = [s, c]
+    elif disconnect:
+        # A -D run long enough to be in the middle of its transfer when the
+        # signal comes.
+        no_n = [a for i, a in enumerate(args) if a != "-n" and (i == 0 or args[i - 1] != "-n")]
+        common = [perf, test] + no_n + QP_TIMEOUT + ["-D", "30", "-p", str(spec.tcp_port)]
+        s = Proc(h, "server", common + ["--dev", spec.server_dev, "--ip", spec.server_ip],
+                 os.path.join(work, "server.out"), ns=spec.server_ns)
+        wait_listening(s, spec.server_ns, spec.tcp_port, 20)
+        c = Proc(h, "client", common + ["--dev", spec.client_dev, "--ip", spec.client_ip, spec.server_addr],
+                 os.path.join(work, "client.out"), ns=spec.client_ns)
+        procs = [s, c]
+    else:
+        server, client = run_pair(h, work, perf, test, args + QP_TIMEOUT + ["--verify"], spec, deadline_s=120)
+        check_pair(server, client, kind, verify=True)
+        procs = [server.proc, client.proc]
+    if disconnect:
+        time.sleep(2)
+        for p in procs:
+            if not p.running():
+                raise Failure(f"{label}: ended before the signal:\n{p.describe()}")
+            p.p.send_signal(signal.SIGTERM)
+        wait_all(procs, 15, grace_after_failure_s=15)
+        for p in procs:
+            if p.running():
+                raise Failure(f"{label}: still running 15 s after SIGTERM:\n{p.describe()}")
+    elif tool == "pingpong":
+        wait_all(procs, 120)
+        for p in procs:
+            if p.returncode != 0:
+                raise Failure(f"{label}: failed:\n" + "\n".join(q.describe() for q in procs))
+    left = leftovers([], [p.p.pid for p in procs])
+    if left:
+        raise Failure(f"{label}: " + "\n".join(left))
+    return label
+
+
+def judge(name, series, bound, unit):
+    """series: [(t, v)]. Returns (line, ok)."""
+    if len(series) < 4:
+        return f"  {name}: {len(series)} samples, too few to judge", False
+    half = series[len(series) // 2:]
+    xs, ys = [t for t, _ in half], [v for _, v in half]
+    s = slope(xs, ys)
+    growth = s * (xs[-1] - xs[0])
+    ok = growth <= bound
+    line = (f"  {name}: first {series[0][1]} {unit}, last {series[-1][1]} {unit}, max {max(v for _, v in series)} "
+            f"{unit}, second-half slope {s * 60:+.1f} {unit}/min, growth over it {growth:+.0f} {unit} "
+            f"(bound {bound}) {'ok' if ok else 'GROWING'}")
+    return line, ok
+
+
+def run(minutes, perf, pingpong, work):
+    harness.require_root()
+    os.makedirs(work, exist_ok=True)
+    end = time.monotonic() + minutes * 60
+    with Harness("soak") as h:
+        imp = Impairment(loss=LOSS_PCT, seed=5)
+        long_dir, churn_dir = os.path.join(work, "long"), os.path.join(work, "churn")
+        os.makedirs(long_dir, exist_ok=True)
+        os.makedirs(churn_dir, exist_ok=True)
+        # Two topologies, two sets of namespaces: their names differ by role.
+        topo_long = Topology(_Tagged(h, "l"), long_dir, imp=imp)
+        topo_churn = Topology(_Tagged(h, "c"), churn_dir, imp=imp)
+        print(f"soak: {minutes} min; loss {LOSS_PCT} % each way on both links "
+              f"({topo_long.backend}); samples every {SAMPLE_S} s")
+        long = Long(h, long_dir, perf, spec_of(topo_long, LONG_PORT))
+        churn_spec = spec_of(topo_churn, CHURN_PORT)
+        n, done = 0, {}
+        next_sample = time.monotonic()
+        while time.monotonic() < end:
+            if not long.alive():
+                raise Failure("the long-lived pair ended:\n" + long.server.describe() + long.client.describe())
+            label = churn_once(h, churn_dir, perf, pingpong, churn_spec, n)
+            done[label] = done.get(label, 0) + 1
+            n += 1
+            if time.monotonic() >= next_sample:
+                long.sample_server()
+                next_sample = time.monotonic() + SAMPLE_S
+        long.sample_server()
+        alive = long.alive()
+        samples = long.client_samples()
+        long.stop()
+        if not alive:
+            raise Failure("the long-lived pair ended:\n" + long.server.describe() + long.client.describe())
+        rep, dropped, through = topo_long.impairment_report()
+        print(f"churn: {n} pairs: " + ", ".join(f"{v} {k}" for k, v in sorted(done.items())))
+        print("long pair (write_bw -q 4, --run_infinitely): " + rep.replace("\n", "\n  "))
+        if through == 0 or dropped == 0:
+            raise Failure(f"the lossy link dropped {dropped} of {through} RoCE frames: loss was not applied")
+        t = [SAMPLE_S * (i + 1) for i in range(len(samples))]
+        checks = [
+            judge("client RSS", list(zip(t, [s[0] for s in samples])), RSS_BOUND_KB, "kB"),
+            judge("server RSS", long.server_rss, RSS_BOUND_KB, "kB"),
+            judge("client mbufs in use", list(zip(t, [s[1] for s in samples])), MBUF_BOUND, "mbufs"),
+            judge("client memzones", list(zip(t, [s[2] for s in samples])), 0, "zones"),
+            judge("client DPDK heap", list(zip(t, [s[3] for s in samples])), HEAP_BOUND, "B"),
+        ]
+        for line, _ in checks:
+            print(line)
+        bad = [line for line, ok in checks if not ok]
+        if bad:
+            raise Failure("growth or too few samples:\n" + "\n".join(bad))
+    print(f"PASS: soak {minutes} min, {n} churn pairs, {len(samples)} samples of the long-lived pair")
+
+
+class _Tagged:
+    """A view of the harness whose namespaces carry a suffix, so that two
+    topologies in one harness get names of their own."""
+
+    def __init__(self, h, tag):
+        self._h, self._tag = h, tag
+
+    def new_netns(self, role):
+        return self._h.new_netns(f"{role}{self._tag}")
+
+    def __getattr__(self, name):
+        return getattr(self._h, name)
+
+
+def main():
+    if len(sys.argv) != 5:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    try:
+        minutes = float(sys.argv[1])
+    except ValueError:
+        minutes = -1
+    if minutes <= 0:
+        print("soak: MINUTES must be a positive number", file=sys.stderr)
+        sys.exit(2)
+    harness.main_wrapper(lambda: run(minutes, *sys.argv[2:]))
+
+
+if __name__ == "__main__":
+    main()
