@@ -58,7 +58,7 @@ case $mode in
     targets=(tests/dpdk/dpdk_test)
     select=()
     select2=()
-    for t in basic bulk limits control restart mixed error loopback events; do
+    for t in basic bulk limits control restart mixed error loopback events callers mw; do
       select+=("dpdk-threaded-$t")
     done
     ;;
