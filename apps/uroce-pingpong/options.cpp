@@ -78,7 +78,8 @@ int check_rdma_core_flags(const Options& o, const RdmaCoreFlags& f) {
 int check_daemon(const Options& o) {
   if (o.daemon.empty()) {
     if (!o.dev.empty() && !o.ip.empty()) return -1;
-    std::fprintf(stderr, "uroce-pingpong: --dev and --ip are required (or --daemon SOCKET)\n");
+    std::fprintf(stderr, "uroce-pingpong: --%s is required (or --daemon SOCKET instead of --dev and --ip)\n",
+                 o.dev.empty() ? "dev" : "ip");
     return 2;
   }
   if (!o.mac.empty() || !o.eal.empty() || !o.pcap.empty()) {
