@@ -41,6 +41,23 @@ stop() {  # SIGTERM: the daemon tears down and removes its socket
 }
 run_peer() { timeout 60 "$peer" "$sock" "$@" || fail "daemon_peer $* exited $?"; }
 start_default() { start --dev net_ring0 --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512"; }
+# Two daemons joined by a memif link: "$sock" (10.0.0.1) and "$sock2"
+# (10.0.0.2); a client of each reaches the other over the wire.
+sock2=
+start_linked() {
+  local link="role=%s,id=0,socket=$work/memif.sock,socket-abstract=no"
+  start --dev "net_memif0,$(printf "$link" server)" --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512"
+  sock2=$work/uroced2.sock
+  "$uroced" --dev "net_memif0,$(printf "$link" client)" --ip 10.0.0.2 --socket "$sock2" --eal "--no-huge -m 512" \
+    >"$work/second.log" 2>&1 &
+  second=$!
+  for _ in $(seq 100); do [ -S "$sock2" ] && break; sleep 0.1; done
+  [ -S "$sock2" ] || { cat "$work/second.log"; fail "the second uroced did not listen"; }
+}
+stop_second() {
+  kill -TERM "$second"; wait "$second" || fail "the second uroced exited $? on SIGTERM"
+  second=
+}
 
 case $case_ in
   pair)
@@ -177,6 +194,23 @@ CONF
       grep -q "Link type       : Ethernet" "$work/bw.cli.out" || fail "$cmd: link type is not Ethernet"
       echo "ok: $cmd through the daemon: $(grep -E "$row" "$work/bw.cli.out" | tr -s ' \t' ' ')"
     done
+    stop
+    # A remote peer: the server a client of one daemon, the client of
+    # another, their QPs joined over the memif link (the drop-in's modify
+    # to RTR waits while the daemon resolves the peer's MAC).
+    start_linked
+    timeout 60 "$run" --daemon "$sock" -- ibv_rc_pingpong -d uroce0 -g 1 -s 4096 -n 200 >"$work/rc.srv.out" 2>&1 &
+    srv=$!
+    sleep 0.5
+    timeout 60 "$run" --daemon "$sock2" -- ibv_rc_pingpong -d uroce0 -g 1 -s 4096 -n 200 127.0.0.1 >"$work/rc.cli.out" 2>&1
+    crc=$?
+    wait $srv; src=$?
+    [ $src = 0 ] && [ $crc = 0 ] ||
+      { cat "$work/rc.srv.out" "$work/rc.cli.out" "$work/second.log"; fail "ibv_rc_pingpong across two daemons: server $src, client $crc"; }
+    grep -qE "^1638400 bytes in [0-9.]+ seconds" "$work/rc.cli.out" || { cat "$work/rc.cli.out"; fail "no bytes line (two daemons)"; }
+    grep -q "remote address: .*GID ::ffff:10.0.0.1" "$work/rc.cli.out" || { cat "$work/rc.cli.out"; fail "the client's peer is not the first daemon's GID"; }
+    echo "ok: ibv_rc_pingpong across two daemons: $(grep usec/iter "$work/rc.cli.out")"
+    stop_second
     stop ;;
   pingpong)
     # uroce-pingpong --daemon: both ends clients of one daemon (the QPs meet
@@ -206,6 +240,22 @@ CONF
       done
       echo "ok: uroce-pingpong --daemon $s: $(grep usec/iter "$work/pp.cli.out")"
     done
+    stop
+    # Across two daemons: the modify to RTR is retried while the client's
+    # daemon resolves the server's MAC.
+    start_linked
+    timeout 60 "$pingpong" --daemon "$sock" -g 1 --chk -s 1024 -n 200 >"$work/pp.srv.out" 2>&1 &
+    srv=$!
+    sleep 0.3
+    timeout 60 "$pingpong" --daemon "$sock2" -g 1 --chk -s 1024 -n 200 127.0.0.1 >"$work/pp.cli.out" 2>&1
+    crc=$?
+    wait $srv; src=$?
+    [ $src = 0 ] && [ $crc = 0 ] ||
+      { cat "$work/pp.srv.out" "$work/pp.cli.out" "$work/second.log"; fail "uroce-pingpong across two daemons: server $src, client $crc"; }
+    grep -q "GID ::ffff:10.0.0.2" "$work/pp.cli.out" || { cat "$work/pp.cli.out"; fail "the client's GID is not the second daemon's"; }
+    grep -qE "^409600 bytes in " "$work/pp.cli.out" || { cat "$work/pp.cli.out"; fail "no bytes line (two daemons)"; }
+    echo "ok: uroce-pingpong across two daemons: $(grep usec/iter "$work/pp.cli.out")"
+    stop_second
     stop ;;
   *) echo "unknown case $case_"; exit 2 ;;
 esac
