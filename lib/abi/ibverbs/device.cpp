@@ -3,6 +3,8 @@
 // first open of a device starts the EAL, opens its port through
 // uroce::Endpoint and starts its engine thread, which runs the engine
 // whenever the application's threads do not (Progress::kCallersDrive).
+// A device with a daemon socket is opened on uroced instead: no EAL, the
+// daemon's engine runs its QPs.
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
