@@ -22,6 +22,25 @@ namespace {
 // BTH, the longest extension headers, ICRC).
 constexpr uint32_t kPacketOverhead = 40 + 8 + 12 + 28 + 4;
 
+// --daemon: the device is a client of uroced (no EAL here); its port,
+// address and MTU are the daemon's. RC only (options.cpp refuses the rest).
+int run_on_daemon(const Options& o, exchange::TcpListener* listener) {
+  DeviceConfig dc;
+  dc.daemon_socket = o.daemon;
+  dc.name = o.ib_dev;
+  std::string error;
+  std::unique_ptr<Device> dev = Device::open(dc, error);
+  if (!dev) return fail(error);
+  if (dev->mtu() < o.mtu + kPacketOverhead)
+    return fail("path MTU " + std::to_string(o.mtu) + " (-m) needs a port MTU of at least " +
+                std::to_string(o.mtu + kPacketOverhead) + "; uroced's port has " + std::to_string(dev->mtu()));
+  if (size_t(o.gid_idx) >= dev->gids().size())
+    return fail("can't read sgid of index " + std::to_string(o.gid_idx) + ": uroced's device has " +
+                std::to_string(dev->gids().size()) + " GID(s), index 1 is its address");
+  Station st(*dev);
+  return run_single_qp(st, listener, o);
+}
+
 int run(const Options& o) {
   if (o.mode == Mode::ud && o.size > o.mtu)
     // ud_pingpong's check (and its first words): a UD message is one packet.
@@ -33,6 +52,7 @@ int run(const Options& o) {
   std::unique_ptr<exchange::TcpListener> listener;
   std::string error;
   if (o.server.empty() && !(listener = exchange::TcpListener::listen(o.tcp_port, error))) return fail(error);
+  if (!o.daemon.empty()) return run_on_daemon(o, listener.get());
   EndpointConfig ec;
   ec.dev = o.dev;
   ec.ip = o.ip;
@@ -53,7 +73,8 @@ int run(const Options& o) {
   if (size_t(o.gid_idx) >= gids.size())
     return fail("can't read sgid of index " + std::to_string(o.gid_idx) + ": " + o.ib_dev + " has " +
                 std::to_string(gids.size()) + " GID(s), index 0 is the --ip address");
-  return o.mode == Mode::srq ? run_srq(*ep, listener.get(), o) : run_single_qp(*ep, listener.get(), o);
+  Station st(*ep);
+  return o.mode == Mode::srq ? run_srq(st, listener.get(), o) : run_single_qp(st, listener.get(), o);
 }
 
 }  // namespace

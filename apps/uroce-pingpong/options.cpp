@@ -74,6 +74,25 @@ int check_rdma_core_flags(const Options& o, const RdmaCoreFlags& f) {
 }
 
 // A malformed --ip or --mac is a usage error, found before any port opens.
+// --daemon: the daemon's port, and what it serves so far.
+int check_daemon(const Options& o) {
+  if (o.daemon.empty()) {
+    if (!o.dev.empty() && !o.ip.empty()) return -1;
+    std::fprintf(stderr, "uroce-pingpong: --%s is required (or --daemon SOCKET instead of --dev and --ip)\n",
+                 o.dev.empty() ? "dev" : "ip");
+    return 2;
+  }
+  if (!o.mac.empty() || !o.eal.empty() || !o.pcap.empty()) {
+    std::fprintf(stderr, "uroce-pingpong: --daemon: --mac, --eal and --pcap belong to the daemon's port\n");
+    return 2;
+  }
+  if (o.mode != Mode::rc) {
+    std::fprintf(stderr, "uroce-pingpong: --daemon: uroced serves RC QPs only so far (no --ud, --uc, --srq)\n");
+    return 2;
+  }
+  return -1;
+}
+
 int check_addresses(const Options& o) {
   wire::IpAddr ip;
   if (!wire::IpAddr::parse(o.ip, ip)) {
@@ -100,7 +119,8 @@ int parse_options(int argc, char** argv, Options& o) {
       "plays ibv_ud_pingpong (UD SENDs, qkey 0x11111111) and --srq plays ibv_srq_pingpong (-q RC QPs\n"
       "sharing one receive queue), each with its own exchange.\n"
       "  server: uroce-pingpong --dev DEV --ip ADDR [options]\n"
-      "  client: uroce-pingpong --dev DEV --ip ADDR [options] SERVER   (SERVER: host of the TCP exchange)"};
+      "  client: uroce-pingpong --dev DEV --ip ADDR [options] SERVER   (SERVER: host of the TCP exchange)\n"
+      "  or, instead of --dev and --ip, --daemon SOCKET: the port of uroced at SOCKET (RC only)"};
   app.set_version_flag("--version", "uroce-pingpong " UROCE_VERSION);
   bool uc = false, ud = false, srq = false;
   app.add_flag("--uc", uc,
@@ -140,9 +160,12 @@ int parse_options(int argc, char** argv, Options& o) {
   app.add_flag("-t,--ts", f.ts, "completion timestamps: not supported (refused)");
   app.add_flag("-j,--dm", f.dm, "device memory: ignored (the buffer stays in host memory)");
   app.add_flag("-N,--new_send", f.new_send, "new post send WR API: ignored (uroce has one way to post a send)");
-  app.add_option("--dev", o.dev, "port: a PCI address or a DPDK vdev string, e.g. net_af_packet0,iface=eth1")
-      ->required();
-  app.add_option("--ip", o.ip, "this endpoint's IPv4 or IPv6 address (its GID)")->required();
+  auto* dev_opt =
+      app.add_option("--dev", o.dev, "port: a PCI address or a DPDK vdev string, e.g. net_af_packet0,iface=eth1");
+  auto* ip_opt = app.add_option("--ip", o.ip, "this endpoint's IPv4 or IPv6 address (its GID)");
+  app.add_option("--daemon", o.daemon, "uroced's socket: use the daemon's port (no --dev, --ip, --mac, --eal, --pcap)")
+      ->excludes(dev_opt)
+      ->excludes(ip_opt);
   app.add_option("--mac", o.mac, "this endpoint's MAC address (default: the port's)");
   app.add_option("--eal", o.eal, "extra DPDK EAL arguments, quoted");
   app.add_option("--pcap", o.pcap, "write every frame sent and received to this pcap");
@@ -173,7 +196,9 @@ int parse_options(int argc, char** argv, Options& o) {
     return 2;
   }
   if (int rc = check_rdma_core_flags(o, f); rc >= 0) return rc;
-  if (int rc = check_addresses(o); rc >= 0) return rc;
+  if (int rc = check_daemon(o); rc >= 0) return rc;
+  if (o.daemon.empty())
+    if (int rc = check_addresses(o); rc >= 0) return rc;
   o.mtu_enum = to_enum(o.mtu);
   o.timeout_ms = uint32_t(std::lround(timeout_s * 1000));
   o.accept_timeout_ms = uint32_t(std::ceil(accept_timeout_s * 1000));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // uroce-run [--dev SPEC] [--ip ADDR] [--mac MAC] [--mtu N] [--eal "ARGS"]
 //           [--config FILE] [--no-kernel-view] -- PROGRAM [ARGS...]
+// uroce-run --daemon SOCKET [--no-kernel-view] -- PROGRAM [ARGS...]
 //
 // Checks the settings, puts them in the UROCE_* variables the drop-in
 // libibverbs reads, puts the drop-in's directory first in LD_LIBRARY_PATH
@@ -10,6 +11,8 @@
 // for (kernel_view.h): as root directly, as another user inside a user
 // namespace where the kernel allows one; --no-kernel-view leaves them out.
 // Exit 2 for a usage error, before PROGRAM starts; 127 if it cannot start.
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -30,17 +33,21 @@ namespace {
 const char kUsage[] =
     "usage: uroce-run [--dev SPEC] [--ip ADDR] [--mac MAC] [--mtu N] [--eal \"ARGS\"] [--config FILE]\n"
     "                 [--no-kernel-view] -- PROGRAM [ARGS...]\n"
+    "       uroce-run --daemon SOCKET [--no-kernel-view] -- PROGRAM [ARGS...]\n"
     "Runs PROGRAM with uroce's libibverbs.so.1 in front of the system's: device uroce0 is\n"
     "the DPDK port SPEC (a PCI address or a vdev string such as net_af_packet0,iface=eth1)\n"
     "with address ADDR (IPv4 or IPv6; GID 1). --config FILE describes more devices\n"
-    "(docs/verbs-abi.md). Options left out keep the UROCE_* variables already set.\n"
+    "(docs/verbs-abi.md). With --daemon, uroce0 is a client of uroced at SOCKET: the daemon's\n"
+    "port, address, MAC and MTU, and no EAL in PROGRAM (docs/daemon.md).\n"
+    "Options left out keep the UROCE_* variables already set.\n"
     "PROGRAM runs in a private mount namespace (a user namespace too when not root) that adds\n"
     "/dev/infiniband/uroceN and /sys/class/infiniband/uroceN (UCX needs them);\n"
     "--no-kernel-view leaves them out.\n";
 
 struct Options {
-  std::string dev, ip, mac, mtu, eal, config;
+  std::string dev, ip, mac, mtu, eal, config, daemon;
   bool dev_set = false, ip_set = false, mac_set = false, mtu_set = false, eal_set = false, config_set = false;
+  bool daemon_set = false;
   bool kernel_view = true;
   std::vector<char*> program;
 };
@@ -81,7 +88,8 @@ bool parse(int argc, char** argv, Options& o, std::string& error) {
     if (take("--dev", argc, argv, i, o.dev, o.dev_set, error) || take("--ip", argc, argv, i, o.ip, o.ip_set, error) ||
         take("--mac", argc, argv, i, o.mac, o.mac_set, error) || take("--mtu", argc, argv, i, o.mtu, o.mtu_set, error) ||
         take("--eal", argc, argv, i, o.eal, o.eal_set, error) ||
-        take("--config", argc, argv, i, o.config, o.config_set, error)) {
+        take("--config", argc, argv, i, o.config, o.config_set, error) ||
+        take("--daemon", argc, argv, i, o.daemon, o.daemon_set, error)) {
       if (!error.empty()) return false;
       continue;
     }
@@ -99,9 +107,33 @@ std::string env(const char* name) {
   return v ? v : "";
 }
 
+// uroced answers at `path`: connected and closed again at once (the daemon
+// ends a client that leaves before HELLO), so a missing daemon is told
+// before PROGRAM starts instead of as its first ibv_open_device failing.
+bool daemon_answers(const std::string& path, std::string& error) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.empty()) return error = "--daemon needs a socket path", false;
+  if (path.size() >= sizeof addr.sun_path) return error = "--daemon: socket path too long: " + path, false;
+  std::memcpy(addr.sun_path, path.c_str(), path.size());
+  const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd < 0) return error = std::string("socket: ") + std::strerror(errno), false;
+  const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  const int err = errno;
+  close(fd);
+  if (!ok) return error = "--daemon: no uroced at " + path + ": " + std::strerror(err), false;
+  return true;
+}
+
 // The settings as the drop-in will see them, checked the way it checks
 // them (lib/abi/ibverbs/config.cpp) so mistakes show before PROGRAM runs.
 bool validate(const Options& o, std::string& error) {
+  const std::string daemon = o.daemon_set ? o.daemon : env("UROCE_DAEMON");
+  if (!daemon.empty() || o.daemon_set) {
+    if (o.dev_set || o.ip_set || o.mac_set || o.mtu_set || o.eal_set)
+      return error = "--daemon takes no --dev, --ip, --mac, --mtu or --eal: the port is the daemon's", false;
+    return daemon_answers(daemon, error);
+  }
   const std::string dev = o.dev_set ? o.dev : env("UROCE_DEV");
   const std::string ip = o.ip_set ? o.ip : env("UROCE_IP");
   const std::string mac = o.mac_set ? o.mac : env("UROCE_MAC");
@@ -194,6 +226,12 @@ int main(int argc, char** argv) {
   if (o.mtu_set) setenv("UROCE_MTU", o.mtu.c_str(), 1);
   if (o.eal_set) setenv("UROCE_EAL", o.eal.c_str(), 1);
   if (o.config_set) setenv("UROCE_CONFIG", o.config.c_str(), 1);
+  if (o.daemon_set) {
+    // The daemon's device only: a port from the caller's environment would
+    // contradict it (the drop-in refuses both).
+    setenv("UROCE_DAEMON", o.daemon.c_str(), 1);
+    for (const char* v : {"UROCE_DEV", "UROCE_IP", "UROCE_MAC", "UROCE_MTU"}) unsetenv(v);
+  }
   if (o.kernel_view) enter_view();
   const std::string old = env("LD_LIBRARY_PATH");
   setenv("LD_LIBRARY_PATH", (old.empty() ? dir : dir + ":" + old).c_str(), 1);

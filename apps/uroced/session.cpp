@@ -205,6 +205,8 @@ bool Session::hello(const void* msg, size_t len) {
   rep.max_qp_wr = device_.limits().max_qp_wr;
   rep.max_cqe = device_.limits().max_cqe;
   rep.max_mr_size = std::min<uint64_t>(device_.limits().max_mr_size, limits_.max_mr_bytes);
+  std::memcpy(rep.mac, device_.mac().bytes.data(), 6);
+  rep.mtu = device_.mtu();
   const int fds[3] = {arena_.fd(), doorbell_, pipe_fds[0]};
   const bool sent = send_datagram(sock_, &rep, sizeof rep, fds, 3) == 0;
   close(pipe_fds[0]);

@@ -87,6 +87,8 @@ std::unique_ptr<Connection> Connection::connect(const std::string& socket_path, 
   std::memcpy(c->gid_, rep.gid, 16);
   std::memcpy(c->link_local_gid_, rep.link_local_gid, 16);
   c->client_id_ = rep.client_id;
+  std::memcpy(c->mac_, rep.mac, 6);
+  c->mtu_ = rep.mtu;
   return c;
 }
 

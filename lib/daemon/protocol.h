@@ -15,7 +15,7 @@
 namespace uroce::daemon {
 
 inline constexpr uint32_t kMagic = 0x75724f44;  // "urOD"
-inline constexpr uint32_t kVersion = 1;
+inline constexpr uint32_t kVersion = 2;
 inline constexpr const char* kDefaultSocket = "/run/uroce/uroced.sock";
 
 enum class Op : uint32_t {
@@ -65,6 +65,8 @@ struct HelloRep {
   uint32_t max_qp_wr;
   uint32_t max_cqe;
   uint64_t max_mr_size;
+  uint8_t mac[6];  // the port's MAC and Ethernet MTU (ibv_query_port, node GUID)
+  uint16_t mtu;
   // With the reply: the arena memfd, the doorbell eventfd, and the read
   // end of the client's asynchronous event pipe (AsyncRecord).
 };

@@ -148,6 +148,8 @@ const std::string& Device::name() const { return remote_ ? remote_->name : engin
 const std::vector<wire::IpAddr>& Device::gids() const {
   return remote_ ? remote_->gids : engine_->device_config().gids;
 }
+wire::MacAddr Device::mac() const { return remote_ ? remote_->mac : engine_->device_config().port->mac(); }
+uint16_t Device::mtu() const { return remote_ ? remote_->mtu : engine_->device_config().port->mtu(); }
 const DeviceLimits& Device::limits() const { return remote_ ? remote_->limits : engine_->device_config().limits; }
 
 bool Device::get_async_event(AsyncEvent& ev) {

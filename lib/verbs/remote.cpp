@@ -4,6 +4,7 @@
 #include <poll.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "daemon/protocol.h"
 
@@ -16,6 +17,8 @@ std::unique_ptr<RemoteDevice> open_remote(const std::string& socket, std::string
   d->name = d->conn->device_name();
   // The daemon's table: link-local first, then the port's address.
   d->gids = {wire::IpAddr::from_v6(d->conn->link_local_gid()), wire::IpAddr::from_v6(d->conn->gid())};
+  std::memcpy(d->mac.bytes.data(), d->conn->mac(), 6);
+  d->mtu = d->conn->mtu();
   // What the daemon's rings carry (lib/daemon/protocol.h).
   d->limits.max_sge = daemon::kMaxSge;
   d->limits.max_inline_data = daemon::kMaxInline;

@@ -10,6 +10,7 @@
 
 #include "uroce/client/daemon_client.h"
 #include "uroce/verbs/types.h"
+#include "uroce/wire/eth.h"
 #include "uroce/wire/ip_addr.h"
 
 namespace uroce::detail {
@@ -18,6 +19,8 @@ struct RemoteDevice {
   std::unique_ptr<client::Connection> conn;
   std::string name;
   std::vector<wire::IpAddr> gids;
+  wire::MacAddr mac{};
+  uint16_t mtu = 0;
   DeviceLimits limits;
 };
 

@@ -15,7 +15,8 @@ using uroce::abi::Settings;
 namespace {
 
 void clear_env() {
-  for (const char* v : {"UROCE_DEV", "UROCE_IP", "UROCE_MAC", "UROCE_MTU", "UROCE_EAL", "UROCE_CONFIG"}) unsetenv(v);
+  for (const char* v : {"UROCE_DEV", "UROCE_IP", "UROCE_MAC", "UROCE_MTU", "UROCE_EAL", "UROCE_CONFIG", "UROCE_DAEMON"})
+    unsetenv(v);
 }
 
 }  // namespace
@@ -105,6 +106,41 @@ TEST_CASE("the variables describe uroce0 and win over the file", "[abi-config]")
   setenv("UROCE_CONFIG", "/nonexistent.ini", 1);
   CHECK_FALSE(uroce::abi::load_settings(s, err));
   CHECK(err == "UROCE_CONFIG: cannot read /nonexistent.ini");
+  std::remove(path.c_str());
+  clear_env();
+}
+
+TEST_CASE("a daemon socket instead of a port", "[abi-config]") {
+  clear_env();
+  Settings s;
+  std::string err;
+  REQUIRE(uroce::abi::parse_ini("[device uroce1]\ndaemon = /run/uroce/uroced.sock\n", "f.ini", s, err));
+  REQUIRE(s.devices.size() == 1);
+  CHECK(s.devices[0].daemon == "/run/uroce/uroced.sock");
+  CHECK(uroce::abi::validate_device(s.devices[0], err));
+
+  DeviceSettings both = s.devices[0];
+  both.dev = "net_null0";
+  CHECK_FALSE(uroce::abi::validate_device(both, err));
+  CHECK(err == "device uroce1: a daemon socket (UROCE_DAEMON or daemon=) takes no dev, ip or mac");
+
+  // UROCE_DAEMON replaces the file's port for uroce0, like the other variables.
+  const std::string path = "abi_config_daemon.ini";
+  FILE* f = std::fopen(path.c_str(), "w");
+  REQUIRE(f);
+  std::fputs("[device uroce0]\ndev = net_null0\nip = 10.0.0.9\n", f);
+  std::fclose(f);
+  setenv("UROCE_CONFIG", path.c_str(), 1);
+  setenv("UROCE_DAEMON", "/tmp/d.sock", 1);
+  REQUIRE(uroce::abi::load_settings(s, err));
+  REQUIRE(s.devices.size() == 1);
+  CHECK(s.devices[0].daemon == "/tmp/d.sock");
+  CHECK(s.devices[0].dev.empty());
+  CHECK(s.devices[0].ip.empty());
+  // A port of its own beside it is a contradiction, refused.
+  setenv("UROCE_DEV", "net_null0", 1);
+  CHECK_FALSE(uroce::abi::load_settings(s, err));
+  CHECK(err.find("takes no dev, ip or mac") != std::string::npos);
   std::remove(path.c_str());
   clear_env();
 }

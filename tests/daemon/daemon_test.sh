@@ -2,10 +2,18 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # uroced on a net_ring port (no NIC, no hugepages) and client processes
 # of it (daemon_peer). Needs root for the DPDK EAL; exit 77 (skip) otherwise.
-# usage: daemon_test.sh CASE UROCED DAEMON_PEER WORKDIR UROCE_PERF
+# usage: daemon_test.sh CASE UROCED DAEMON_PEER WORKDIR UROCE_PERF UROCE_RUN UROCE_PINGPONG
 set -u
-case_=$1 uroced=$2 peer=$3 work=$4 perf=$5
+case_=$1 uroced=$2 peer=$3 work=$4 perf=$5 run=$6 pingpong=$7
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (the DPDK EAL)"; exit 77; }
+if { [ "$case_" = shim ] || [ "$case_" = pingpong ]; } && [ -z "${DAEMON_TEST_NETNS:-}" ]; then
+  # The programs' TCP exchange on a loopback of its own: no port clashes
+  # with anything else on the machine.
+  for t in unshare ip $([ "$case_" = shim ] && echo ibv_devinfo ibv_rc_pingpong ib_write_bw); do
+    command -v $t >/dev/null || { echo "SKIP: $t not installed"; exit 77; }
+  done
+  DAEMON_TEST_NETNS=1 exec unshare --net -- "$0" "$@"
+fi
 rm -rf "$work"; mkdir -p "$work"
 sock=$work/uroced.sock log=$work/uroced.log
 DPID= second=
@@ -33,6 +41,23 @@ stop() {  # SIGTERM: the daemon tears down and removes its socket
 }
 run_peer() { timeout 60 "$peer" "$sock" "$@" || fail "daemon_peer $* exited $?"; }
 start_default() { start --dev net_ring0 --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512"; }
+# Two daemons joined by a memif link: "$sock" (10.0.0.1) and "$sock2"
+# (10.0.0.2); a client of each reaches the other over the wire.
+sock2=
+start_linked() {
+  local link="role=%s,id=0,socket=$work/memif.sock,socket-abstract=no"
+  start --dev "net_memif0,$(printf "$link" server)" --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512"
+  sock2=$work/uroced2.sock
+  "$uroced" --dev "net_memif0,$(printf "$link" client)" --ip 10.0.0.2 --socket "$sock2" --eal "--no-huge -m 512" \
+    >"$work/second.log" 2>&1 &
+  second=$!
+  for _ in $(seq 100); do [ -S "$sock2" ] && break; sleep 0.1; done
+  [ -S "$sock2" ] || { cat "$work/second.log"; fail "the second uroced did not listen"; }
+}
+stop_second() {
+  kill -TERM "$second"; wait "$second" || fail "the second uroced exited $? on SIGTERM"
+  second=
+}
 
 case $case_ in
   pair)
@@ -114,6 +139,123 @@ CONF
     done
     "$perf" send_bw -c UD --daemon "$sock" >"$work/ud.out" 2>&1 && fail "-c UD --daemon was accepted"
     grep -q "daemon runs the RC tests so far" "$work/ud.out" || fail "no message for -c UD --daemon"
+    stop ;;
+  shim)
+    # Debian's programs through uroce-run --daemon: the drop-in libibverbs
+    # opens uroce0 as a client of the daemon (no EAL in the program), and
+    # two programs' QPs meet in the daemon's engine (one GID, loopback).
+    ip link set lo up
+    "$run" --daemon "$work/none.sock" -- true >"$work/out" 2>&1
+    [ $? = 2 ] || fail "uroce-run --daemon on a missing socket: exit is not 2"
+    grep -q "no uroced at $work/none.sock" "$work/out" || { cat "$work/out"; fail "no message for a missing daemon"; }
+    "$run" --daemon "$sock" --dev net_null0 -- true >/dev/null 2>&1 && fail "--daemon with --dev was accepted"
+    start_default
+    out=$work/devinfo.out
+    timeout 30 "$run" --daemon "$sock" -- ibv_devinfo -v >"$out" 2>&1 || { cat "$out"; fail "ibv_devinfo -v exited $?"; }
+    for re in "^hca_id:\s+uroce0$" "^\s+state:\s+PORT_ACTIVE \(4\)$" "^\s+link_layer:\s+Ethernet$" \
+              "^\s+active_mtu:\s+1024 \(3\)$" "^\s+GID\[  0\]:\s+fe80::[0-9a-f:]+, RoCE v2$" \
+              "^\s+GID\[  1\]:\s+::ffff:10\.0\.0\.1, RoCE v2$" "^\s+max_sge:\s+4$"; do
+      grep -qE "$re" "$out" || { cat "$out"; fail "ibv_devinfo -v through the daemon: no line $re"; }
+    done
+    grep -qE "^\s+node_guid:\s+0000:0000:0000:0000$" "$out" && fail "node_guid is 0 through the daemon"
+    grep -q "EAL" "$out" && { cat "$out"; fail "the program started an EAL"; }
+    for s in "64 500" "4096 200"; do
+      set -- $s
+      timeout 60 "$run" --daemon "$sock" -- ibv_rc_pingpong -d uroce0 -g 1 -s "$1" -n "$2" \
+        >"$work/rc.srv.out" 2>&1 &
+      srv=$!
+      sleep 0.5
+      timeout 60 "$run" --daemon "$sock" -- ibv_rc_pingpong -d uroce0 -g 1 -s "$1" -n "$2" 127.0.0.1 \
+        >"$work/rc.cli.out" 2>&1
+      crc=$?
+      wait $srv; src=$?
+      [ $src = 0 ] && [ $crc = 0 ] ||
+        { cat "$work/rc.srv.out" "$work/rc.cli.out"; fail "ibv_rc_pingpong -s $1: server $src, client $crc"; }
+      for f in "$work/rc.srv.out" "$work/rc.cli.out"; do
+        grep -qE "^$((2 * $1 * $2)) bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec$" "$f" || { cat "$f"; fail "no bytes line in $f"; }
+        grep -qE "^$2 iters in [0-9.]+ seconds = [0-9.]+ usec/iter$" "$f" || { cat "$f"; fail "no iters line in $f"; }
+      done
+      echo "ok: ibv_rc_pingpong -s $1 -n $2 through the daemon: $(grep usec/iter "$work/rc.cli.out")"
+    done
+    for spec in "ib_write_bw -n 200|65536 200" "ib_write_bw -s 4096 -n 500|4096 500"; do
+      cmd=${spec%%|*} want=${spec#*|}
+      timeout 60 "$run" --daemon "$sock" -- $cmd -d uroce0 -x 1 -F >"$work/bw.srv.out" 2>&1 &
+      srv=$!
+      sleep 0.5
+      timeout 60 "$run" --daemon "$sock" -- $cmd -d uroce0 -x 1 -F 127.0.0.1 >"$work/bw.cli.out" 2>&1
+      crc=$?
+      wait $srv; src=$?
+      [ $src = 0 ] && [ $crc = 0 ] ||
+        { cat "$work/bw.srv.out" "$work/bw.cli.out"; fail "$cmd: server $src, client $crc"; }
+      set -- $want
+      row="^ $1[[:space:]]+$2[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+"
+      # The passive side of a WRITE test measures nothing: the row is the client's.
+      grep -qE "$row" "$work/bw.cli.out" || { cat "$work/bw.cli.out"; fail "$cmd: no result row '$want ...'"; }
+      grep -q "Link type       : Ethernet" "$work/bw.cli.out" || fail "$cmd: link type is not Ethernet"
+      echo "ok: $cmd through the daemon: $(grep -E "$row" "$work/bw.cli.out" | tr -s ' \t' ' ')"
+    done
+    stop
+    # A remote peer: the server a client of one daemon, the client of
+    # another, their QPs joined over the memif link (the drop-in's modify
+    # to RTR waits while the daemon resolves the peer's MAC).
+    start_linked
+    timeout 60 "$run" --daemon "$sock" -- ibv_rc_pingpong -d uroce0 -g 1 -s 4096 -n 200 >"$work/rc.srv.out" 2>&1 &
+    srv=$!
+    sleep 0.5
+    timeout 60 "$run" --daemon "$sock2" -- ibv_rc_pingpong -d uroce0 -g 1 -s 4096 -n 200 127.0.0.1 >"$work/rc.cli.out" 2>&1
+    crc=$?
+    wait $srv; src=$?
+    [ $src = 0 ] && [ $crc = 0 ] ||
+      { cat "$work/rc.srv.out" "$work/rc.cli.out" "$work/second.log"; fail "ibv_rc_pingpong across two daemons: server $src, client $crc"; }
+    grep -qE "^1638400 bytes in [0-9.]+ seconds" "$work/rc.cli.out" || { cat "$work/rc.cli.out"; fail "no bytes line (two daemons)"; }
+    grep -q "remote address: .*GID ::ffff:10.0.0.1" "$work/rc.cli.out" || { cat "$work/rc.cli.out"; fail "the client's peer is not the first daemon's GID"; }
+    echo "ok: ibv_rc_pingpong across two daemons: $(grep usec/iter "$work/rc.cli.out")"
+    stop_second
+    stop ;;
+  pingpong)
+    # uroce-pingpong --daemon: both ends clients of one daemon (the QPs meet
+    # in its engine), the messages checked (--chk), with polling and -e.
+    ip link set lo up
+    for args in "--ud" "--srq" "--uc" "--dev net_null0" "--mac 02:00:00:00:00:01"; do
+      "$pingpong" --daemon "$sock" $args >"$work/out" 2>&1
+      [ $? = 2 ] || { cat "$work/out"; fail "uroce-pingpong --daemon $args: exit is not 2"; }
+    done
+    grep -q "serves RC QPs only" <(timeout 5 "$pingpong" --daemon "$sock" --ud 2>&1) || fail "no message for --daemon --ud"
+    timeout 10 "$pingpong" --daemon "$work/none.sock" -p 18999 >"$work/out" 2>&1
+    [ $? = 1 ] && grep -q "cannot connect to uroced" "$work/out" || { cat "$work/out"; fail "a missing daemon: no message"; }
+    start_default
+    for s in "-s 64 -n 500" "-s 4096 -n 200 -e" "-s 65536 -n 50"; do
+      timeout 60 "$pingpong" --daemon "$sock" -g 1 --chk $s >"$work/pp.srv.out" 2>&1 &
+      srv=$!
+      sleep 0.3
+      timeout 60 "$pingpong" --daemon "$sock" -g 1 --chk $s 127.0.0.1 >"$work/pp.cli.out" 2>&1
+      crc=$?
+      wait $srv; src=$?
+      [ $src = 0 ] && [ $crc = 0 ] ||
+        { cat "$work/pp.srv.out" "$work/pp.cli.out"; fail "uroce-pingpong --daemon $s: server $src, client $crc"; }
+      set -- $s
+      for f in "$work/pp.srv.out" "$work/pp.cli.out"; do
+        grep -qE "^$((2 * $2 * $4)) bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec$" "$f" || { cat "$f"; fail "no bytes line in $f"; }
+        grep -q "GID ::ffff:10.0.0.1" "$f" || { cat "$f"; fail "$f: the local GID is not the daemon's"; }
+      done
+      echo "ok: uroce-pingpong --daemon $s: $(grep usec/iter "$work/pp.cli.out")"
+    done
+    stop
+    # Across two daemons: the modify to RTR is retried while the client's
+    # daemon resolves the server's MAC.
+    start_linked
+    timeout 60 "$pingpong" --daemon "$sock" -g 1 --chk -s 1024 -n 200 >"$work/pp.srv.out" 2>&1 &
+    srv=$!
+    sleep 0.3
+    timeout 60 "$pingpong" --daemon "$sock2" -g 1 --chk -s 1024 -n 200 127.0.0.1 >"$work/pp.cli.out" 2>&1
+    crc=$?
+    wait $srv; src=$?
+    [ $src = 0 ] && [ $crc = 0 ] ||
+      { cat "$work/pp.srv.out" "$work/pp.cli.out" "$work/second.log"; fail "uroce-pingpong across two daemons: server $src, client $crc"; }
+    grep -q "GID ::ffff:10.0.0.2" "$work/pp.cli.out" || { cat "$work/pp.cli.out"; fail "the client's GID is not the second daemon's"; }
+    grep -qE "^409600 bytes in " "$work/pp.cli.out" || { cat "$work/pp.cli.out"; fail "no bytes line (two daemons)"; }
+    echo "ok: uroce-pingpong across two daemons: $(grep usec/iter "$work/pp.cli.out")"
+    stop_second
     stop ;;
   *) echo "unknown case $case_"; exit 2 ;;
 esac

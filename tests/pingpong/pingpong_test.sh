@@ -420,6 +420,8 @@ case $case_ in
     expect 2 "is not an option of ibv_ud_pingpong" $d --ud -j
     expect 2 "ts is not supported" $d --ts
     expect 2 "dev is required" --ip 10.0.0.1
+    expect 2 "ip is required" --dev net_null0
+    expect 2 "serves RC QPs only" --daemon /nonexistent.sock --srq
     expect 2 "mtu" $d -m 1000
     expect 2 "ib-port" $d -i 2
     expect 2 "size" $d -s 0

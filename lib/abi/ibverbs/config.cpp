@@ -45,10 +45,11 @@ bool set_device_key(DeviceSettings& d, const std::string& key, const std::string
   if (key == "dev") d.dev = value;
   else if (key == "ip") d.ip = value;
   else if (key == "mac") d.mac = value;
+  else if (key == "daemon") d.daemon = value;
   else if (key == "mtu") {
     if (!parse_mtu(value, d.mtu)) return error = "mtu '" + value + "' is not in 68..9600", false;
   } else {
-    return error = "unknown key '" + key + "' (dev, ip, mac, mtu)", false;
+    return error = "unknown key '" + key + "' (dev, ip, mac, mtu, daemon)", false;
   }
   return true;
 }
@@ -102,6 +103,13 @@ bool parse_ini(const std::string& text, const std::string& origin, Settings& out
 
 bool validate_device(const DeviceSettings& d, std::string& error) {
   const std::string who = "device " + d.name + ": ";
+  if (!d.daemon.empty()) {
+    // The daemon's port, address and MAC: settings of a port of its own
+    // would be silently ignored.
+    if (!d.dev.empty() || !d.ip.empty() || !d.mac.empty())
+      return error = who + "a daemon socket (UROCE_DAEMON or daemon=) takes no dev, ip or mac", false;
+    return true;
+  }
   if (d.dev.empty()) return error = who + "no port (UROCE_DEV or dev=)", false;
   if (d.dev.find_first_of(" \t") != std::string::npos)
     return error = who + "port '" + d.dev + "' contains a space", false;
@@ -129,6 +137,14 @@ bool load_settings(Settings& out, std::string& error) {
   const std::string eal = env("UROCE_EAL");
   if (!eal.empty()) out.eal_args = split_args(eal);
   const std::string dev = env("UROCE_DEV"), ip = env("UROCE_IP"), mac = env("UROCE_MAC"), mtu = env("UROCE_MTU");
+  const std::string daemon = env("UROCE_DAEMON");
+  if (!daemon.empty()) {
+    // Wins over the file's port for uroce0, as the other variables do.
+    DeviceSettings& d = device_named(out, "uroce0");
+    d = DeviceSettings{};
+    d.name = "uroce0";
+    d.daemon = daemon;
+  }
   if (!dev.empty() || !ip.empty() || !mac.empty() || !mtu.empty()) {
     DeviceSettings& d = device_named(out, "uroce0");
     if (!dev.empty()) d.dev = dev;

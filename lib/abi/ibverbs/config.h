@@ -6,8 +6,12 @@
 //   UROCE_MAC     overrides the port's MAC (optional)
 //   UROCE_MTU     Ethernet MTU asked of the port (optional, default 1500)
 //   UROCE_EAL     extra EAL arguments, split on spaces (optional)
+//   UROCE_DAEMON  uroce0 is a client of uroced at this socket instead of
+//                 a port of its own (no EAL; port, address, MAC and MTU
+//                 are the daemon's)
 //   UROCE_CONFIG  an INI file: [eal] args=..., and one [device NAME]
-//                 section per device with dev=, ip=, mac=, mtu=
+//                 section per device with dev=, ip=, mac=, mtu=, or
+//                 daemon= alone
 // The variables describe uroce0 and win over the file's [device uroce0].
 #pragma once
 
@@ -23,6 +27,7 @@ struct DeviceSettings {
   std::string ip;
   std::string mac;
   uint16_t mtu = 1500;
+  std::string daemon;  // uroced's socket: no port of its own
 };
 
 struct Settings {
@@ -38,7 +43,8 @@ bool load_settings(Settings& out, std::string& error);
 bool parse_ini(const std::string& text, const std::string& origin, Settings& out, std::string& error);
 
 // Checks one device's values without opening anything: dev non-empty and
-// free of spaces, ip an address, mac a MAC, mtu in 68..9600.
+// free of spaces, ip an address, mac a MAC, mtu in 68..9600; or daemon
+// alone.
 bool validate_device(const DeviceSettings& d, std::string& error);
 
 // Splits on runs of spaces.

@@ -3,6 +3,8 @@
 // first open of a device starts the EAL, opens its port through
 // uroce::Endpoint and starts its engine thread, which runs the engine
 // whenever the application's threads do not (Progress::kCallersDrive).
+// A device with a daemon socket is opened on uroced instead: no EAL, the
+// daemon's engine runs its QPs.
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
@@ -68,21 +70,44 @@ bool settings_mac(const DeviceSettings& s, wire::MacAddr& mac) {
   return ok;
 }
 
+// Stops the router and the engine (none for a daemon's device), closes
+// the port or the connection. Under open_mutex.
+void close_device(DeviceRec& rec) {
+  stop_event_router(rec);
+  if (rec.endpoint) rec.endpoint->device().stop_engine_thread();
+  rec.endpoint.reset();
+  rec.remote.reset();
+}
+
 // Engines still running when the program exits without closing its
 // devices stop before the EAL's own exit handlers close the ports.
 void stop_all_at_exit() {
   for (DeviceRec* rec : devices()) {
     std::lock_guard<std::mutex> lock(rec->open_mutex);
-    if (rec->endpoint) {
-      stop_event_router(*rec);
-      rec->endpoint->device().stop_engine_thread();
-      rec->endpoint.reset();
-    }
+    if (rec->is_open()) close_device(*rec);
   }
+}
+
+// Through uroced: no EAL and no engine here, the daemon's runs on its
+// thread; only the event router.
+bool open_remote(DeviceRec& rec) {
+  DeviceConfig dc;
+  dc.daemon_socket = rec.settings.daemon;
+  dc.name = rec.settings.name;
+  std::string error;
+  rec.remote = Device::open(dc, error);
+  if (!rec.remote) return log_line("cannot open " + rec.settings.name + ": " + error), false;
+  if (!start_event_router(rec)) {
+    log_line("cannot start the event router of " + rec.settings.name);
+    rec.remote.reset();
+    return false;
+  }
+  return true;
 }
 
 bool open_endpoint(DeviceRec& rec) {
   static std::once_flag exit_hook;
+  if (!rec.settings.daemon.empty()) return open_remote(rec);
   Settings settings;
   std::string error;
   if (!load_settings(settings, error)) return log_line(error), false;
@@ -177,11 +202,7 @@ ibv_mtu active_mtu(uint16_t eth_mtu, bool v6) {
 // One open fewer; the last stops the router and the engine, closes the port.
 void release_device(DeviceRec& rec) {
   std::lock_guard<std::mutex> lock(rec.open_mutex);
-  if (--rec.open_count == 0 && rec.endpoint) {
-    stop_event_router(rec);
-    rec.endpoint->device().stop_engine_thread();
-    rec.endpoint.reset();
-  }
+  if (--rec.open_count == 0 && rec.is_open()) close_device(rec);
 }
 
 void log_line(const std::string& text) {
@@ -216,6 +237,7 @@ DeviceRec* device_by_ibdev_path(const std::string& path) {
 uint64_t node_guid_be(const DeviceRec& rec) {
   wire::MacAddr mac{};
   if (rec.endpoint) mac = rec.endpoint->dpdk_port().mac();
+  else if (rec.remote) mac = rec.remote->mac();
   else if (!settings_mac(rec.settings, mac)) return 0;
   const uint8_t* m = mac.bytes.data();
   const uint8_t eui[8] = {uint8_t(m[0] ^ 0x02), m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5]};
@@ -227,13 +249,15 @@ uint64_t node_guid_be(const DeviceRec& rec) {
 int fill_port_attr(Context& ctx, uint8_t port, ibv_port_attr& a) {
   if (port != 1) return EINVAL;
   std::memset(&a, 0, sizeof a);
-  DpdkPort& p = ctx.rec->endpoint->dpdk_port();
-  const bool up = p.link_up();
+  // A daemon's port is up as far as its clients know: the daemon does not
+  // tell its link state.
+  const bool up = ctx.rec->endpoint ? ctx.rec->endpoint->dpdk_port().link_up() : true;
+  const std::vector<wire::IpAddr>& gids = ctx.device().gids();
   a.state = up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
   a.phys_state = up ? 5 : 3;  // LinkUp : Disabled (IBTA PortPhysicalState)
   a.max_mtu = IBV_MTU_4096;
-  a.active_mtu = active_mtu(p.mtu(), !ctx.rec->endpoint->gid().is_v4_mapped());
-  a.gid_tbl_len = static_cast<int>(ctx.device().gids().size());
+  a.active_mtu = active_mtu(ctx.device().mtu(), gids.size() > 1 && !gids[1].is_v4_mapped());
+  a.gid_tbl_len = static_cast<int>(gids.size());
   a.max_msg_sz = ctx.device().limits().max_msg_sz;
   a.pkey_tbl_len = 1;
   a.max_vl_num = 1;

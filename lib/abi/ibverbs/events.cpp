@@ -123,14 +123,20 @@ void route(DeviceRec& rec, const AsyncEvent& e) {
 }
 
 void run_router(DeviceRec* rec) {
-  const int device_fd = rec->endpoint->device().async_event_fd();
+  const int device_fd = rec->device().async_event_fd();
+  // A daemon's device reports its death once and then stays readable (EOF
+  // on its pipe): after that event only the stop is watched.
+  bool fatal = false;
   for (;;) {
-    pollfd fds[2] = {{device_fd, POLLIN, 0}, {rec->router_stop, POLLIN, 0}};
-    if (poll(fds, 2, -1) < 0) continue;  // EINTR
-    if (fds[1].revents) return;
+    pollfd fds[2] = {{rec->router_stop, POLLIN, 0}, {device_fd, POLLIN, 0}};
+    if (poll(fds, fatal ? 1 : 2, -1) < 0) continue;  // EINTR
+    if (fds[0].revents) return;
     std::lock_guard<std::mutex> lock(rec->control);
     AsyncEvent e;
-    while (rec->endpoint->device().get_async_event(e)) route(*rec, e);
+    while (rec->device().get_async_event(e)) {
+      route(*rec, e);
+      if (e.event_type == IBV_EVENT_DEVICE_FATAL) fatal = true;
+    }
   }
 }
 

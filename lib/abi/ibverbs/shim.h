@@ -36,10 +36,14 @@ struct DeviceRec {
   const void* foreign_ops = nullptr;
   int index = 0;
   DeviceSettings settings;
-  // The open port and device, shared by every context of this device.
+  // The open port and device, shared by every context of this device; or,
+  // with settings.daemon, the device as a client of uroced.
   std::mutex open_mutex;
   std::unique_ptr<Endpoint> endpoint;
+  std::unique_ptr<Device> remote;
   int open_count = 0;
+  bool is_open() const { return endpoint || remote; }
+  Device& device() { return endpoint ? endpoint->device() : *remote; }
   // Control calls (create, destroy, modify, query, SRQ posts) on this
   // device's objects, from any context: the engine parks for each, one
   // caller at a time.
@@ -69,7 +73,7 @@ struct PendingEvent {
 struct Context {
   verbs_context vctx{};  // its last member is the ibv_context handed out
   DeviceRec* rec = nullptr;
-  Device& device() { return rec->endpoint->device(); }
+  Device& device() { return rec->device(); }
   // This context's asynchronous events: `event_fd` (its async_fd) is a
   // semaphore eventfd that counts them, under event_mutex.
   std::mutex event_mutex;

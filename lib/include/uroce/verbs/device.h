@@ -107,6 +107,10 @@ class UROCE_API Device {
 
   const std::string& name() const;
   const std::vector<wire::IpAddr>& gids() const;
+  // The port's MAC and Ethernet MTU (the daemon's port for a client of
+  // uroced).
+  wire::MacAddr mac() const;
+  uint16_t mtu() const;
   const DeviceLimits& limits() const;
   // ibv_get_async_event without blocking: the oldest event not yet taken,
   // false if there is none. Destroying a QP, CQ or SRQ drops its events

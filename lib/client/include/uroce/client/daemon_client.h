@@ -196,6 +196,9 @@ class Connection {
   const uint8_t* gid() const { return gid_; }
   const uint8_t* link_local_gid() const { return link_local_gid_; }
   uint32_t client_id() const { return client_id_; }
+  // The port's MAC (6 bytes) and Ethernet MTU (largest IP datagram).
+  const uint8_t* mac() const { return mac_; }
+  uint16_t mtu() const { return mtu_; }
   // Readable while an event waits (and once the daemon is gone); blocking
   // unless set O_NONBLOCK.
   int async_event_fd() const { return events_; }
@@ -235,6 +238,8 @@ class Connection {
   uint8_t gid_[16]{};
   uint8_t link_local_gid_[16]{};
   uint32_t client_id_ = 0;
+  uint8_t mac_[6]{};
+  uint16_t mtu_ = 0;
 };
 
 }  // namespace uroce::client
