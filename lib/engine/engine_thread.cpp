@@ -175,7 +175,7 @@ void EngineThread::nap(uint64_t ns) {
   sleeping_.store(false, std::memory_order_relaxed);
 }
 
-void EngineThread::idle_wait(uint64_t idle_since, uint64_t& backoff) {
+void EngineThread::idle_wait(uint64_t idle_since, uint64_t& backoff, uint64_t deadline) {
   const uint64_t max_ns = uint64_t(eng_.device_config().idle_sleep_max_us) * 1000;
   if (max_ns == 0 || monotonic_ns() - idle_since < kIdleSpinNs) {
     std::this_thread::yield();
@@ -183,7 +183,6 @@ void EngineThread::idle_wait(uint64_t idle_since, uint64_t& backoff) {
   }
   // Never past the engine's next timer (retransmission, RNR, ARP, pacing).
   uint64_t ns = std::min(backoff, max_ns);
-  const uint64_t deadline = eng_.next_deadline();
   if (deadline != kNever) {
     const uint64_t now = eng_.device_config().clock->now_ns();
     ns = deadline > now ? std::min(ns, deadline - now) : 0;
@@ -243,6 +242,9 @@ void EngineThread::loop(int cpu) {
       continue;
     }
     const int work = turn();
+    // Read under the lock: in callers-drive mode a caller may be running
+    // the engine (and growing its timer lists) as soon as it is released.
+    const uint64_t deadline = work == 0 && idle >= kIdleSpins ? eng_.next_deadline() : kNever;
     unlock_drive();
     if (work > 0) {
       idle = 0;
@@ -254,7 +256,7 @@ void EngineThread::loop(int cpu) {
     } else if (++idle == kIdleSpins) {
       idle_since = monotonic_ns();
     } else if (idle > kIdleSpins) {
-      idle_wait(idle_since, backoff);
+      idle_wait(idle_since, backoff, deadline);
     }
   }
   // Posts made before stop() reach the transport; embedded mode goes on.
@@ -274,7 +276,9 @@ int EngineThread::turn() {
 
 bool EngineThread::callers_driving(uint64_t& seen) {
   if (!callers_drive()) return false;
-  if (handoff_.exchange(false, std::memory_order_acq_rel)) {
+  // A blocked waiter needs the engine thread even while other threads
+  // drive now and then (a post, a poll): their turns are not continuous.
+  if (handoff_.exchange(false, std::memory_order_acq_rel) || waiters_.load(std::memory_order_acquire) > 0) {
     seen = caller_turns_.load(std::memory_order_relaxed);
     return false;
   }
@@ -308,11 +312,14 @@ bool EngineThread::drive() {
   return true;
 }
 
-void EngineThread::handoff() {
+void EngineThread::begin_wait() {
+  waiters_.fetch_add(1, std::memory_order_acq_rel);
   if (!threaded() || !callers_drive()) return;
   handoff_.store(true, std::memory_order_release);
   wake();
 }
+
+void EngineThread::end_wait() { waiters_.fetch_sub(1, std::memory_order_acq_rel); }
 
 void EngineThread::park() {
   // Every post made before the pause request is now in a ring: run them,

@@ -26,7 +26,7 @@
 // While application threads drive, the engine thread naps; it takes over
 // when none has driven for a nap's length (timers, ACKs and receives go on
 // while the application computes) or at once when one is about to block
-// (handoff(), from CompletionChannel::get_event). The nap starts at
+// (begin_wait(), from CompletionChannel::get_event). The nap starts at
 // kFirstCallersNapNs and doubles up to DeviceConfig::idle_sleep_max_us
 // while callers go on driving; it starts short again whenever the engine
 // thread, taking over, finds work (a program that waits by watching memory
@@ -98,8 +98,10 @@ class EngineThread {
   // thread is in one (or a control call runs); true if it ran.
   bool drive();
   // Callers drive: the calling thread is about to block; the engine thread
-  // takes over now rather than after its nap.
-  void handoff();
+  // takes over now rather than after its nap, and keeps the engine while
+  // any thread is blocked (until end_wait), whatever other callers do.
+  void begin_wait();
+  void end_wait();
 
   // Idle policy. After kIdleSpinNs without work the thread naps on a futex
   // (woken at once by a doorbell, a pause or stop), for kFirstNapNs first,
@@ -114,7 +116,7 @@ class EngineThread {
   void wake();
   bool work_waiting() const;
   void nap(uint64_t ns);
-  void idle_wait(uint64_t idle_since, uint64_t& backoff);
+  void idle_wait(uint64_t idle_since, uint64_t& backoff, uint64_t deadline);
   void loop(int cpu);
   void park();
   int drain_doorbells();
@@ -155,6 +157,7 @@ class EngineThread {
   // request that the engine thread take over at once.
   alignas(64) std::atomic<uint64_t> caller_turns_{0};
   std::atomic<bool> handoff_{false};
+  std::atomic<int> waiters_{0};  // threads between begin_wait and end_wait
   // The engine thread naps because callers drive (it reads no doorbell).
   std::atomic<bool> callers_nap_{false};
   std::atomic<bool> stop_{false};
@@ -177,6 +180,22 @@ class Pause {
 
  private:
   EngineThread& t_;
+};
+
+// begin_wait .. end_wait for a scope; nothing when `t` is null.
+class WaitScope {
+ public:
+  explicit WaitScope(EngineThread* t) : t_(t) {
+    if (t_) t_->begin_wait();
+  }
+  ~WaitScope() {
+    if (t_) t_->end_wait();
+  }
+  WaitScope(const WaitScope&) = delete;
+  WaitScope& operator=(const WaitScope&) = delete;
+
+ private:
+  EngineThread* t_;
 };
 
 }  // namespace uroce::detail

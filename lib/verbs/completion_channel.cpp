@@ -36,9 +36,10 @@ int CompletionChannel::get_event(CompletionQueue*& cq) {
     return err;
   }
   for (;;) {
+    detail::EngineThread* waiting = nullptr;
     if (device_->engine_thread_running()) {
       // Callers drive: the engine thread takes over while this one waits.
-      if (!core_->has_event()) detail::to_thread(*device_).handoff();
+      if (!core_->has_event()) waiting = &detail::to_thread(*device_);
     } else {
       // Embedded mode: no one else runs the engine, so wait by running it.
       const int flags = fcntl(core_->fd(), F_GETFL);
@@ -48,6 +49,7 @@ int CompletionChannel::get_event(CompletionQueue*& cq) {
         if (nonblocking && !core_->has_event()) return EAGAIN;
       }
     }
+    detail::WaitScope scope(waiting);
     if (const int e = core_->consume(); e != 0) return e;
     // Empty only if the event's CQ was destroyed after it was signalled.
     if (transport::Cq* c = core_->take(); c != nullptr) {

@@ -171,9 +171,11 @@ int Device::wait_async_event(AsyncEvent& ev) {
         if (nonblocking && !engine_->has_async_event()) return EAGAIN;
       }
     }
-    thread_->handoff();
     uint64_t v;
-    if (read(engine_->async_fd(), &v, sizeof v) != ssize_t(sizeof v)) return errno;
+    {
+      detail::WaitScope scope(thread_.get());
+      if (read(engine_->async_fd(), &v, sizeof v) != ssize_t(sizeof v)) return errno;
+    }
     detail::Pause pause(*thread_);
     // Empty only if the event's object was destroyed meanwhile.
     if (engine_->take_async_event_counted(ev)) return 0;
