@@ -82,10 +82,21 @@ EngineRig::EngineRig() {
     for (int o = 0; o < 2; ++o) sides_[s].dev->add_neighbor(sides_[o].dev->gids()[1], fabric_->port(size_t(o)).mac());
   injector_ = &fabric_->wire().add_port(wire::MacAddr{{0x02, 0, 0, 0, 0, 0x99}}, 9000);
   for (int s = 0; s < 2; ++s) make_side(s);
-  make_qps();
 }
 
-EngineRig::~EngineRig() = default;
+void EngineRig::begin() {
+  for (int s = 0; s < 2; ++s) {
+    Side& d = sides_[s];
+    for (int r = 0; r < kRegions; ++r) d.buf[r]->fill(fill_seed(s, r));
+    SrqInitAttr sa;
+    sa.max_wr = 64;
+    sa.max_sge = 2;
+    int err = 0;
+    d.srq = d.pd->create_srq(sa, err);
+    ENGINE_FUZZ_CHECK(d.srq && err == 0);
+  }
+  make_qps();
+}
 
 void EngineRig::make_side(int s) {
   Side& d = sides_[s];
@@ -104,11 +115,6 @@ void EngineRig::make_side(int s) {
     d.key[r] = d.mr[r]->rkey();
   }
   ENGINE_FUZZ_CHECK(d.pd->dereg_mr(d.mr[kStale]) == 0);
-  SrqInitAttr sa;
-  sa.max_wr = 64;
-  sa.max_sge = 2;
-  d.srq = d.pd->create_srq(sa, err);
-  ENGINE_FUZZ_CHECK(d.srq && err == 0);
   for (int g = 0; g < 2; ++g) {
     ibv_ah_attr at{};
     at.is_global = 1;
@@ -378,20 +384,18 @@ void EngineRig::finish() {
   for (int s = 0; s < 2; ++s) ENGINE_FUZZ_CHECK(sides_[s].srq->posted() == srq_left[size_t(s)]);
   check_memory();
   ENGINE_FUZZ_CHECK(fabric_->wire().in_flight() == 0);
-  // Tear down; every region is free once its work requests are gone.
+  // Tear down the input's QPs and SRQ; every region is free once its work
+  // requests are gone.
   for (Side& d : sides_) {
     d.qps.clear();
-    d.ah = {};
     d.srq.reset();
-    for (int r = 0; r < kRegions; ++r) {
-      if (!d.mr[r]) continue;
-      ENGINE_FUZZ_CHECK(d.mr[r]->in_use() == 0);
-      ProtectionDomain& pd = r == kOtherPd ? *d.pd2 : *d.pd;
-      ENGINE_FUZZ_CHECK(pd.dereg_mr(d.mr[r]) == 0);
-    }
+    for (int r = 0; r < kRegions; ++r) ENGINE_FUZZ_CHECK(!d.mr[r] || d.mr[r]->in_use() == 0);
   }
+  posted_.clear();
   run_for(200'000'000);  // ACKs sent as QPs went away
   ENGINE_FUZZ_CHECK(fabric_->wire().in_flight() == 0);
+  ibv_wc wc;
+  for (Side& d : sides_) ENGINE_FUZZ_CHECK(d.cq->poll(1, &wc) == 0);
   // No mbuf is held by anyone now: the devices', the wire's, the injector's.
   rte_mempool_walk(
       [](rte_mempool* mp, void*) {
@@ -400,7 +404,15 @@ void EngineRig::finish() {
         ENGINE_FUZZ_CHECK(used == 0);
       },
       nullptr);
+}
+
+EngineRig::~EngineRig() {
   for (Side& d : sides_) {
+    d.qps.clear();
+    d.srq.reset();
+    d.ah = {};
+    for (int r = 0; r < kRegions; ++r)
+      if (d.mr[r]) (void)(r == kOtherPd ? d.pd2 : d.pd)->dereg_mr(d.mr[r]);
     d.cq.reset();
     d.pd2.reset();
     d.pd.reset();

@@ -6,9 +6,10 @@
 // frames. It records what was posted and checks, after every step and at
 // the end of an input, what must always hold (check_step, finish).
 //
-// Built afresh for every input, so that an input replays alone exactly as
-// it ran in the fuzzing loop; only the guarded buffers, the injector's
-// pool and the EAL live across inputs.
+// The devices, their regions, PDs, CQs and address handles live across
+// inputs (making a device costs more than running most inputs); each input
+// gets new QPs and SRQs (begin) and leaves nothing behind (finish checks:
+// no work request, completion, frame or mbuf left over).
 #pragma once
 
 #include <rte_mbuf.h>
@@ -127,9 +128,12 @@ class EngineRig {
   void reconnect(int s, int q, uint32_t sq_psn_delta);
   void poll_cqs(int max);
 
+  // The input's SRQs and QPs, brought to their states; regions refilled.
+  void begin();
   // Cheap checks after every step.
   void check_step();
-  // Everything to ERR, run dry, drain, tear down, check memory and mbufs.
+  // Everything to ERR, run dry, drain, check memory, destroy the QPs and
+  // SRQs, check that no mbuf is left.
   void finish();
 
  private:

@@ -20,6 +20,7 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -219,6 +220,16 @@ void fill_sge(FuzzedDataProvider& in, EngineRig& rig, int s, ibv_sge& sge, uint3
   sge.length = pick_length(in, pmtu, t.len) % (1u << 16);
 }
 
+// Inline data is read from the caller's memory at post time, with no key
+// check (the caller vouches for it): inside one of the buffers, or empty.
+void fill_inline_sge(FuzzedDataProvider& in, EngineRig& rig, int s, ibv_sge& sge) {
+  const GuardedBuffer& b = *rig.side(s).buf[in.ConsumeIntegralInRange<int>(0, kRegions - 1)];
+  const size_t off = in.ConsumeIntegralInRange<size_t>(0, b.size());
+  sge.addr = in.ConsumeIntegralInRange<int>(0, 7) == 0 ? 0 : reinterpret_cast<uintptr_t>(b.data()) + off;
+  sge.length = sge.addr == 0 ? 0 : in.ConsumeIntegralInRange<uint32_t>(0, uint32_t(std::min<size_t>(b.size() - off, 128)));
+  sge.lkey = in.ConsumeIntegral<uint32_t>();
+}
+
 void post_send(FuzzedDataProvider& in, EngineRig& rig) {
   const int s = pick_side(in);
   const int q = pick_qp(in);
@@ -231,9 +242,12 @@ void post_send(FuzzedDataProvider& in, EngineRig& rig) {
   wr.opcode = kOps[in.ConsumeIntegralInRange<size_t>(0, std::size(kOps) - 1)];
   wr.num_sge = in.ConsumeIntegralInRange<int>(0, 3);
   const uint32_t pmtu = pmtu_bytes(r.spec.mtu);
-  for (int i = 0; i < wr.num_sge; ++i) fill_sge(in, rig, s, sge[i], pmtu);
-  wr.sg_list = sge;
   if (in.ConsumeIntegralInRange<int>(0, 3) == 0) wr.send_flags |= IBV_SEND_INLINE;
+  for (int i = 0; i < wr.num_sge; ++i) {
+    if (wr.send_flags & IBV_SEND_INLINE) fill_inline_sge(in, rig, s, sge[i]);
+    else fill_sge(in, rig, s, sge[i], pmtu);
+  }
+  wr.sg_list = sge;
   if (in.ConsumeBool()) wr.send_flags |= IBV_SEND_SOLICITED;
   if (in.ConsumeIntegralInRange<int>(0, 3) == 0) wr.send_flags |= IBV_SEND_FENCE;
   wr.imm_data = in.ConsumeIntegral<uint32_t>();
@@ -339,7 +353,9 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
-  EngineRig rig;
+  static EngineRig* rig_ptr = new EngineRig;  // lives as long as the process
+  EngineRig& rig = *rig_ptr;
+  rig.begin();
   rig.check_step();
   for (size_t i = 0; i < kMaxSteps && in.remaining_bytes() > 0; ++i) {
     step(in, rig);
