@@ -150,6 +150,7 @@ class EngineRig {
   std::array<Side, 2> sides_;
   std::unordered_map<uint64_t, Posted> posted_;
   uint64_t next_wr_id_ = 1;
+  std::array<bool, 2> srq_reset_{};  // a QP on the side's SRQ went to RESET
 };
 
 }  // namespace uroce::fuzz
