@@ -33,7 +33,10 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1}
 log=$work/fuzz-engine.log
 set +e
-timeout $((secs + 300)) "$work/fuzz_engine" -max_total_time="$secs" -max_len=4096 -timeout=30 \
+# -len_control=0: long step sequences from the start, not after hours.
+# -timeout=30: an input that runs longer (e.g. an engine that never goes
+# idle) is a finding too.
+timeout $((secs + 300)) "$work/fuzz_engine" -max_total_time="$secs" -max_len=4096 -len_control=0 -timeout=30 \
   -artifact_prefix="$work/engine-artifacts/" -print_final_stats=1 \
   "$@" "$work/engine-corpus" "$root/tests/data/fuzz-engine" 2>"$log"
 rc=$?
