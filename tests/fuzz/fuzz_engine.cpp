@@ -44,6 +44,8 @@ namespace op = uroce::wire::op;
 namespace {
 
 constexpr size_t kMaxSteps = 48;
+// UROCE_FUZZ_TRACE=1 prints each step (for replaying one input).
+const bool kTrace = std::getenv("UROCE_FUZZ_TRACE") != nullptr;
 
 constexpr uint8_t kOpcodes[] = {
     op::RC_SEND_FIRST, op::RC_SEND_MIDDLE, op::RC_SEND_LAST, op::RC_SEND_LAST_WITH_IMMEDIATE, op::RC_SEND_ONLY,
@@ -208,6 +210,10 @@ void inject_frame(FuzzedDataProvider& in, EngineRig& rig, bool damage) {
   wire::FrameLayout lay;
   if (wire::build_frame(f, payload, frame, lay) != wire::BuildError::ok) return;
   frame.resize(lay.frame_len);
+  if (kTrace)
+    std::fprintf(stderr, "  frame to side %d QP %d: opcode 0x%02x qpn 0x%x psn 0x%x payload %u reth va 0x%llx key 0x%x len %u aeth 0x%02x\n",
+                 s, r.index, f.bth.opcode, f.bth.dest_qp, f.bth.psn, f.payload_len, (unsigned long long)f.ext.reth_va,
+                 f.ext.reth_rkey, f.ext.reth_dma_len, f.ext.aeth_syndrome);
   if (damage) mutate(in, frame, lay);
   const uint16_t seg = in.ConsumeIntegralInRange<int>(0, 3) == 0 ? in.ConsumeIntegralInRange<uint16_t>(32, 1500) : 0;
   rig.inject(frame.data(), frame.size(), seg);
@@ -266,7 +272,10 @@ void post_send(FuzzedDataProvider& in, EngineRig& rig) {
     wr.wr.rdma.remote_addr = t.va;
     wr.wr.rdma.rkey = t.key;
   }
-  (void)rig.post_send(s, q, wr);
+  const int rc = rig.post_send(s, q, wr);
+  if (kTrace)
+    std::fprintf(stderr, "  post_send side %d QP %d opcode %d sges %d len0 %u flags 0x%x: %d\n", s, q, int(wr.opcode),
+                 wr.num_sge, wr.num_sge ? sge[0].length : 0, wr.send_flags, rc);
 }
 
 void post_recv(FuzzedDataProvider& in, EngineRig& rig) {
@@ -306,13 +315,21 @@ void modify(FuzzedDataProvider& in, EngineRig& rig) {
       a.max_dest_rd_atomic = in.ConsumeIntegral<uint8_t>();
       a.port_num = in.ConsumeIntegralInRange<uint8_t>(0, 2);
       a.qkey = in.ConsumeIntegral<uint32_t>();
-      (void)rig.modify(s, q, a, in.ConsumeIntegral<int>() & ((1 << 21) - 1));
+      {
+        const int mask = in.ConsumeIntegral<int>() & ((1 << 21) - 1);
+        const int rc = rig.modify(s, q, a, mask);
+        if (kTrace)
+          std::fprintf(stderr, "  modify side %d QP %d state %d mask 0x%x timeout %u retry %u rnr %u: %d\n", s, q,
+                       int(a.qp_state), mask, a.timeout, a.retry_cnt, a.rnr_retry, rc);
+      }
       break;
   }
 }
 
 void step(FuzzedDataProvider& in, EngineRig& rig) {
-  switch (in.ConsumeIntegralInRange<int>(0, 13)) {
+  const int kind = in.ConsumeIntegralInRange<int>(0, 13);
+  if (kTrace) std::fprintf(stderr, "step %d\n", kind);
+  switch (kind) {
     case 0: case 1: case 2: case 3: inject_frame(in, rig, false); break;
     case 4: inject_frame(in, rig, true); break;
     case 5: rig.run_for(in.ConsumeIntegralInRange<uint64_t>(0, 20'000)); break;
