@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Builds uroce and runs every test suite (unit, vectors, CLI, the independent
-# oracle, the parser fuzzer), then prints one line "N passed, N failed".
+# oracle, the parser and engine fuzzers), then prints one line "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 

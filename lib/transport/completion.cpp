@@ -100,7 +100,10 @@ void enter_error(Qp& qp) {
 
 void move_to_error(Qp& qp) {
   qp.state = IBV_QPS_ERR;
+  // Both timers go: an RNR back-off left armed would be due on every poll
+  // of the engine forever (completer_timer ignores a QP in ERR).
   qp.comp.deadline = kNever;
+  qp.req.rnr_until = 0;
   while (!qp.sq.empty()) complete_send(qp, qp.sq.front(), IBV_WC_WR_FLUSH_ERR);
   qp.req.wqe = qp.sq.tail();
   qp.req.offset = 0;

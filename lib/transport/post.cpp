@@ -126,6 +126,9 @@ void fill_wqe(Qp& qp, const SendWr& wr, SendWqe& w) {
     uint8_t* to = qp.sq.inline_bytes(w);
     uint32_t off = 0;
     for (int i = 0; i < wr.num_sge; ++i) {
+      // An empty SGE may name no memory at all (address 0): memcpy must
+      // not see it.
+      if (wr.sg_list[i].length == 0) continue;
       std::memcpy(to + off, reinterpret_cast<const void*>(uintptr_t(wr.sg_list[i].addr)), wr.sg_list[i].length);
       off += wr.sg_list[i].length;
     }

@@ -23,7 +23,7 @@ Device& SimFabric::add_device(const std::string& ip, DeviceConfig config) {
   SimPort& port = wire_.add_port(mac, mtu_);
   config.port = &port;
   config.clock = &clock_;
-  config.gids = {addr};
+  config.gids.insert(config.gids.begin(), addr);
   if (config.name == DeviceConfig{}.name) config.name = "sim" + std::to_string(devices_.size());
   if (config.seed == 0) config.seed = 0x5EED0000 + devices_.size();
   std::string error;

@@ -23,8 +23,9 @@ class SimFabric {
   ~SimFabric();
 
   // A device with its own port, MAC 02:00:00:00:00:<n> and the given IP
-  // (GID 0); every device already on the fabric learns its neighbours,
-  // unless static_neighbors is false: then they find each other by ARP/ND.
+  // (GID 0; config.gids, if any, follow it); every device already on the
+  // fabric learns its neighbours (GID 0), unless static_neighbors is false:
+  // then they find each other by ARP/ND.
   Device& add_device(const std::string& ip, DeviceConfig config = {});
   bool static_neighbors = true;
 

@@ -313,3 +313,26 @@ TEST_CASE("A timer restarted in a poll that kept an old time counts from the res
   CHECK(a.qp->counters().retransmitted_pkts == 0);
   CHECK(std::memcmp(a.buf(), b.buf(), 20000) == 0);
 }
+
+// Found by the engine fuzzer: a QP that entered ERR during an RNR back-off
+// kept its back-off time, and every engine poll after it reported work (the
+// timer was due and did nothing), so the device never went idle. The clock
+// is moved by hand: a run_until would spin forever on such a device.
+TEST_CASE("A QP moved to ERR during an RNR back-off leaves the engine idle", "[rnr-retry]") {
+  Pair p(107);
+  ibv_sge s = sge(p.a, 0, 100);
+  REQUIRE(post(p.a, make_wr(IBV_WR_SEND, 1, &s, IBV_SEND_SIGNALED)) == 0);  // no receive at b: RNR NAK
+  REQUIRE(p.fabric.run_until([&] { return p.a.qp->counters().rcvd_rnr_err >= 1; }, kSecond));
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_ERR;
+  REQUIRE(p.a.qp->modify(a, IBV_QP_STATE) == 0);
+  auto wa = drain(*p.a.cq);
+  REQUIRE(wa.size() == 1);
+  CHECK(wa[0].status == IBV_WC_WR_FLUSH_ERR);
+  p.fabric.clock().advance_to(p.now() + kSecond);  // long past any RNR timer
+  int busy = 0;
+  for (int i = 0; i < 100; ++i) busy += p.a.dev->poll() + p.b.dev->poll();
+  CHECK(busy < 100);
+  CHECK(p.a.dev->poll() == 0);
+  CHECK(p.a.dev->next_deadline_ns() == kNever);
+}
