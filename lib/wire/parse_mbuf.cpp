@@ -65,6 +65,14 @@ bool udp_checksum_passes(const rte_mbuf* m, const PacketView& v) {
   }
 }
 
+// The port's IPv4 header verdict: GOOD, or NONE (header verified, field
+// not filled in), spares the software sum; BAD or no verdict leaves it to
+// the parser, which also reports a bad header as ipv4_checksum.
+bool port_verified_ipv4_header(const rte_mbuf* m) {
+  const uint64_t f = m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
+  return f == RTE_MBUF_F_RX_IP_CKSUM_GOOD || f == RTE_MBUF_F_RX_IP_CKSUM_NONE;
+}
+
 }  // namespace
 
 ParseError parse_mbuf(const rte_mbuf* m, PacketView& v, HeaderScratch& scratch, const ParseOptions& opts) {
@@ -76,7 +84,9 @@ ParseError parse_mbuf(const rte_mbuf* m, PacketView& v, HeaderScratch& scratch, 
     if (!copy_out(m, 0, uint32_t(avail), scratch.bytes)) return ParseError::truncated;
     hdr = scratch.bytes;
   }
-  ParseError e = detail::parse_headers(hdr, avail, frame_len, v, opts);
+  ParseOptions hdr_opts = opts;
+  if (port_verified_ipv4_header(m)) hdr_opts.verify_ipv4_checksum = false;
+  ParseError e = detail::parse_headers(hdr, avail, frame_len, v, hdr_opts);
   if (e != ParseError::ok) return e;
   v.mbuf = m;
   const uint32_t body_len = v.payload_len + v.pad;

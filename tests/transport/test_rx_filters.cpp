@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // What a device must refuse although the packet names the right QP, PSN
 // and key with a valid ICRC: frames for another host (MAC or IP), a wrong
+// IPv4 header checksum (unless the port vouches for it), a wrong
 // non-zero UDP checksum, a payload that breaks the path MTU, a SEND with
 // invalidate naming a key that cannot be invalidated, and an ACK with a
 // reserved AETH syndrome. Hand-built frames enter the simulated wire from
@@ -272,6 +273,27 @@ TEST_CASE("UDP checksum: zero is accepted, a wrong non-zero one is dropped, a NI
       CHECK(p.b.dev->counters().rx_udp_csum_err == 0);
       CHECK(p.b.buf()[0] == 0xEE);
     }
+  }
+}
+
+TEST_CASE("IPv4 header checksum: a wrong one is dropped, unless the port says the header is good", "[rx-filter]") {
+  const auto break_ip_sum = [](std::vector<uint8_t>& fr, const wire::FrameLayout& lay) { fr[lay.l3_off + 11] ^= 0x01; };
+  SECTION("no verdict from the port: checked, dropped") {
+    Pair p(312);
+    Injector inj(p);
+    std::memset(p.b.buf(), 0, 64);
+    inj.send(inj.write_to_b(64), 0xEE, {}, 0, break_ip_sum);
+    CHECK(p.b.dev->counters().rx_invalid == 1);
+    CHECK(p.b.buf()[0] == 0);
+    expect_peer_write_works(p);
+  }
+  SECTION("the port says it is good: not checked again") {
+    Pair p(313);
+    Injector inj(p);
+    std::memset(p.b.buf(), 0, 64);
+    inj.send(inj.write_to_b(64), 0xEE, {}, RTE_MBUF_F_RX_IP_CKSUM_GOOD, break_ip_sum);
+    CHECK(p.b.dev->counters().rx_invalid == 0);
+    CHECK(p.b.buf()[0] == 0xEE);
   }
 }
 

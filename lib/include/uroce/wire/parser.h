@@ -34,7 +34,8 @@ inline constexpr uint32_t kMaxPayloadLen = 4096;
 
 struct ParseOptions {
   bool verify_icrc = true;
-  // Off when the NIC already checked it (RTE_MBUF_F_RX_IP_CKSUM_GOOD).
+  // parse_mbuf() skips it when the mbuf carries the port's verdict that
+  // the header is good (RTE_MBUF_F_RX_IP_CKSUM_GOOD or _NONE).
   bool verify_ipv4_checksum = true;
   // A non-zero UDP checksum must be right (zero means "none", on IPv6 too,
   // as the UDP tunnel socket rxe listens on accepts). Checking it costs a
