@@ -48,19 +48,31 @@ SendWr bind_wr(MemoryWindow& mw, uint32_t rkey, MemoryRegion* mr, uint64_t addr,
   return wr;
 }
 
+// Posts one WR on b's QP `qp` and returns its completion.
+ibv_wc b_does(Pair& p, const SendWr& wr, size_t qp = 0) {
+  const SendWr* bad = nullptr;
+  REQUIRE(p.b.qp_at(qp).post_send(&wr, &bad) == 0);
+  auto wc = p.wait(p.b, 1);
+  REQUIRE(wc.size() == 1);
+  return wc[0];
+}
+
+// A LOCAL_INV of `rkey` posted on b; returns its completion.
+ibv_wc local_inv(Pair& p, uint32_t rkey, uint64_t wr_id = 300) {
+  SendWr inv = test::make_wr(IBV_WR_LOCAL_INV, wr_id, nullptr);
+  inv.invalidate_rkey = rkey;
+  return b_does(p, inv);
+}
+
 // Binds a type 2 window of b's PD to [off, off+len) of b's region through
 // b's QP `qp`, waits for the completion and returns the new rkey.
 uint32_t bind_type2(MwPair& p, MemoryWindow& mw, size_t off, uint64_t len, int access, uint8_t consumer_key = 0x5A,
                     size_t qp = 0) {
   const uint32_t rkey = (mw.rkey() & ~0xFFu) | consumer_key;
-  SendWr wr = bind_wr(mw, rkey, p.b.mr.get(), p.b.addr(off), len, access);
-  const SendWr* bad = nullptr;
-  REQUIRE(p.b.qp_at(qp).post_send(&wr, &bad) == 0);
-  auto wc = p.wait(p.b, 1);
-  REQUIRE(wc.size() == 1);
-  CHECK(wc[0].status == IBV_WC_SUCCESS);
-  CHECK(wc[0].opcode == IBV_WC_BIND_MW);
-  CHECK(wc[0].wr_id == 100);
+  const ibv_wc wc = b_does(p, bind_wr(mw, rkey, p.b.mr.get(), p.b.addr(off), len, access), qp);
+  CHECK(wc.status == IBV_WC_SUCCESS);
+  CHECK(wc.opcode == IBV_WC_BIND_MW);
+  CHECK(wc.wr_id == 100);
   return rkey;
 }
 
@@ -90,12 +102,9 @@ ibv_wc send_inv(MwPair& p, uint32_t rkey) {
 
 // The failed bind completes with IBV_WC_MW_BIND_ERR and the QP fails.
 void expect_bind_error(MwPair& p, const SendWr& wr, size_t qp = 0) {
-  const SendWr* bad = nullptr;
-  REQUIRE(p.b.qp_at(qp).post_send(&wr, &bad) == 0);
-  auto wc = p.wait(p.b, 1);
-  REQUIRE(wc.size() == 1);
-  CHECK(wc[0].status == IBV_WC_MW_BIND_ERR);
-  CHECK(wc[0].opcode == IBV_WC_BIND_MW);
+  const ibv_wc wc = b_does(p, wr, qp);
+  CHECK(wc.status == IBV_WC_MW_BIND_ERR);
+  CHECK(wc.opcode == IBV_WC_BIND_MW);
   CHECK(p.b.qp_at(qp).state() == IBV_QPS_ERR);
 }
 
@@ -226,24 +235,15 @@ TEST_CASE("LOCAL_INV of a type 2 window: its key then fails; of anything else a 
     MwPair p(211);
     auto mw = alloc(*p.b.pd, IBV_MW_TYPE_2);
     const uint32_t rkey = bind_type2(p, *mw, 0, 8192, kRemoteAll);
-    SendWr inv = test::make_wr(IBV_WR_LOCAL_INV, 300, nullptr);
-    inv.invalidate_rkey = rkey;
-    REQUIRE(post(p.b, inv) == 0);
-    auto wb = p.wait(p.b, 1);
-    REQUIRE(wb.size() == 1);
-    CHECK(wb[0].status == IBV_WC_SUCCESS);
-    CHECK(wb[0].opcode == IBV_WC_LOCAL_INV);
-    CHECK(wb[0].wr_id == 300);
+    const ibv_wc wb = local_inv(p, rkey, 300);
+    CHECK(wb.status == IBV_WC_SUCCESS);
+    CHECK(wb.opcode == IBV_WC_LOCAL_INV);
+    CHECK(wb.wr_id == 300);
     CHECK(rdma(p, IBV_WR_RDMA_WRITE, 0, 64, p.b.addr(0), rkey).status == IBV_WC_REM_ACCESS_ERR);
   }
   SECTION("a region's key") {
     MwPair p(212);
-    SendWr inv = test::make_wr(IBV_WR_LOCAL_INV, 301, nullptr);
-    inv.invalidate_rkey = p.b.key();
-    REQUIRE(post(p.b, inv) == 0);
-    auto wb = p.wait(p.b, 1);
-    REQUIRE(wb.size() == 1);
-    CHECK(wb[0].status == IBV_WC_LOC_QP_OP_ERR);
+    CHECK(local_inv(p, p.b.key(), 301).status == IBV_WC_LOC_QP_OP_ERR);
     CHECK(p.b.qp->state() == IBV_QPS_ERR);
   }
 }
@@ -252,10 +252,7 @@ TEST_CASE("A type 2 window rebinds after invalidation, under a new consumer key"
   MwPair p(213);
   auto mw = alloc(*p.b.pd, IBV_MW_TYPE_2);
   const uint32_t k1 = bind_type2(p, *mw, 0, 4096, kRemoteAll, 0x01);
-  SendWr inv = test::make_wr(IBV_WR_LOCAL_INV, 300, nullptr);
-  inv.invalidate_rkey = k1;
-  REQUIRE(post(p.b, inv) == 0);
-  REQUIRE(p.wait(p.b, 1).size() == 1);
+  CHECK(local_inv(p, k1).status == IBV_WC_SUCCESS);
   const uint32_t k2 = bind_type2(p, *mw, 8192, 4096, kRemoteAll, 0x02);
   CHECK(rdma(p, IBV_WR_RDMA_WRITE, 0, 64, p.b.addr(8192), k2).status == IBV_WC_SUCCESS);
 }
@@ -429,10 +426,7 @@ TEST_CASE("UC: a type 2 window binds and takes WRITEs", "[mw]") {
   Pair p(242, oa, ob);
   auto mw = alloc(*p.b.pd, IBV_MW_TYPE_2);
   SendWr wr = bind_wr(*mw, (mw->rkey() & ~0xFFu) | 0x21, p.b.mr.get(), p.b.addr(0), 4096, IBV_ACCESS_REMOTE_WRITE);
-  REQUIRE(post(p.b, wr) == 0);
-  auto wb = p.wait(p.b, 1);
-  REQUIRE(wb.size() == 1);
-  CHECK(wb[0].status == IBV_WC_SUCCESS);
+  CHECK(b_does(p, wr).status == IBV_WC_SUCCESS);
   fill(p.a.buf(), 64, 3);
   REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, 1, 0, 64, p.b.addr(128), (mw->rkey() & ~0xFFu) | 0x21) == 0);
   REQUIRE(p.wait(p.a, 1).size() == 1);
