@@ -162,7 +162,7 @@ void on_write(Qp& qp, const PacketView& pkt) {
   if (dst == nullptr) {
     memory::AccessError err;
     dst = memory::resolve_remote(qp.eng->mrs(), qp.pd, qp.qpn, qp.resp.write_rkey, qp.resp.write_va, pkt.payload_len,
-                          IBV_ACCESS_REMOTE_WRITE, err);
+                                 IBV_ACCESS_REMOTE_WRITE, err);
     if (dst == nullptr) return fatal_recv(qp, NakCode::remote_access_error, psn, IBV_WC_REM_ACCESS_ERR);
   }
   if (pkt.payload_len) std::memcpy(dst, pkt.payload, pkt.payload_len);
@@ -299,7 +299,7 @@ void uc_on_write(Qp& qp, const PacketView& pkt) {
   if (ends && pkt.op->has_ext(Ext::imm_dt) && !take_recv(qp)) return uc_drop(qp, IBV_WC_SUCCESS);
   if (dst == nullptr) {
     dst = memory::resolve_remote(qp.eng->mrs(), qp.pd, qp.qpn, qp.resp.write_rkey, qp.resp.write_va, pkt.payload_len,
-                          IBV_ACCESS_REMOTE_WRITE, err);
+                                 IBV_ACCESS_REMOTE_WRITE, err);
     if (dst == nullptr) return uc_drop(qp, IBV_WC_REM_ACCESS_ERR);
   }
   if (pkt.payload_len) std::memcpy(dst, pkt.payload, pkt.payload_len);

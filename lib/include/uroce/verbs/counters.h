@@ -43,7 +43,7 @@ struct DeviceCounters {
   uint64_t rx_not_roce = 0;       // neither RoCE nor ARP/ND
   uint64_t rx_neighbor = 0;       // ARP/ND frames handled
   uint64_t tx_neighbor = 0;       // ARP/ND requests and replies sent
-  uint64_t rx_invalid = 0;       // failed parse (all reasons but icrc)
+  uint64_t rx_invalid = 0;        // failed parse (all reasons but the ICRC and the UDP checksum)
   uint64_t rx_icrc_err = 0;
   uint64_t rx_udp_csum_err = 0;   // a non-zero UDP checksum that does not verify
   uint64_t rx_other_ip = 0;       // RoCE to a destination IP that is none of our GIDs
