@@ -70,6 +70,24 @@ esac
 case $build in /*) ;; *) build=$PWD/$build ;; esac
 [ $# -gt 0 ] && select=("$@") && select2=()
 
+# A compiler without this sanitizer's runtime (or a kernel the runtime
+# cannot map its shadow memory on) cannot run the job here: skip (77) and
+# say why rather than fail the build.
+flags=$(printf '%s\n' "${setup[@]}" | sed -n 's/^-Db_sanitize=//p')
+probe=$(mktemp -d)
+trap 'rm -rf "$probe"' EXIT
+echo 'int main() { return 0; }' >"$probe/p.cpp"
+if ! "${CXX:-c++}" -fsanitize="$flags" "$probe/p.cpp" -o "$probe/p" 2>"$probe/err"; then
+  head -n 3 "$probe/err"
+  echo "SKIP: sanitize $mode: ${CXX:-c++} cannot link -fsanitize=$flags (its runtime library is missing)"
+  exit 77
+fi
+if ! "$probe/p" 2>"$probe/err"; then
+  head -n 3 "$probe/err"
+  echo "SKIP: sanitize $mode: a program built with -fsanitize=$flags does not start on this machine"
+  exit 77
+fi
+
 if [ ! -f "$build/build.ninja" ]; then
   (cd "$root" && meson setup "$build" "${setup[@]}" -Dbenchmarks=false) || {
     echo "sanitize $mode: meson setup failed"; exit 1; }
