@@ -14,7 +14,8 @@
 # exit status the process ends with: a harness that ignores a child's status
 # (a server killed on purpose) cannot hide a report. Suppressions are for
 # DPDK's own code only; tests/sanitize/*.supp says why each one is there.
-# The last line is "sanitize MODE: OK" or what failed.
+# The last line is "sanitize MODE: OK" or what failed; exit 77 (skip) when
+# the compiler cannot build or start a program with the sanitizer.
 set -uo pipefail
 
 mode=${1:-}

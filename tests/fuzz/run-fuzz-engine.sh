@@ -3,7 +3,8 @@
 # Builds the engine fuzzer (clang, ASan + UBSan + libFuzzer) and fuzzes for
 # SECONDS (120), starting from the seed corpus kept in tests/data/fuzz-engine.
 # Exit status is the fuzzer's: non-zero on any crash, leak, UB or failed
-# check. The last line is "fuzz-engine: N runs, OK" or what failed.
+# check; 77 (skip) when clang cannot build it here. The last line is
+# "fuzz-engine: N runs, OK" or what failed.
 #
 # usage: tests/fuzz/run-fuzz-engine.sh [SECONDS [LIBFUZZER-ARGS...]]
 #   BUILD_DIR overrides build-fuzz; extra arguments are libFuzzer flags

@@ -3,7 +3,8 @@
 # Builds the parser fuzzer (clang, ASan + UBSan + libFuzzer), turns every
 # frame of tests/data/**/*.pcap into a seed, and fuzzes for SECONDS (60).
 # Exit status is the fuzzer's: non-zero on any crash, leak, UB or failed
-# check. The last line is "fuzz: N runs, OK" or what failed.
+# check; 77 (skip) when clang cannot build it here. The last line is
+# "fuzz: N runs, OK" or what failed.
 #
 # usage: tests/fuzz/run-fuzz.sh [SECONDS [LIBFUZZER-ARGS...]]
 #   BUILD_DIR overrides build-fuzz; extra arguments are libFuzzer flags.
