@@ -28,8 +28,8 @@ case $mode in
     build=${BUILD_DIR:-$root/build-asan}
     # -fno-sanitize-recover: UB aborts instead of printing and going on.
     # b_lundef=false: the sanitizer runtimes resolve symbols at load time.
-    # -O1 -g1 (line tables): stack traces with lines at about half the
-    # compile time of -O2 -g; plain keeps assertions on.
+    # -O1 -g1 (line tables): stack traces with lines, compiled faster than
+    # -O2 -g; plain keeps assertions on.
     setup=(-Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=plain
            "-Dcpp_args=-O1 -g1 -fno-sanitize-recover=all")
     targets=(apps/uroce-perf/uroce-perf apps/uroce-pingpong/uroce-pingpong apps/uroce-dump/uroce-dump
