@@ -14,7 +14,8 @@
 # exit status the process ends with: a harness that ignores a child's status
 # (a server killed on purpose) cannot hide a report. Suppressions are for
 # DPDK's own code only; tests/sanitize/*.supp says why each one is there.
-# The last line is "sanitize MODE: OK" or what failed.
+# The last line is "sanitize MODE: OK" or what failed; exit 77 (skip) when
+# the compiler cannot build or start a program with the sanitizer.
 set -uo pipefail
 
 mode=${1:-}
@@ -27,8 +28,8 @@ case $mode in
     build=${BUILD_DIR:-$root/build-asan}
     # -fno-sanitize-recover: UB aborts instead of printing and going on.
     # b_lundef=false: the sanitizer runtimes resolve symbols at load time.
-    # -O1 -g1 (line tables): stack traces with lines at about half the
-    # compile time of -O2 -g; plain keeps assertions on.
+    # -O1 -g1 (line tables): stack traces with lines, compiled faster than
+    # -O2 -g; plain keeps assertions on.
     setup=(-Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=plain
            "-Dcpp_args=-O1 -g1 -fno-sanitize-recover=all")
     targets=(apps/uroce-perf/uroce-perf apps/uroce-pingpong/uroce-pingpong apps/uroce-dump/uroce-dump
@@ -69,6 +70,24 @@ case $mode in
 esac
 case $build in /*) ;; *) build=$PWD/$build ;; esac
 [ $# -gt 0 ] && select=("$@") && select2=()
+
+# A compiler without this sanitizer's runtime (or a kernel the runtime
+# cannot map its shadow memory on) cannot run the job here: skip (77) and
+# say why rather than fail the build.
+flags=$(printf '%s\n' "${setup[@]}" | sed -n 's/^-Db_sanitize=//p')
+probe=$(mktemp -d)
+trap 'rm -rf "$probe"' EXIT
+echo 'int main() { return 0; }' >"$probe/p.cpp"
+if ! "${CXX:-c++}" -fsanitize="$flags" "$probe/p.cpp" -o "$probe/p" 2>"$probe/err"; then
+  head -n 3 "$probe/err"
+  echo "SKIP: sanitize $mode: ${CXX:-c++} cannot link -fsanitize=$flags (its runtime library is missing)"
+  exit 77
+fi
+if ! "$probe/p" 2>"$probe/err"; then
+  head -n 3 "$probe/err"
+  echo "SKIP: sanitize $mode: a program built with -fsanitize=$flags does not start on this machine"
+  exit 77
+fi
 
 if [ ! -f "$build/build.ninja" ]; then
   (cd "$root" && meson setup "$build" "${setup[@]}" -Dbenchmarks=false) || {

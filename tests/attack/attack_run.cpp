@@ -4,9 +4,6 @@
 #include <cstring>
 
 #include "connected_pair.h"
-#include "uroce/wire/byte_order.h"
-#include "uroce/wire/icrc.h"
-#include "uroce/wire/ipv4.h"
 
 namespace uroce::attack {
 
@@ -152,18 +149,13 @@ void Run::send_frame(const std::vector<uint8_t>& frame) {
   ++sent;
 }
 
-void Run::post_write(uint32_t len, uint64_t wr_id) {
-  ibv_sge sge{local->va(), len, local->key()};
-  SendWr wr = test::make_wr(IBV_WR_RDMA_WRITE, wr_id, &sge);
-  wr.wr.rdma.remote_addr = 0x10000;
-  wr.wr.rdma.rkey = 0x4321;
-  const SendWr* bad = nullptr;
-  REQUIRE(qp->post_send(&wr, &bad) == 0);
-}
+void Run::post_write(uint32_t len, uint64_t wr_id) { post_rdma(IBV_WR_RDMA_WRITE, len, wr_id); }
 
-void Run::post_read(uint32_t len, uint64_t wr_id) {
+void Run::post_read(uint32_t len, uint64_t wr_id) { post_rdma(IBV_WR_RDMA_READ, len, wr_id); }
+
+void Run::post_rdma(ibv_wr_opcode op, uint32_t len, uint64_t wr_id) {
   ibv_sge sge{local->va(), len, local->key()};
-  SendWr wr = test::make_wr(IBV_WR_RDMA_READ, wr_id, &sge);
+  SendWr wr = test::make_wr(op, wr_id, &sge);
   wr.wr.rdma.remote_addr = 0x10000;
   wr.wr.rdma.rkey = 0x4321;
   const SendWr* bad = nullptr;
@@ -205,38 +197,6 @@ void Run::probe(int32_t psn_off) {
   CHECK(int(got[0].syndrome()) == int(wire::kAethAckNoCredit));
   CHECK(got[0].psn() == E(psn_off));
   for (size_t i = 0; i < 16; ++i) CHECK(int(rw->data()[off + i]) == 0x5C);
-}
-
-Offsets offsets_of(const std::vector<uint8_t>& frame) {
-  Offsets o;
-  o.ipv6 = frame[12] == 0x86 && frame[13] == 0xDD;
-  o.l4 = o.l3 + (o.ipv6 ? 40 : size_t(frame[o.l3] & 0x0F) * 4);
-  o.bth = o.l4 + 8;
-  return o;
-}
-
-void reseal(std::vector<uint8_t>& frame) {
-  const Offsets o = offsets_of(frame);
-  const size_t udp_len = frame.size() - o.l4;
-  frame[o.l4 + 4] = uint8_t(udp_len >> 8);
-  frame[o.l4 + 5] = uint8_t(udp_len);
-  if (o.ipv6) {
-    frame[o.l3 + 4] = uint8_t(udp_len >> 8);
-    frame[o.l3 + 5] = uint8_t(udp_len);
-  } else {
-    const size_t total = frame.size() - o.l3;
-    frame[o.l3 + 2] = uint8_t(total >> 8);
-    frame[o.l3 + 3] = uint8_t(total);
-    frame[o.l3 + 10] = frame[o.l3 + 11] = 0;
-    const uint16_t sum = wire::ipv4_header_checksum(frame.data() + o.l3, o.l4 - o.l3);
-    frame[o.l3 + 10] = uint8_t(sum >> 8);
-    frame[o.l3 + 11] = uint8_t(sum);
-  }
-  // Masked IP/UDP/BTH, then everything after the BTH up to the ICRC.
-  uint32_t crc = wire::icrc_masked_headers(frame.data() + o.l3, o.l4 - o.l3, o.ipv6, 0);
-  const size_t after_bth = o.bth + wire::kBthLen;
-  crc = wire::crc32(crc, frame.data() + after_bth, frame.size() - 4 - after_bth);
-  wire::store_le32(frame.data() + frame.size() - 4, crc);
 }
 
 }  // namespace uroce::attack

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "attack_rig.h"
+#include "frame_reseal.h"
 
 namespace uroce::attack {
 
@@ -81,16 +82,11 @@ class Run {
 
  private:
   void connect();
+  void post_rdma(ibv_wr_opcode op, uint32_t len, uint64_t wr_id);
 };
 
-// Byte offsets inside a frame without VLAN tag.
-struct Offsets {
-  size_t l3 = 14, l4 = 0, bth = 0;
-  bool ipv6 = false;
-};
-Offsets offsets_of(const std::vector<uint8_t>& frame);
-// Rewrites the IP and UDP lengths for the frame's size, the IPv4 header
-// checksum and the ICRC, after an edit.
-void reseal(std::vector<uint8_t>& frame);
+using test::Offsets;
+using test::offsets_of;
+using test::reseal;
 
 }  // namespace uroce::attack

@@ -3,7 +3,8 @@
 # Builds the parser fuzzer (clang, ASan + UBSan + libFuzzer), turns every
 # frame of tests/data/**/*.pcap into a seed, and fuzzes for SECONDS (60).
 # Exit status is the fuzzer's: non-zero on any crash, leak, UB or failed
-# check. The last line is "fuzz: N runs, OK" or what failed.
+# check; 77 (skip) when clang cannot build it here. The last line is
+# "fuzz: N runs, OK" or what failed.
 #
 # usage: tests/fuzz/run-fuzz.sh [SECONDS [LIBFUZZER-ARGS...]]
 #   BUILD_DIR overrides build-fuzz; extra arguments are libFuzzer flags.
@@ -18,7 +19,16 @@ build=${BUILD_DIR:-$root/build-fuzz}
 case $build in /*) ;; *) build=$PWD/$build ;; esac
 
 if [ ! -f "$build/build.ninja" ]; then
-  command -v clang++ >/dev/null || { echo "fuzz: clang++ not found (apt-get install clang libclang-rt-14-dev)"; exit 2; }
+  # Without clang or its libFuzzer and sanitizer runtimes the fuzzer cannot
+  # be built here: skip (77) and say why.
+  command -v clang++ >/dev/null || { echo "SKIP: fuzz: clang++ not found (apt-get install clang)"; exit 77; }
+  probe=$(mktemp -d)
+  echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }' >"$probe/p.cpp"
+  if ! clang++ -fsanitize=fuzzer,address,undefined "$probe/p.cpp" -o "$probe/p" 2>"$probe/err"; then
+    head -n 3 "$probe/err"; rm -rf "$probe"
+    echo "SKIP: fuzz: clang++ cannot link libFuzzer, ASan and UBSan (apt-get install libclang-rt-14-dev)"; exit 77
+  fi
+  rm -rf "$probe"
   # -fno-sanitize-recover in cpp_args: UB inside the library aborts too.
   (cd "$root" && CXX=clang++ meson setup "$build" -Dfuzz=true -Dtests=false -Dbenchmarks=false \
     -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized \

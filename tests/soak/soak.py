@@ -93,18 +93,24 @@ def spec_of(topo, port):
                     s.roce_ip, c.roce_ip, s.tcp_ip, tcp_port=port)
 
 
+def start_pair(h, work, common, spec, tag):
+    """Server, then (once it listens) client, each on its side of spec;
+    named and logged to WORK/TAGserver.out, WORK/TAGclient.out."""
+    server = Proc(h, f"{tag}server", common + ["--dev", spec.server_dev, "--ip", spec.server_ip],
+                  os.path.join(work, f"{tag}server.out"), ns=spec.server_ns)
+    wait_listening(server, spec.server_ns, spec.tcp_port, 20)
+    client = Proc(h, f"{tag}client", common + ["--dev", spec.client_dev, "--ip", spec.client_ip, spec.server_addr],
+                  os.path.join(work, f"{tag}client.out"), ns=spec.client_ns)
+    return [server, client]
+
+
 class Long:
     """The long-lived write_bw pair and its samples."""
 
     def __init__(self, h, work, perf, spec):
         common = [perf, "write_bw", "-q", "4", "-s", "8192", "--run_infinitely", "-D", str(SAMPLE_S),
                   "--resources", "-p", str(spec.tcp_port)] + QP_TIMEOUT
-        self.server = Proc(h, "long-server", common + ["--dev", spec.server_dev, "--ip", spec.server_ip],
-                           os.path.join(work, "long-server.out"), ns=spec.server_ns)
-        wait_listening(self.server, spec.server_ns, spec.tcp_port, 20)
-        self.client = Proc(h, "long-client", common + ["--dev", spec.client_dev, "--ip", spec.client_ip,
-                                                       spec.server_addr],
-                           os.path.join(work, "long-client.out"), ns=spec.client_ns)
+        self.server, self.client = start_pair(h, work, common, spec, "long-")
         self.server_rss = []  # (t, kB)
         self.t0 = time.monotonic()
 
@@ -133,24 +139,13 @@ def churn_once(h, work, perf, pingpong, spec, n):
     disconnect = n % 5 == 4 and tool == "perf"
     label = f"{test or 'pingpong'}{' (SIGTERM mid-run)' if disconnect else ''}"
     if tool == "pingpong":
-        common = [pingpong] + args + ["-p", str(spec.tcp_port)]
-        s = Proc(h, "pp-server", common + ["--dev", spec.server_dev, "--ip", spec.server_ip],
-                 os.path.join(work, "server.out"), ns=spec.server_ns)
-        wait_listening(s, spec.server_ns, spec.tcp_port, 20)
-        c = Proc(h, "pp-client", common + ["--dev", spec.client_dev, "--ip", spec.client_ip, spec.server_addr],
-                 os.path.join(work, "client.out"), ns=spec.client_ns)
-        procs = [s, c]
+        procs = start_pair(h, work, [pingpong] + args + ["-p", str(spec.tcp_port)], spec, "pp-")
     elif disconnect:
         # A -D run long enough to be in the middle of its transfer when the
         # signal comes.
         no_n = [a for i, a in enumerate(args) if a != "-n" and (i == 0 or args[i - 1] != "-n")]
-        common = [perf, test] + no_n + QP_TIMEOUT + ["-D", "30", "-p", str(spec.tcp_port)]
-        s = Proc(h, "server", common + ["--dev", spec.server_dev, "--ip", spec.server_ip],
-                 os.path.join(work, "server.out"), ns=spec.server_ns)
-        wait_listening(s, spec.server_ns, spec.tcp_port, 20)
-        c = Proc(h, "client", common + ["--dev", spec.client_dev, "--ip", spec.client_ip, spec.server_addr],
-                 os.path.join(work, "client.out"), ns=spec.client_ns)
-        procs = [s, c]
+        procs = start_pair(h, work, [perf, test] + no_n + QP_TIMEOUT + ["-D", "30", "-p", str(spec.tcp_port)],
+                           spec, "")
     else:
         server, client = run_pair(h, work, perf, test, args + QP_TIMEOUT + ["--verify"], spec, deadline_s=120)
         check_pair(server, client, kind, verify=True)
