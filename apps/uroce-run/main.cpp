@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // uroce-run [--dev SPEC] [--ip ADDR] [--mac MAC] [--mtu N] [--eal "ARGS"]
 //           [--config FILE] [--no-kernel-view] -- PROGRAM [ARGS...]
-// uroce-run --daemon SOCKET [--no-kernel-view] -- PROGRAM [ARGS...]
+// uroce-run --daemon SOCKET [--config FILE] [--no-kernel-view] -- PROGRAM [ARGS...]
 //
 // Checks the settings, puts them in the UROCE_* variables the drop-in
 // libibverbs reads, puts the drop-in's directory first in LD_LIBRARY_PATH
@@ -33,7 +33,7 @@ namespace {
 const char kUsage[] =
     "usage: uroce-run [--dev SPEC] [--ip ADDR] [--mac MAC] [--mtu N] [--eal \"ARGS\"] [--config FILE]\n"
     "                 [--no-kernel-view] -- PROGRAM [ARGS...]\n"
-    "       uroce-run --daemon SOCKET [--no-kernel-view] -- PROGRAM [ARGS...]\n"
+    "       uroce-run --daemon SOCKET [--config FILE] [--no-kernel-view] -- PROGRAM [ARGS...]\n"
     "Runs PROGRAM with uroce's libibverbs.so.1 in front of the system's: device uroce0 is\n"
     "the DPDK port SPEC (a PCI address or a vdev string such as net_af_packet0,iface=eth1)\n"
     "with address ADDR (IPv4 or IPv6; GID 1). --config FILE describes more devices\n"
