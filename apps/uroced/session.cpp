@@ -280,6 +280,7 @@ void Session::dispatch(Op op, const void* msg, size_t len, Received& r) {
       int fd = -1;
       rep.h.status = sized(sizeof(AllocMrReq)) ? alloc_mr(*static_cast<const AllocMrReq*>(msg), rep, fd) : EINVAL;
       reply(&rep, sizeof rep, rep.h.status == 0 ? fd : -1);
+      if (fd >= 0) close(fd);  // the client has its copy; the daemon keeps its mapping
       return;
     }
     case Op::reg_mr: {
@@ -506,7 +507,6 @@ int Session::alloc_mr(const AllocMrReq& req, MrRep& rep, int& fd) {
     close(fd);
     fd = -1;
   }
-  // The fd goes to the client with the reply; the daemon keeps its mapping.
   return err;
 }
 

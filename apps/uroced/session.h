@@ -87,7 +87,7 @@ struct Cq {
   uint64_t bytes = 0;
   uint32_t entries = 0;
   uint32_t producer = 0;        // the daemon's copy: the arena's is only written
-  std::deque<ibv_wc> pending;   // made here (a refused WQE), waiting for room
+  std::deque<ibv_wc> pending;   // made here (a refused WQE), waiting for room; at most `entries`
   uint32_t users = 0;           // QPs that complete into it
   bool events_armed = false;
 };
@@ -154,6 +154,9 @@ class Session {
   int service_cq(Cq& cq);
   // A WQE that fails validation: an error completion, the QP to error.
   void refuse(Qp& qp, uint64_t wr_id, ibv_wc_opcode op, ibv_wc_status status, bool send);
+  // False while the CQ already holds a ring's worth of refusals the client
+  // has not made room for: the WQE stays in its ring until then.
+  bool room_to_refuse(const Qp& qp, bool send) const;
   bool sge_ok(const Qp& qp, const ibv_sge& sge) const;
 
   uroce::Device& device_;

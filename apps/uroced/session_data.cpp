@@ -62,6 +62,11 @@ bool Session::sge_ok(const Qp& qp, const ibv_sge& sge) const {
   return m.pd == qp.pd && m.mr->contains(sge.addr, sge.length);
 }
 
+bool Session::room_to_refuse(const Qp& qp, bool send) const {
+  const Cq& cq = cqs_.at(send ? qp.send_cq : qp.recv_cq);
+  return cq.pending.size() < cq.entries;
+}
+
 void Session::refuse(Qp& qp, uint64_t wr_id, ibv_wc_opcode op, ibv_wc_status status, bool send) {
   ibv_wc wc{};
   wc.wr_id = wr_id;
@@ -139,14 +144,19 @@ int Session::service_sq(Qp& qp) {
       return int(taken);
     }
     if (err != 0) {
-      const uint32_t taken = uint32_t(bad - &b.wr[0]);
-      refuse(qp, bad->wr_id, wc_opcode(bad->opcode), IBV_WC_LOC_QP_OP_ERR, true);
-      qp.sq_consumer += taken + 1;
+      uint32_t taken = uint32_t(bad - &b.wr[0]);
+      if (room_to_refuse(qp, true)) {
+        refuse(qp, bad->wr_id, wc_opcode(bad->opcode), IBV_WC_LOC_QP_OP_ERR, true);
+        ++taken;
+      }
+      qp.sq_consumer += taken;
       ring->consumer.value.store(qp.sq_consumer, std::memory_order_release);
-      return int(taken + 1);
+      return int(taken);
     }
   }
-  const unsigned done = refusal != IBV_WC_SUCCESS ? 1 : 0;
+  // A refusal waits in the ring while the client leaves its CQ full: the
+  // daemon holds at most a ring's worth of made completions per CQ.
+  const unsigned done = refusal != IBV_WC_SUCCESS && room_to_refuse(qp, true) ? 1 : 0;
   if (done) refuse(qp, s.wr_id, wc_opcode(s.opcode), refusal, true);
   qp.sq_consumer += built + done;
   ring->consumer.value.store(qp.sq_consumer, std::memory_order_release);
@@ -186,15 +196,18 @@ int Session::service_rq(Qp& qp) {
     const uroce::RecvWr* bad = nullptr;
     const int err = qp.qp->post_recv(&b.wr[0], &bad);
     if (err != 0) {
-      const uint32_t taken = uint32_t(bad - &b.wr[0]);
-      if (err != ENOMEM) refuse(qp, bad->wr_id, IBV_WC_RECV, IBV_WC_LOC_QP_OP_ERR, false);
-      qp.rq_consumer += taken + (err != ENOMEM ? 1 : 0);
+      uint32_t taken = uint32_t(bad - &b.wr[0]);
+      if (err != ENOMEM && room_to_refuse(qp, false)) {
+        refuse(qp, bad->wr_id, IBV_WC_RECV, IBV_WC_LOC_QP_OP_ERR, false);
+        ++taken;
+      }
+      qp.rq_consumer += taken;
       ring->consumer.value.store(qp.rq_consumer, std::memory_order_release);
       return int(taken);
     }
   }
-  const unsigned done = refused ? 1 : 0;
-  if (refused) refuse(qp, s.wr_id, IBV_WC_RECV, IBV_WC_LOC_PROT_ERR, false);
+  const unsigned done = refused && room_to_refuse(qp, false) ? 1 : 0;
+  if (done) refuse(qp, s.wr_id, IBV_WC_RECV, IBV_WC_LOC_PROT_ERR, false);
   qp.rq_consumer += built + done;
   ring->consumer.value.store(qp.rq_consumer, std::memory_order_release);
   return int(built + done);
