@@ -479,8 +479,7 @@ int Session::register_mapping(uint32_t pd_handle, MappedMr&& m, void* addr, uint
   rep.key = m.mr->lkey();
   rep.addr = reinterpret_cast<uintptr_t>(addr);
   rep.length = length;
-  mr_by_key_[rep.key] = rep.mr;
-  mrs_.emplace(rep.mr, std::move(m));
+  mr_by_key_[rep.key] = &mrs_.emplace(rep.mr, std::move(m)).first->second;
   return 0;
 }
 

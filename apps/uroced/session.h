@@ -175,7 +175,8 @@ class Session {
   std::unordered_map<uint32_t, Qp> qps_;
   std::unordered_map<uint32_t, MappedMr> mrs_;
   std::unordered_map<uint32_t, Channel> channels_;
-  std::unordered_map<uint32_t, uint32_t> mr_by_key_;  // key -> handle
+  // key -> its entry in mrs_ (whose nodes do not move): one lookup per SGE.
+  std::unordered_map<uint32_t, const MappedMr*> mr_by_key_;
   bool broken_ = false;  // a ring index out of range: end the client
 };
 

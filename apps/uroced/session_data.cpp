@@ -5,6 +5,7 @@
 // the check and the use.
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstring>
 
 #include "session.h"
@@ -58,7 +59,7 @@ struct RecvBatch {
 bool Session::sge_ok(const Qp& qp, const ibv_sge& sge) const {
   auto key = mr_by_key_.find(sge.lkey);
   if (key == mr_by_key_.end()) return false;
-  const MappedMr& m = mrs_.at(key->second);
+  const MappedMr& m = *key->second;
   return m.pd == qp.pd && m.mr->contains(sge.addr, sge.length);
 }
 
@@ -95,17 +96,21 @@ int Session::service_sq(Qp& qp) {
   // A slot that fails its checks ends the batch; it is refused after the
   // ones before it are posted, so completions keep their order.
   ibv_wc_status refusal = IBV_WC_SUCCESS;
+  // The fields up to the inline bytes; those are copied only when used,
+  // straight into the batch (their length is taken from the copy).
+  constexpr size_t kSlotHead = offsetof(SendSlot, inline_data);
   SendSlot s;
   for (unsigned i = 0; i < n; ++i) {
-    std::memcpy(&s, &slots[(qp.sq_consumer + i) & (qp.sq_entries - 1)], sizeof s);
+    const SendSlot& shared = slots[(qp.sq_consumer + i) & (qp.sq_entries - 1)];
+    std::memcpy(&s, &shared, kSlotHead);
     uroce::SendWr& w = b.wr[built];
     w = uroce::SendWr{};
     w.wr_id = s.wr_id;
     const bool is_inline = (s.send_flags & IBV_SEND_INLINE) != 0;
     bool ok = rc_opcode(s.opcode) && (s.send_flags & ~kSendFlags) == 0;
     if (ok && is_inline) {
-      ok = s.inline_len <= qp.max_inline;
-      std::memcpy(b.inline_data[built], s.inline_data, std::min<uint32_t>(s.inline_len, kMaxInline));
+      ok = s.inline_len <= qp.max_inline;  // max_inline <= kMaxInline
+      if (ok) std::memcpy(b.inline_data[built], shared.inline_data, s.inline_len);
       b.sge[built][0] = ibv_sge{reinterpret_cast<uintptr_t>(b.inline_data[built]), s.inline_len, 0};
       w.num_sge = s.inline_len > 0 ? 1 : 0;
     } else if (ok) {
