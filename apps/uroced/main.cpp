@@ -61,6 +61,10 @@ int parse(int argc, char** argv, uroced::Settings& s) {
     std::fprintf(stderr, "uroced: --allow-uids '%s' is not a list of uids\n", uids.c_str());
     return 2;
   }
+  if (!uroced::check_settings(s, error)) {
+    std::fprintf(stderr, "uroced: %s\n", error.c_str());
+    return 2;
+  }
   if (s.dev.empty() || s.ip.empty()) {
     std::fprintf(stderr, "uroced: no port: give --dev and --ip, or [port] dev and ip in --config\n");
     return 2;

@@ -89,7 +89,8 @@ bool Server::listen(std::string& error) {
   listen_fd_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (listen_fd_ < 0 || bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
     return error = settings_.socket + ": " + std::strerror(errno), false;
-  const mode_t mode = mode_t(std::strtoul(settings_.socket_mode.c_str(), nullptr, 8));
+  mode_t mode = 0;
+  parse_mode(settings_.socket_mode, mode);  // check_settings accepted it
   if (chmod(settings_.socket.c_str(), mode) != 0) return error = "chmod " + settings_.socket + ": " + std::strerror(errno), false;
   if (!settings_.socket_group.empty()) {
     const group* g = getgrnam(settings_.socket_group.c_str());

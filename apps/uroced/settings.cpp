@@ -4,6 +4,7 @@
 #include <rte_cfgfile.h>
 
 #include <charconv>
+#include <string>
 #include <memory>
 
 namespace uroced {
@@ -45,6 +46,24 @@ bool parse_uids(const std::string& text, std::vector<uid_t>& out) {
     out.push_back(uid);
     at = comma + 1;
   }
+  return true;
+}
+
+bool parse_mode(const std::string& text, mode_t& out) {
+  unsigned mode = 0;
+  if (!parse_number(text.c_str(), mode, 8) || mode > 07777) return false;
+  out = mode_t(mode);
+  return true;
+}
+
+bool check_settings(const Settings& s, std::string& error) {
+  mode_t mode;
+  if (!parse_mode(s.socket_mode, mode))
+    return error = "socket mode '" + s.socket_mode + "' is not octal permission bits (such as 0660)", false;
+  if (s.limits.arena_bytes < kMinArenaBytes)
+    return error = "[limits] arena_bytes = " + std::to_string(s.limits.arena_bytes) + " is below the minimum of " +
+                   std::to_string(kMinArenaBytes),
+           false;
   return true;
 }
 

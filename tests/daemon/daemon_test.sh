@@ -124,7 +124,12 @@ CONF
     grep -q "cannot read the configuration file" "$work/out" || fail "no message for a missing config file"
     printf '[limits]\nmax_qp = many\n' >"$work/bad.conf"
     "$uroced" --config "$work/bad.conf" --dev net_ring0 --ip 10.0.0.1 >"$work/out" 2>&1 && fail "a bad number was accepted"
-    grep -q "max_qp = 'many' is not a number" "$work/out" || fail "no message for a bad number" ;;
+    grep -q "max_qp = 'many' is not a number" "$work/out" || fail "no message for a bad number"
+    "$uroced" --dev net_ring0 --ip 10.0.0.1 --socket-mode 0998 >"$work/out" 2>&1 && fail "a socket mode of 0998 was accepted"
+    grep -q "socket mode '0998' is not octal permission bits" "$work/out" || fail "no message for a bad socket mode"
+    printf '[limits]\narena_bytes = 100\n' >"$work/bad.conf"
+    "$uroced" --config "$work/bad.conf" --dev net_ring0 --ip 10.0.0.1 >"$work/out" 2>&1 && fail "a 100-byte arena was accepted"
+    grep -q "arena_bytes = 100 is below the minimum" "$work/out" || fail "no message for a small arena" ;;
   perf)
     # uroce-perf's two ends as two Devices opened on the daemon's socket
     # (the native API, no EAL in uroce-perf), data checked.
