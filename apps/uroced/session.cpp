@@ -435,8 +435,8 @@ int Session::create_qp(const CreateQpReq& req, CreateQpRep& rep) {
 int Session::destroy_qp(uint32_t handle) {
   Qp* qp = find(qps_, handle);
   if (qp == nullptr) return EINVAL;
-  // Completions of the QP still in its CQs are delivered to the client's
-  // rings before the QP goes.
+  // Completions of the QP already in its CQs stay there and reach the
+  // client's rings as any other.
   qp->qp.reset();
   --pds_.at(qp->pd).children;
   --cqs_.at(qp->send_cq).users;

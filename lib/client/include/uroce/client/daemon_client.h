@@ -107,7 +107,7 @@ struct QpInitAttr {
   CompletionQueue* send_cq = nullptr;
   CompletionQueue* recv_cq = nullptr;
   ibv_qp_cap cap{};  // max_send_sge, max_recv_sge up to 4, max_inline_data up to 256
-  ibv_qp_type qp_type = IBV_QPT_RC;  // RC only so far
+  ibv_qp_type qp_type = IBV_QPT_RC;  // RC only
   int sq_sig_all = 0;
 };
 
