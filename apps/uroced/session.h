@@ -152,6 +152,8 @@ class Session {
   int service_sq(Qp& qp);
   int service_rq(Qp& qp);
   int service_cq(Cq& cq);
+  // Slots the client has published past `consumer`, at most a batch.
+  unsigned new_slots(const uroce::daemon::RingHeader& ring, uint32_t consumer, uint32_t entries);
   // A WQE that fails validation: an error completion, the QP to error.
   void refuse(Qp& qp, uint64_t wr_id, ibv_wc_opcode op, ibv_wc_status status, bool send);
   // False while the CQ already holds a ring's worth of refusals the client

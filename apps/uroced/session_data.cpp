@@ -63,6 +63,14 @@ bool Session::sge_ok(const Qp& qp, const ibv_sge& sge) const {
   return m.pd == qp.pd && m.mr->contains(sge.addr, sge.length);
 }
 
+unsigned Session::new_slots(const RingHeader& ring, uint32_t consumer, uint32_t entries) {
+  // The producer index is read once; a client's index more than a ring
+  // ahead ends the client.
+  const uint32_t avail = ring.producer.value.load(std::memory_order_acquire) - consumer;
+  if (avail > entries) return broken_ = true, 0;
+  return std::min<uint32_t>(avail, kBatch);
+}
+
 bool Session::room_to_refuse(const Qp& qp, bool send) const {
   const Cq& cq = cqs_.at(send ? qp.send_cq : qp.recv_cq);
   return cq.pending.size() < cq.entries;
@@ -85,13 +93,10 @@ void Session::refuse(Qp& qp, uint64_t wr_id, ibv_wc_opcode op, ibv_wc_status sta
 
 int Session::service_sq(Qp& qp) {
   auto* ring = reinterpret_cast<RingHeader*>(arena_.base() + qp.sq_offset);
-  const uint32_t producer = ring->producer.value.load(std::memory_order_acquire);
-  const uint32_t avail = producer - qp.sq_consumer;
-  if (avail == 0) return 0;
-  if (avail > qp.sq_entries) return broken_ = true, 0;
+  const unsigned n = new_slots(*ring, qp.sq_consumer, qp.sq_entries);
+  if (n == 0) return 0;
   static SendBatch b;  // the service thread is the only caller
   const SendSlot* slots = ring_slots<SendSlot>(ring);
-  const unsigned n = std::min<uint32_t>(avail, kBatch);
   unsigned built = 0;
   // A slot that fails its checks ends the batch; it is refused after the
   // ones before it are posted, so completions keep their order.
@@ -170,13 +175,10 @@ int Session::service_sq(Qp& qp) {
 
 int Session::service_rq(Qp& qp) {
   auto* ring = reinterpret_cast<RingHeader*>(arena_.base() + qp.rq_offset);
-  const uint32_t producer = ring->producer.value.load(std::memory_order_acquire);
-  const uint32_t avail = producer - qp.rq_consumer;
-  if (avail == 0) return 0;
-  if (avail > qp.rq_entries) return broken_ = true, 0;
+  const unsigned n = new_slots(*ring, qp.rq_consumer, qp.rq_entries);
+  if (n == 0) return 0;
   static RecvBatch b;
   const RecvSlot* slots = ring_slots<RecvSlot>(ring);
-  const unsigned n = std::min<uint32_t>(avail, kBatch);
   unsigned built = 0;
   bool refused = false;
   RecvSlot s;
