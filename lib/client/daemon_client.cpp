@@ -480,7 +480,7 @@ int QueuePair::post_send(const SendWr* wr, const SendWr** bad) {
     }
     s.inline_len = 0;
     if (wr->send_flags & IBV_SEND_INLINE) {
-      uint32_t total = 0;
+      uint64_t total = 0;  // 32-bit lengths that wrap must not pass the check
       for (int i = 0; i < wr->num_sge; ++i) total += wr->sg_list[i].length;
       if (total > max_inline_) {
         err = EINVAL;
