@@ -433,6 +433,37 @@ void check_protocol() {
   close(fd);
 }
 
+// post_send_all posts a chain whole or not at all.
+void check_post_send_all(Side& a, const Info& b) {
+  std::vector<ibv_sge> sges(65, ibv_sge{reinterpret_cast<uintptr_t>(a.buf), 64, a.mr->lkey()});
+  std::vector<SendWr> chain(65);
+  for (size_t i = 0; i < chain.size(); ++i) {
+    chain[i].wr_id = 1000 + i;
+    chain[i].sg_list = &sges[i];
+    chain[i].num_sge = 1;
+    chain[i].opcode = IBV_WR_RDMA_WRITE;
+    chain[i].send_flags = IBV_SEND_SIGNALED;
+    chain[i].wr.rdma = {b.addr, b.rkey};
+    chain[i].next = i + 1 < chain.size() ? &chain[i + 1] : nullptr;
+  }
+  const SendWr* bad = nullptr;
+  // 65 WRs on a 64-slot send queue: none goes.
+  check(a.qp->post_send_all(&chain[0], &bad) == ENOMEM && bad == &chain[0], "post_send_all of 65 WRs is not ENOMEM");
+  // The third WR has too many SGEs: none goes.
+  chain[3].next = nullptr;
+  chain[2].num_sge = 3;
+  check(a.qp->post_send_all(&chain[0], &bad) == EINVAL && bad == &chain[2], "post_send_all: the bad WR is not named");
+  ibv_wc wc{};
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  check(a.cq->poll(1, &wc) == 0, "a refused post_send_all posted something");
+  chain[2].num_sge = 1;
+  check(a.qp->post_send_all(&chain[0], &bad) == 0, "post_send_all of 4 WRs");
+  for (uint64_t i = 0; i < 4; ++i) {
+    const ibv_wc w = a.expect(IBV_WC_SUCCESS, "post_send_all's WRITE");
+    check(w.wr_id == 1000 + i, "post_send_all's completions are out of order");
+  }
+}
+
 // A raw request whose whole reply (and descriptors) the caller keeps.
 template <typename Rep>
 Rep raw_rpc(int sock, const void* req, size_t len, daemon::Received* fds = nullptr) {
@@ -557,6 +588,7 @@ int run_isolation() {
   send_info(sp[0], a.info());
   a.connect_to(b);
   sync_wait(sp[0]);
+  check_post_send_all(a, b);
   // A WRITE that runs past the peer's region: a remote access error.
   a.post(IBV_WR_RDMA_WRITE, 0, 64, b, kBytes - 32);
   a.expect(IBV_WC_REM_ACCESS_ERR, "a WRITE past the peer's region");
