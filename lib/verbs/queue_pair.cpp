@@ -135,7 +135,7 @@ ibv_qp_state QueuePair::state() const {
 }
 
 const TransportCounters& QueuePair::counters() const {
-  if (remote_) return counters_snapshot_;  // the daemon's, not reported to clients yet
+  if (remote_) return counters_snapshot_;  // the daemon keeps them; clients read zero
   detail::EngineThread& thread = detail::to_thread(pd_->device());
   if (!thread.threaded()) return impl_->counters;
   detail::Pause pause(thread);
