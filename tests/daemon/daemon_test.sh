@@ -82,17 +82,9 @@ case $case_ in
   remote)
     # Two daemons joined by a memif link, a client on each: the QPs meet
     # over the wire (ARP first), not in one engine.
-    link="role=%s,id=0,socket=$work/memif.sock,socket-abstract=no"
-    start --dev "net_memif0,$(printf "$link" server)" --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512"
-    sock2=$work/uroced2.sock
-    "$uroced" --dev "net_memif0,$(printf "$link" client)" --ip 10.0.0.2 --socket "$sock2" --eal "--no-huge -m 512" \
-      >"$work/second.log" 2>&1 &
-    second=$!
-    for _ in $(seq 100); do [ -S "$sock2" ] && break; sleep 0.1; done
-    [ -S "$sock2" ] || { cat "$work/second.log"; fail "the second uroced did not listen"; }
+    start_linked
     timeout 60 "$peer" "$sock" remote "$sock2" || { cat "$work/second.log"; fail "daemon_peer remote exited $?"; }
-    kill -TERM "$second"; wait "$second" || fail "the second uroced exited $? on SIGTERM"
-    second=
+    stop_second
     stop ;;
   events)
     start_default
