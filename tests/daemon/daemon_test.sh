@@ -96,6 +96,7 @@ case $case_ in
     wait "$DPID" 2>/dev/null; DPID= ;;
   config)
     # The INI file, with the command line on top of it; the socket's mode.
+    # (A daemon that wrongly accepts a bad setting is stopped by timeout.)
     cat >"$work/uroced.conf" <<CONF
 [daemon]
 socket = $work/from-config.sock
@@ -117,10 +118,16 @@ CONF
     printf '[limits]\nmax_qp = many\n' >"$work/bad.conf"
     "$uroced" --config "$work/bad.conf" --dev net_ring0 --ip 10.0.0.1 >"$work/out" 2>&1 && fail "a bad number was accepted"
     grep -q "max_qp = 'many' is not a number" "$work/out" || fail "no message for a bad number"
-    "$uroced" --dev net_ring0 --ip 10.0.0.1 --socket-mode 0998 >"$work/out" 2>&1 && fail "a socket mode of 0998 was accepted"
+    timeout 10 "$uroced" --dev net_ring0 --ip 10.0.0.1 --socket-mode 0998 >"$work/out" 2>&1 && fail "a socket mode of 0998 was accepted"
     grep -q "socket mode '0998' is not octal permission bits" "$work/out" || fail "no message for a bad socket mode"
+    printf '[limits]\nmax_qps = 1\n' >"$work/bad.conf"
+    timeout 10 "$uroced" --config "$work/bad.conf" --dev net_ring0 --ip 10.0.0.1 >"$work/out" 2>&1 && fail "an unknown key was accepted"
+    grep -q "bad.conf: \[limits\] max_qps: unknown key" "$work/out" || fail "no message for an unknown key"
+    printf '[limit]\nmax_qp = 1\n' >"$work/bad.conf"
+    timeout 10 "$uroced" --config "$work/bad.conf" --dev net_ring0 --ip 10.0.0.1 >"$work/out" 2>&1 && fail "an unknown section was accepted"
+    grep -q "unknown section \[limit\]" "$work/out" || fail "no message for an unknown section"
     printf '[limits]\narena_bytes = 100\n' >"$work/bad.conf"
-    "$uroced" --config "$work/bad.conf" --dev net_ring0 --ip 10.0.0.1 >"$work/out" 2>&1 && fail "a 100-byte arena was accepted"
+    timeout 10 "$uroced" --config "$work/bad.conf" --dev net_ring0 --ip 10.0.0.1 >"$work/out" 2>&1 && fail "a 100-byte arena was accepted"
     grep -q "arena_bytes = 100 is below the minimum" "$work/out" || fail "no message for a small arena" ;;
   perf)
     # uroce-perf's two ends as two Devices opened on the daemon's socket
