@@ -2,6 +2,8 @@
 // uroced: owns a DPDK port, runs its engine on a thread of its own, and
 // serves client processes over a Unix socket and shared memory
 // (docs/daemon.md).
+#include <sys/resource.h>
+
 #include <CLI/CLI.hpp>
 
 #include <csignal>
@@ -97,6 +99,13 @@ int main(int argc, char** argv) {
   if (!endpoint->device().start_engine_thread(settings.engine_cpu, error)) {
     std::fprintf(stderr, "uroced: engine thread: %s\n", error.c_str());
     uroce::app::exit_now(1);
+  }
+  // Each client holds a few descriptors in the daemon (socket, arena,
+  // doorbell, event pipe, one per completion channel): the soft limit's
+  // usual 1024 would run out at a few hundred clients.
+  if (rlimit nofile{}; getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &nofile);
   }
   struct sigaction sa {};
   sa.sa_handler = on_signal;  // no SA_RESTART: epoll_wait returns at once

@@ -121,6 +121,13 @@ bool Server::peer_allowed(const ucred& peer) const {
 void Server::accept_clients() {
   for (;;) {
     const int s = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (s < 0 && (errno == EMFILE || errno == ENFILE) && !accept_paused_) {
+      // The connection waits in the backlog and the socket stays readable:
+      // stop watching it until a client leaves, or the loop would spin.
+      std::fprintf(stderr, "uroced: out of descriptors: new clients wait until one leaves\n");
+      epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
+      accept_paused_ = true;
+    }
     if (s < 0) return;
     ucred peer{};
     socklen_t len = sizeof peer;
@@ -148,6 +155,7 @@ void Server::drop(uint32_t id, const char* why) {
   if (!left.release()) leftovers_.push_back(std::move(left));
   std::fprintf(stderr, "uroced: client %u (pid %d) %s: its objects are gone\n", id, int(s.peer().pid), why);
   sessions_.erase(it);
+  if (accept_paused_ && add_fd(epoll_fd_, listen_fd_, kListen)) accept_paused_ = false;
 }
 
 void Server::on_event(uint64_t t, uint32_t events) {
