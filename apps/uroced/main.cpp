@@ -2,6 +2,8 @@
 // uroced: owns a DPDK port, runs its engine on a thread of its own, and
 // serves client processes over a Unix socket and shared memory
 // (docs/daemon.md).
+#include <sys/resource.h>
+
 #include <CLI/CLI.hpp>
 
 #include <csignal>
@@ -61,6 +63,10 @@ int parse(int argc, char** argv, uroced::Settings& s) {
     std::fprintf(stderr, "uroced: --allow-uids '%s' is not a list of uids\n", uids.c_str());
     return 2;
   }
+  if (!uroced::check_settings(s, error)) {
+    std::fprintf(stderr, "uroced: %s\n", error.c_str());
+    return 2;
+  }
   if (s.dev.empty() || s.ip.empty()) {
     std::fprintf(stderr, "uroced: no port: give --dev and --ip, or [port] dev and ip in --config\n");
     return 2;
@@ -93,6 +99,13 @@ int main(int argc, char** argv) {
   if (!endpoint->device().start_engine_thread(settings.engine_cpu, error)) {
     std::fprintf(stderr, "uroced: engine thread: %s\n", error.c_str());
     uroce::app::exit_now(1);
+  }
+  // Each client holds a few descriptors in the daemon (socket, arena,
+  // doorbell, event pipe, one per completion channel): the soft limit's
+  // usual 1024 would run out at a few hundred clients.
+  if (rlimit nofile{}; getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &nofile);
   }
   struct sigaction sa {};
   sa.sa_handler = on_signal;  // no SA_RESTART: epoll_wait returns at once

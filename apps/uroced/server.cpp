@@ -89,7 +89,8 @@ bool Server::listen(std::string& error) {
   listen_fd_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (listen_fd_ < 0 || bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
     return error = settings_.socket + ": " + std::strerror(errno), false;
-  const mode_t mode = mode_t(std::strtoul(settings_.socket_mode.c_str(), nullptr, 8));
+  mode_t mode = 0;
+  parse_mode(settings_.socket_mode, mode);  // check_settings accepted it
   if (chmod(settings_.socket.c_str(), mode) != 0) return error = "chmod " + settings_.socket + ": " + std::strerror(errno), false;
   if (!settings_.socket_group.empty()) {
     const group* g = getgrnam(settings_.socket_group.c_str());
@@ -120,6 +121,13 @@ bool Server::peer_allowed(const ucred& peer) const {
 void Server::accept_clients() {
   for (;;) {
     const int s = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (s < 0 && (errno == EMFILE || errno == ENFILE) && !accept_paused_) {
+      // The connection waits in the backlog and the socket stays readable:
+      // stop watching it until a client leaves, or the loop would spin.
+      std::fprintf(stderr, "uroced: out of descriptors: new clients wait until one leaves\n");
+      epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
+      accept_paused_ = true;
+    }
     if (s < 0) return;
     ucred peer{};
     socklen_t len = sizeof peer;
@@ -147,6 +155,7 @@ void Server::drop(uint32_t id, const char* why) {
   if (!left.release()) leftovers_.push_back(std::move(left));
   std::fprintf(stderr, "uroced: client %u (pid %d) %s: its objects are gone\n", id, int(s.peer().pid), why);
   sessions_.erase(it);
+  if (accept_paused_ && add_fd(epoll_fd_, listen_fd_, kListen)) accept_paused_ = false;
 }
 
 void Server::on_event(uint64_t t, uint32_t events) {

@@ -41,6 +41,7 @@ class Server {
   std::vector<Leftover> leftovers_;
   uint32_t next_id_ = 1;
   bool armed_ = false;
+  bool accept_paused_ = false;  // out of descriptors: the listening socket is out of the epoll set
 };
 
 }  // namespace uroced

@@ -280,6 +280,7 @@ void Session::dispatch(Op op, const void* msg, size_t len, Received& r) {
       int fd = -1;
       rep.h.status = sized(sizeof(AllocMrReq)) ? alloc_mr(*static_cast<const AllocMrReq*>(msg), rep, fd) : EINVAL;
       reply(&rep, sizeof rep, rep.h.status == 0 ? fd : -1);
+      if (fd >= 0) close(fd);  // the client has its copy; the daemon keeps its mapping
       return;
     }
     case Op::reg_mr: {
@@ -434,8 +435,8 @@ int Session::create_qp(const CreateQpReq& req, CreateQpRep& rep) {
 int Session::destroy_qp(uint32_t handle) {
   Qp* qp = find(qps_, handle);
   if (qp == nullptr) return EINVAL;
-  // Completions of the QP still in its CQs are delivered to the client's
-  // rings before the QP goes.
+  // Completions of the QP already in its CQs stay there and reach the
+  // client's rings as any other.
   qp->qp.reset();
   --pds_.at(qp->pd).children;
   --cqs_.at(qp->send_cq).users;
@@ -478,8 +479,7 @@ int Session::register_mapping(uint32_t pd_handle, MappedMr&& m, void* addr, uint
   rep.key = m.mr->lkey();
   rep.addr = reinterpret_cast<uintptr_t>(addr);
   rep.length = length;
-  mr_by_key_[rep.key] = rep.mr;
-  mrs_.emplace(rep.mr, std::move(m));
+  mr_by_key_[rep.key] = &mrs_.emplace(rep.mr, std::move(m)).first->second;
   return 0;
 }
 
@@ -506,7 +506,6 @@ int Session::alloc_mr(const AllocMrReq& req, MrRep& rep, int& fd) {
     close(fd);
     fd = -1;
   }
-  // The fd goes to the client with the reply; the daemon keeps its mapping.
   return err;
 }
 

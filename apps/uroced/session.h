@@ -87,7 +87,7 @@ struct Cq {
   uint64_t bytes = 0;
   uint32_t entries = 0;
   uint32_t producer = 0;        // the daemon's copy: the arena's is only written
-  std::deque<ibv_wc> pending;   // made here (a refused WQE), waiting for room
+  std::deque<ibv_wc> pending;   // made here (a refused WQE), waiting for room; at most `entries`
   uint32_t users = 0;           // QPs that complete into it
   bool events_armed = false;
 };
@@ -152,8 +152,13 @@ class Session {
   int service_sq(Qp& qp);
   int service_rq(Qp& qp);
   int service_cq(Cq& cq);
+  // Slots the client has published past `consumer`, at most a batch.
+  unsigned new_slots(const uroce::daemon::RingHeader& ring, uint32_t consumer, uint32_t entries);
   // A WQE that fails validation: an error completion, the QP to error.
   void refuse(Qp& qp, uint64_t wr_id, ibv_wc_opcode op, ibv_wc_status status, bool send);
+  // False while the CQ already holds a ring's worth of refusals the client
+  // has not made room for: the WQE stays in its ring until then.
+  bool room_to_refuse(const Qp& qp, bool send) const;
   bool sge_ok(const Qp& qp, const ibv_sge& sge) const;
 
   uroce::Device& device_;
@@ -172,7 +177,8 @@ class Session {
   std::unordered_map<uint32_t, Qp> qps_;
   std::unordered_map<uint32_t, MappedMr> mrs_;
   std::unordered_map<uint32_t, Channel> channels_;
-  std::unordered_map<uint32_t, uint32_t> mr_by_key_;  // key -> handle
+  // key -> its entry in mrs_ (whose nodes do not move): one lookup per SGE.
+  std::unordered_map<uint32_t, const MappedMr*> mr_by_key_;
   bool broken_ = false;  // a ring index out of range: end the client
 };
 

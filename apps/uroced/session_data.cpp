@@ -5,6 +5,7 @@
 // the check and the use.
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstring>
 
 #include "session.h"
@@ -58,8 +59,21 @@ struct RecvBatch {
 bool Session::sge_ok(const Qp& qp, const ibv_sge& sge) const {
   auto key = mr_by_key_.find(sge.lkey);
   if (key == mr_by_key_.end()) return false;
-  const MappedMr& m = mrs_.at(key->second);
+  const MappedMr& m = *key->second;
   return m.pd == qp.pd && m.mr->contains(sge.addr, sge.length);
+}
+
+unsigned Session::new_slots(const RingHeader& ring, uint32_t consumer, uint32_t entries) {
+  // The producer index is read once; a client's index more than a ring
+  // ahead ends the client.
+  const uint32_t avail = ring.producer.value.load(std::memory_order_acquire) - consumer;
+  if (avail > entries) return broken_ = true, 0;
+  return std::min<uint32_t>(avail, kBatch);
+}
+
+bool Session::room_to_refuse(const Qp& qp, bool send) const {
+  const Cq& cq = cqs_.at(send ? qp.send_cq : qp.recv_cq);
+  return cq.pending.size() < cq.entries;
 }
 
 void Session::refuse(Qp& qp, uint64_t wr_id, ibv_wc_opcode op, ibv_wc_status status, bool send) {
@@ -79,28 +93,29 @@ void Session::refuse(Qp& qp, uint64_t wr_id, ibv_wc_opcode op, ibv_wc_status sta
 
 int Session::service_sq(Qp& qp) {
   auto* ring = reinterpret_cast<RingHeader*>(arena_.base() + qp.sq_offset);
-  const uint32_t producer = ring->producer.value.load(std::memory_order_acquire);
-  const uint32_t avail = producer - qp.sq_consumer;
-  if (avail == 0) return 0;
-  if (avail > qp.sq_entries) return broken_ = true, 0;
+  const unsigned n = new_slots(*ring, qp.sq_consumer, qp.sq_entries);
+  if (n == 0) return 0;
   static SendBatch b;  // the service thread is the only caller
   const SendSlot* slots = ring_slots<SendSlot>(ring);
-  const unsigned n = std::min<uint32_t>(avail, kBatch);
   unsigned built = 0;
   // A slot that fails its checks ends the batch; it is refused after the
   // ones before it are posted, so completions keep their order.
   ibv_wc_status refusal = IBV_WC_SUCCESS;
+  // The fields up to the inline bytes; those are copied only when used,
+  // straight into the batch (their length is taken from the copy).
+  constexpr size_t kSlotHead = offsetof(SendSlot, inline_data);
   SendSlot s;
   for (unsigned i = 0; i < n; ++i) {
-    std::memcpy(&s, &slots[(qp.sq_consumer + i) & (qp.sq_entries - 1)], sizeof s);
+    const SendSlot& shared = slots[(qp.sq_consumer + i) & (qp.sq_entries - 1)];
+    std::memcpy(&s, &shared, kSlotHead);
     uroce::SendWr& w = b.wr[built];
     w = uroce::SendWr{};
     w.wr_id = s.wr_id;
     const bool is_inline = (s.send_flags & IBV_SEND_INLINE) != 0;
     bool ok = rc_opcode(s.opcode) && (s.send_flags & ~kSendFlags) == 0;
     if (ok && is_inline) {
-      ok = s.inline_len <= qp.max_inline;
-      std::memcpy(b.inline_data[built], s.inline_data, std::min<uint32_t>(s.inline_len, kMaxInline));
+      ok = s.inline_len <= qp.max_inline;  // max_inline <= kMaxInline
+      if (ok) std::memcpy(b.inline_data[built], shared.inline_data, s.inline_len);
       b.sge[built][0] = ibv_sge{reinterpret_cast<uintptr_t>(b.inline_data[built]), s.inline_len, 0};
       w.num_sge = s.inline_len > 0 ? 1 : 0;
     } else if (ok) {
@@ -139,14 +154,19 @@ int Session::service_sq(Qp& qp) {
       return int(taken);
     }
     if (err != 0) {
-      const uint32_t taken = uint32_t(bad - &b.wr[0]);
-      refuse(qp, bad->wr_id, wc_opcode(bad->opcode), IBV_WC_LOC_QP_OP_ERR, true);
-      qp.sq_consumer += taken + 1;
+      uint32_t taken = uint32_t(bad - &b.wr[0]);
+      if (room_to_refuse(qp, true)) {
+        refuse(qp, bad->wr_id, wc_opcode(bad->opcode), IBV_WC_LOC_QP_OP_ERR, true);
+        ++taken;
+      }
+      qp.sq_consumer += taken;
       ring->consumer.value.store(qp.sq_consumer, std::memory_order_release);
-      return int(taken + 1);
+      return int(taken);
     }
   }
-  const unsigned done = refusal != IBV_WC_SUCCESS ? 1 : 0;
+  // A refusal waits in the ring while the client leaves its CQ full: the
+  // daemon holds at most a ring's worth of made completions per CQ.
+  const unsigned done = refusal != IBV_WC_SUCCESS && room_to_refuse(qp, true) ? 1 : 0;
   if (done) refuse(qp, s.wr_id, wc_opcode(s.opcode), refusal, true);
   qp.sq_consumer += built + done;
   ring->consumer.value.store(qp.sq_consumer, std::memory_order_release);
@@ -155,13 +175,10 @@ int Session::service_sq(Qp& qp) {
 
 int Session::service_rq(Qp& qp) {
   auto* ring = reinterpret_cast<RingHeader*>(arena_.base() + qp.rq_offset);
-  const uint32_t producer = ring->producer.value.load(std::memory_order_acquire);
-  const uint32_t avail = producer - qp.rq_consumer;
-  if (avail == 0) return 0;
-  if (avail > qp.rq_entries) return broken_ = true, 0;
+  const unsigned n = new_slots(*ring, qp.rq_consumer, qp.rq_entries);
+  if (n == 0) return 0;
   static RecvBatch b;
   const RecvSlot* slots = ring_slots<RecvSlot>(ring);
-  const unsigned n = std::min<uint32_t>(avail, kBatch);
   unsigned built = 0;
   bool refused = false;
   RecvSlot s;
@@ -186,15 +203,18 @@ int Session::service_rq(Qp& qp) {
     const uroce::RecvWr* bad = nullptr;
     const int err = qp.qp->post_recv(&b.wr[0], &bad);
     if (err != 0) {
-      const uint32_t taken = uint32_t(bad - &b.wr[0]);
-      if (err != ENOMEM) refuse(qp, bad->wr_id, IBV_WC_RECV, IBV_WC_LOC_QP_OP_ERR, false);
-      qp.rq_consumer += taken + (err != ENOMEM ? 1 : 0);
+      uint32_t taken = uint32_t(bad - &b.wr[0]);
+      if (err != ENOMEM && room_to_refuse(qp, false)) {
+        refuse(qp, bad->wr_id, IBV_WC_RECV, IBV_WC_LOC_QP_OP_ERR, false);
+        ++taken;
+      }
+      qp.rq_consumer += taken;
       ring->consumer.value.store(qp.rq_consumer, std::memory_order_release);
       return int(taken);
     }
   }
-  const unsigned done = refused ? 1 : 0;
-  if (refused) refuse(qp, s.wr_id, IBV_WC_RECV, IBV_WC_LOC_PROT_ERR, false);
+  const unsigned done = refused && room_to_refuse(qp, false) ? 1 : 0;
+  if (done) refuse(qp, s.wr_id, IBV_WC_RECV, IBV_WC_LOC_PROT_ERR, false);
   qp.rq_consumer += built + done;
   ring->consumer.value.store(qp.rq_consumer, std::memory_order_release);
   return int(built + done);

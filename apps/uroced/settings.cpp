@@ -3,7 +3,11 @@
 
 #include <rte_cfgfile.h>
 
+#include <algorithm>
 #include <charconv>
+#include <string>
+#include <utility>
+#include <vector>
 #include <memory>
 
 namespace uroced {
@@ -33,6 +37,35 @@ struct Reader {
   }
 };
 
+// What the file may set; anything else is a mistake worth naming (a key
+// spelt wrong would otherwise leave its default in force unnoticed).
+// The keys of a section, or nullptr for a section the file may not have.
+const std::vector<std::string>* known_keys(const std::string& section) {
+  static const std::vector<std::pair<std::string, std::vector<std::string>>> kKeys = {
+      {"daemon", {"socket", "socket_mode", "socket_group", "allow_uids", "eal", "engine_cpu"}},
+      {"port", {"dev", "ip", "mac", "mtu"}},
+      {"limits", {"max_pd", "max_cq", "max_qp", "max_mr", "max_mr_bytes", "arena_bytes"}},
+  };
+  for (const auto& [name, keys] : kKeys)
+    if (name == section) return &keys;
+  return nullptr;
+}
+
+bool only_known_keys(rte_cfgfile* cfg, std::string& error) {
+  const int sections = rte_cfgfile_num_sections(cfg, "", 0);
+  std::vector<rte_cfgfile_entry> entries(256);
+  for (int i = 0; i < sections; ++i) {
+    char name[CFG_NAME_LEN] = {};
+    const int n = rte_cfgfile_section_entries_by_index(cfg, i, name, entries.data(), int(entries.size()));
+    const std::vector<std::string>* keys = known_keys(name);
+    if (keys == nullptr) return error = std::string("unknown section [") + name + "]", false;
+    for (int k = 0; k < n; ++k)
+      if (std::find(keys->begin(), keys->end(), entries[size_t(k)].name) == keys->end())
+        return error = std::string("[") + name + "] " + entries[size_t(k)].name + ": unknown key", false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool parse_uids(const std::string& text, std::vector<uid_t>& out) {
@@ -48,9 +81,28 @@ bool parse_uids(const std::string& text, std::vector<uid_t>& out) {
   return true;
 }
 
+bool parse_mode(const std::string& text, mode_t& out) {
+  unsigned mode = 0;
+  if (!parse_number(text.c_str(), mode, 8) || mode > 07777) return false;
+  out = mode_t(mode);
+  return true;
+}
+
+bool check_settings(const Settings& s, std::string& error) {
+  mode_t mode;
+  if (!parse_mode(s.socket_mode, mode))
+    return error = "socket mode '" + s.socket_mode + "' is not octal permission bits (such as 0660)", false;
+  if (s.limits.arena_bytes < kMinArenaBytes)
+    return error = "[limits] arena_bytes = " + std::to_string(s.limits.arena_bytes) + " is below the minimum of " +
+                   std::to_string(kMinArenaBytes),
+           false;
+  return true;
+}
+
 bool load_config(const std::string& file, Settings& s, std::string& error) {
   std::unique_ptr<rte_cfgfile, int (*)(rte_cfgfile*)> cfg(rte_cfgfile_load(file.c_str(), 0), rte_cfgfile_close);
   if (!cfg) return error = "cannot read the configuration file " + file, false;
+  if (!only_known_keys(cfg.get(), error)) return error = file + ": " + error, false;
   const Reader r{cfg.get(), error};
   r.text("daemon", "socket", s.socket);
   r.text("daemon", "socket_mode", s.socket_mode);

@@ -36,5 +36,12 @@ struct Settings {
 bool load_config(const std::string& file, Settings& s, std::string& error);
 // "1000,1001" -> uids; false on anything else.
 bool parse_uids(const std::string& text, std::vector<uid_t>& out);
+// "0660" -> permission bits (octal, at most 07777); false on anything else.
+bool parse_mode(const std::string& text, mode_t& out);
+// The values no parser catches; false with a message naming the setting.
+bool check_settings(const Settings& s, std::string& error);
+
+// An arena holds its header page and at least a few rings.
+inline constexpr uint64_t kMinArenaBytes = 64 << 10;
 
 }  // namespace uroced

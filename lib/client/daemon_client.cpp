@@ -452,16 +452,44 @@ int QueuePair::query(ibv_qp_attr& attr) {
   return err;
 }
 
+int QueuePair::check_send(const SendWr& wr) const {
+  if (conn_->dead()) return EIO;
+  if (state_ == IBV_QPS_RESET || state_ == IBV_QPS_INIT || state_ == IBV_QPS_RTR) return EINVAL;
+  if (wr.num_sge < 0 || uint32_t(wr.num_sge) > max_send_sge_) return EINVAL;
+  if (wr.send_flags & IBV_SEND_INLINE) {
+    uint64_t total = 0;  // 32-bit lengths that wrap must not pass the check
+    for (int i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
+    if (total > max_inline_) return EINVAL;
+  }
+  return 0;
+}
+
+int QueuePair::post_send_all(const SendWr* wr, const SendWr** bad) {
+  uint32_t n = 0;
+  for (const SendWr* w = wr; w != nullptr; w = w->next, ++n) {
+    if (const int err = check_send(*w)) {
+      if (bad != nullptr) *bad = w;
+      return err;
+    }
+  }
+  // Room only grows between this check and the post (the daemon consumes,
+  // this thread alone produces): the post then takes every WR.
+  const auto* ring = static_cast<const RingHeader*>(sq_);
+  if (sq_entries_ - (sq_producer_ - ring->consumer.value.load(std::memory_order_acquire)) < n) {
+    if (bad != nullptr) *bad = wr;
+    return ENOMEM;
+  }
+  return post_send(wr, bad);
+}
+
 int QueuePair::post_send(const SendWr* wr, const SendWr** bad) {
   auto* ring = static_cast<RingHeader*>(sq_);
   SendSlot* slots = ring_slots<SendSlot>(ring);
   const uint32_t start = sq_producer_;
   int err = 0;
   for (; wr != nullptr; wr = wr->next) {
-    if (conn_->dead()) err = EIO;
-    else if (state_ == IBV_QPS_RESET || state_ == IBV_QPS_INIT || state_ == IBV_QPS_RTR) err = EINVAL;
-    else if (wr->num_sge < 0 || uint32_t(wr->num_sge) > max_send_sge_) err = EINVAL;
-    else if (sq_producer_ - ring->consumer.value.load(std::memory_order_acquire) >= sq_entries_) err = ENOMEM;
+    err = check_send(*wr);
+    if (err == 0 && sq_producer_ - ring->consumer.value.load(std::memory_order_acquire) >= sq_entries_) err = ENOMEM;
     if (err != 0) break;
     SendSlot& s = slots[sq_producer_ & (sq_entries_ - 1)];
     s.wr_id = wr->wr_id;
@@ -480,12 +508,6 @@ int QueuePair::post_send(const SendWr* wr, const SendWr** bad) {
     }
     s.inline_len = 0;
     if (wr->send_flags & IBV_SEND_INLINE) {
-      uint32_t total = 0;
-      for (int i = 0; i < wr->num_sge; ++i) total += wr->sg_list[i].length;
-      if (total > max_inline_) {
-        err = EINVAL;
-        break;
-      }
       for (int i = 0; i < wr->num_sge; ++i) {
         std::memcpy(s.inline_data + s.inline_len, reinterpret_cast<const void*>(uintptr_t(wr->sg_list[i].addr)),
                     wr->sg_list[i].length);

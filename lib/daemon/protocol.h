@@ -103,7 +103,7 @@ struct CreateQpReq {
   uint32_t pd;
   uint32_t send_cq;
   uint32_t recv_cq;
-  uint32_t qp_type;  // ibv_qp_type; RC only so far
+  uint32_t qp_type;  // ibv_qp_type; RC only
   uint32_t max_send_wr;
   uint32_t max_recv_wr;
   uint32_t max_send_sge;

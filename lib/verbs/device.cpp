@@ -183,7 +183,7 @@ int Device::wait_async_event(AsyncEvent& ev) {
 }
 
 DeviceCounters Device::counters() const {
-  if (remote_) return {};  // the daemon's, not reported to clients yet
+  if (remote_) return {};  // the daemon keeps them; clients read zero
   detail::Pause pause(*thread_);
   DeviceCounters c = engine_->counters();
   c.transport = engine_->retired();

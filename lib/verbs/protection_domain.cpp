@@ -151,6 +151,7 @@ int ProtectionDomain::dereg_mr(std::unique_ptr<MemoryRegion>& mr) {
 }
 
 std::unique_ptr<MemoryWindow> ProtectionDomain::alloc_mw(ibv_mw_type type, int& err) {
+  if (remote_) return err = EOPNOTSUPP, nullptr;  // uroced serves no memory windows
   detail::Pause pause(detail::to_thread(*device_));
   if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2) {
     err = EINVAL;
@@ -253,7 +254,7 @@ std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, i
 }
 
 std::unique_ptr<SharedReceiveQueue> ProtectionDomain::create_srq(const SrqInitAttr& attr, int& err) {
-  if (remote_) return err = EOPNOTSUPP, nullptr;  // not through uroced yet
+  if (remote_) return err = EOPNOTSUPP, nullptr;  // uroced serves no SRQs
   detail::Pause pause(detail::to_thread(*device_));
   const DeviceLimits& lim = device_->limits();
   if (attr.max_wr == 0 || attr.max_wr > lim.max_qp_wr || attr.max_sge == 0 || attr.max_sge > lim.max_sge) {
@@ -266,7 +267,7 @@ std::unique_ptr<SharedReceiveQueue> ProtectionDomain::create_srq(const SrqInitAt
 }
 
 std::unique_ptr<AddressHandle> ProtectionDomain::create_ah(const ibv_ah_attr& attr, int& err) {
-  if (remote_) return err = EOPNOTSUPP, nullptr;  // UD is not through uroced yet
+  if (remote_) return err = EOPNOTSUPP, nullptr;  // uroced serves no UD
   detail::Pause pause(detail::to_thread(*device_));
   if (!attr.is_global || attr.grh.sgid_index >= device_->gids().size()) {
     err = EINVAL;

@@ -86,6 +86,7 @@ int QueuePair::post_send(const SendWr* wr, const SendWr** bad) {
 }
 
 int QueuePair::post_send_all(const SendWr* wr, const SendWr** bad) {
+  if (remote_) return remote_->post_send_all(wr, bad);
   // Room only grows between the check and the post (the engine retires
   // WRs, this thread alone posts): the post then takes every WR.
   if (sub_ != nullptr && sub_->thread->threaded()) {
@@ -134,7 +135,7 @@ ibv_qp_state QueuePair::state() const {
 }
 
 const TransportCounters& QueuePair::counters() const {
-  if (remote_) return counters_snapshot_;  // the daemon's, not reported to clients yet
+  if (remote_) return counters_snapshot_;  // the daemon keeps them; clients read zero
   detail::EngineThread& thread = detail::to_thread(pd_->device());
   if (!thread.threaded()) return impl_->counters;
   detail::Pause pause(thread);

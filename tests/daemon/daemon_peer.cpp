@@ -4,7 +4,7 @@
 //   daemon_peer SOCKET pair        two clients: WRITE, SEND, READ both ways, data checked
 //   daemon_peer SOCKET remote SOCKET2   the same with the second client on another daemon
 //   daemon_peer SOCKET kill        a third client killed -9: its peer sees errors, the other pair goes on
-//   daemon_peer SOCKET isolation   another client's lkey, a bad rkey, malformed control messages
+//   daemon_peer SOCKET isolation   another client's lkey, a bad rkey, malformed control messages and rings
 //   daemon_peer SOCKET fork        registered malloc'd memory: neighbours intact, a child gets a copy
 //   daemon_peer SOCKET events      a client asleep on a completion channel
 //   daemon_peer SOCKET quota       max_qp = 1 per client
@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -432,6 +433,142 @@ void check_protocol() {
   close(fd);
 }
 
+// post_send_all posts a chain whole or not at all.
+void check_post_send_all(Side& a, const Info& b) {
+  std::vector<ibv_sge> sges(65, ibv_sge{reinterpret_cast<uintptr_t>(a.buf), 64, a.mr->lkey()});
+  std::vector<SendWr> chain(65);
+  for (size_t i = 0; i < chain.size(); ++i) {
+    chain[i].wr_id = 1000 + i;
+    chain[i].sg_list = &sges[i];
+    chain[i].num_sge = 1;
+    chain[i].opcode = IBV_WR_RDMA_WRITE;
+    chain[i].send_flags = IBV_SEND_SIGNALED;
+    chain[i].wr.rdma = {b.addr, b.rkey};
+    chain[i].next = i + 1 < chain.size() ? &chain[i + 1] : nullptr;
+  }
+  const SendWr* bad = nullptr;
+  // 65 WRs on a 64-slot send queue: none goes.
+  check(a.qp->post_send_all(&chain[0], &bad) == ENOMEM && bad == &chain[0], "post_send_all of 65 WRs is not ENOMEM");
+  // The third WR has too many SGEs: none goes.
+  chain[3].next = nullptr;
+  chain[2].num_sge = 3;
+  check(a.qp->post_send_all(&chain[0], &bad) == EINVAL && bad == &chain[2], "post_send_all: the bad WR is not named");
+  ibv_wc wc{};
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  check(a.cq->poll(1, &wc) == 0, "a refused post_send_all posted something");
+  chain[2].num_sge = 1;
+  check(a.qp->post_send_all(&chain[0], &bad) == 0, "post_send_all of 4 WRs");
+  for (uint64_t i = 0; i < 4; ++i) {
+    const ibv_wc w = a.expect(IBV_WC_SUCCESS, "post_send_all's WRITE");
+    check(w.wr_id == 1000 + i, "post_send_all's completions are out of order");
+  }
+}
+
+// A raw request whose whole reply (and descriptors) the caller keeps.
+template <typename Rep>
+Rep raw_rpc(int sock, const void* req, size_t len, daemon::Received* fds = nullptr) {
+  check(daemon::send_datagram(sock, req, len, nullptr, 0) == 0, "raw send");
+  Rep rep{};
+  daemon::Received r = daemon::recv_datagram(sock, &rep, sizeof rep);
+  check(r.len == ssize_t(sizeof rep), "raw reply of the wrong size");
+  if (fds != nullptr)
+    *fds = r;
+  else
+    daemon::close_fds(r);
+  return rep;
+}
+
+size_t open_fds(pid_t pid) {
+  size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) n += e.exists() ? 1 : 0;
+  return n;
+}
+
+// Regions the daemon made, allocated and freed many times: the daemon
+// keeps no descriptor of them (a client cannot make it run out).
+void check_no_fd_leak() {
+  const int s = raw_socket();
+  ucred peer{};
+  socklen_t len = sizeof peer;
+  check(getsockopt(s, SOL_SOCKET, SO_PEERCRED, &peer, &len) == 0, "SO_PEERCRED");
+  close(s);
+  std::string error;
+  auto conn = Connection::connect(g_socket, error);
+  check(conn != nullptr, "connect: " + error);
+  int err = 0;
+  auto pd = conn->alloc_pd(err);
+  check(pd != nullptr, "alloc_pd");
+  const size_t before = open_fds(peer.pid);
+  for (int i = 0; i < 32; ++i) {
+    auto mr = pd->alloc_mr(4096, IBV_ACCESS_LOCAL_WRITE, err);
+    check(mr != nullptr, "alloc_mr " + std::to_string(err));
+    check(pd->dereg_mr(mr) == 0, "dereg_mr");
+  }
+  const size_t after = open_fds(peer.pid);
+  check(after <= before + 2, "the daemon holds " + std::to_string(after - before) +
+                                 " more descriptors after 32 alloc_mr/dereg_mr");
+}
+
+// A client that writes its rings by hand: refused WQEs whose completions it
+// never polls, then a producer index beyond the ring.
+void check_hostile_rings() {
+  const int s = raw_socket();
+  daemon::HelloReq h{{daemon::Op::hello, sizeof(daemon::HelloReq)}, daemon::kMagic, daemon::kVersion};
+  daemon::Received fds;
+  const auto hello = raw_rpc<daemon::HelloRep>(s, &h, sizeof h, &fds);
+  check(hello.h.status == 0 && fds.nfds == 3, "raw HELLO");
+  auto* arena = static_cast<uint8_t*>(
+      mmap(nullptr, hello.arena_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds.fds[0], 0));
+  check(arena != MAP_FAILED, "map the arena");
+  const int doorbell = fds.fds[1];
+  daemon::AllocPdReq pdq{{daemon::Op::alloc_pd, sizeof(daemon::AllocPdReq)}};
+  const auto pd = raw_rpc<daemon::HandleRep>(s, &pdq, sizeof pdq);
+  daemon::CreateCqReq cqq{{daemon::Op::create_cq, sizeof(daemon::CreateCqReq)}, 16, 0};
+  const auto cq = raw_rpc<daemon::CreateCqRep>(s, &cqq, sizeof cqq);
+  daemon::CreateQpReq qpq{{daemon::Op::create_qp, sizeof(daemon::CreateQpReq)}, pd.handle, cq.cq, cq.cq,
+                          IBV_QPT_RC, 16, 16, 1, 1, 0, 0};
+  const auto qp = raw_rpc<daemon::CreateQpRep>(s, &qpq, sizeof qpq);
+  check(pd.h.status == 0 && cq.h.status == 0 && qp.h.status == 0, "raw PD, CQ and QP");
+  auto* sq = reinterpret_cast<daemon::RingHeader*>(arena + qp.sq_offset);
+  auto* slots = daemon::ring_slots<daemon::SendSlot>(sq);
+  // WQEs with an lkey that is nobody's, posted as fast as the ring takes
+  // them, for a second: each is refused, and the daemon keeps the
+  // refusals only while there is room for them (CQ ring, then a ring's
+  // worth more), so it soon stops taking them.
+  uint32_t producer = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (std::chrono::steady_clock::now() < until) {
+    if (producer - sq->consumer.value.load(std::memory_order_acquire) < qp.sq_entries) {
+      daemon::SendSlot& w = slots[producer & (qp.sq_entries - 1)];
+      w = daemon::SendSlot{};
+      w.wr_id = producer;
+      w.opcode = IBV_WR_SEND;
+      w.num_sge = 1;
+      w.sge[0] = ibv_sge{0x1000, 8, 0xdead};
+      sq->producer.value.store(++producer, std::memory_order_release);
+    }
+    const uint64_t one = 1;
+    (void)!write(doorbell, &one, sizeof one);
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  const uint32_t taken = sq->consumer.value.load(std::memory_order_acquire);
+  check(taken >= cq.entries && taken <= 2 * cq.entries + qp.sq_entries,
+        "the daemon took " + std::to_string(taken) + " refused WQEs for a CQ of " + std::to_string(cq.entries));
+  // A producer index more than a ring ahead: the daemon ends this client
+  // (its socket closes) and goes on serving others.
+  sq->producer.value.store(sq->consumer.value.load() + qp.sq_entries + 5, std::memory_order_release);
+  const uint64_t one = 1;
+  (void)!write(doorbell, &one, sizeof one);
+  check(readable(s, 2000), "the daemon did not end a client whose producer index ran past its ring");
+  char c;
+  check(recv(s, &c, 1, 0) == 0, "the daemon's socket did not close");
+  munmap(arena, hello.arena_bytes);
+  daemon::close_fds(fds);
+  close(s);
+  std::string error;
+  check(Connection::connect(g_socket, error) != nullptr, "the daemon serves no one after a hostile client: " + error);
+}
+
 int run_isolation() {
   int sp[2];
   check(socketpair(AF_UNIX, SOCK_STREAM, 0, sp) == 0, "socketpair");
@@ -451,6 +588,7 @@ int run_isolation() {
   send_info(sp[0], a.info());
   a.connect_to(b);
   sync_wait(sp[0]);
+  check_post_send_all(a, b);
   // A WRITE that runs past the peer's region: a remote access error.
   a.post(IBV_WR_RDMA_WRITE, 0, 64, b, kBytes - 32);
   a.expect(IBV_WC_REM_ACCESS_ERR, "a WRITE past the peer's region");
@@ -469,7 +607,9 @@ int run_isolation() {
   sync_send(sp[0]);
   check(child_ok(child), "the other client failed");
   check_protocol();
-  std::printf("isolation: foreign lkey, bad remote range and malformed requests refused\n");
+  check_no_fd_leak();
+  check_hostile_rings();
+  std::printf("isolation: foreign lkey, bad remote range, malformed requests and rings refused\n");
   return 0;
 }
 

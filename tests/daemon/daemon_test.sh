@@ -82,17 +82,9 @@ case $case_ in
   remote)
     # Two daemons joined by a memif link, a client on each: the QPs meet
     # over the wire (ARP first), not in one engine.
-    link="role=%s,id=0,socket=$work/memif.sock,socket-abstract=no"
-    start --dev "net_memif0,$(printf "$link" server)" --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512"
-    sock2=$work/uroced2.sock
-    "$uroced" --dev "net_memif0,$(printf "$link" client)" --ip 10.0.0.2 --socket "$sock2" --eal "--no-huge -m 512" \
-      >"$work/second.log" 2>&1 &
-    second=$!
-    for _ in $(seq 100); do [ -S "$sock2" ] && break; sleep 0.1; done
-    [ -S "$sock2" ] || { cat "$work/second.log"; fail "the second uroced did not listen"; }
+    start_linked
     timeout 60 "$peer" "$sock" remote "$sock2" || { cat "$work/second.log"; fail "daemon_peer remote exited $?"; }
-    kill -TERM "$second"; wait "$second" || fail "the second uroced exited $? on SIGTERM"
-    second=
+    stop_second
     stop ;;
   events)
     start_default
@@ -104,6 +96,7 @@ case $case_ in
     wait "$DPID" 2>/dev/null; DPID= ;;
   config)
     # The INI file, with the command line on top of it; the socket's mode.
+    # (A daemon that wrongly accepts a bad setting is stopped by timeout.)
     cat >"$work/uroced.conf" <<CONF
 [daemon]
 socket = $work/from-config.sock
@@ -124,7 +117,18 @@ CONF
     grep -q "cannot read the configuration file" "$work/out" || fail "no message for a missing config file"
     printf '[limits]\nmax_qp = many\n' >"$work/bad.conf"
     "$uroced" --config "$work/bad.conf" --dev net_ring0 --ip 10.0.0.1 >"$work/out" 2>&1 && fail "a bad number was accepted"
-    grep -q "max_qp = 'many' is not a number" "$work/out" || fail "no message for a bad number" ;;
+    grep -q "max_qp = 'many' is not a number" "$work/out" || fail "no message for a bad number"
+    timeout 10 "$uroced" --dev net_ring0 --ip 10.0.0.1 --socket-mode 0998 >"$work/out" 2>&1 && fail "a socket mode of 0998 was accepted"
+    grep -q "socket mode '0998' is not octal permission bits" "$work/out" || fail "no message for a bad socket mode"
+    printf '[limits]\nmax_qps = 1\n' >"$work/bad.conf"
+    timeout 10 "$uroced" --config "$work/bad.conf" --dev net_ring0 --ip 10.0.0.1 >"$work/out" 2>&1 && fail "an unknown key was accepted"
+    grep -q "bad.conf: \[limits\] max_qps: unknown key" "$work/out" || fail "no message for an unknown key"
+    printf '[limit]\nmax_qp = 1\n' >"$work/bad.conf"
+    timeout 10 "$uroced" --config "$work/bad.conf" --dev net_ring0 --ip 10.0.0.1 >"$work/out" 2>&1 && fail "an unknown section was accepted"
+    grep -q "unknown section \[limit\]" "$work/out" || fail "no message for an unknown section"
+    printf '[limits]\narena_bytes = 100\n' >"$work/bad.conf"
+    timeout 10 "$uroced" --config "$work/bad.conf" --dev net_ring0 --ip 10.0.0.1 >"$work/out" 2>&1 && fail "a 100-byte arena was accepted"
+    grep -q "arena_bytes = 100 is below the minimum" "$work/out" || fail "no message for a small arena" ;;
   perf)
     # uroce-perf's two ends as two Devices opened on the daemon's socket
     # (the native API, no EAL in uroce-perf), data checked.

@@ -107,7 +107,7 @@ struct QpInitAttr {
   CompletionQueue* send_cq = nullptr;
   CompletionQueue* recv_cq = nullptr;
   ibv_qp_cap cap{};  // max_send_sge, max_recv_sge up to 4, max_inline_data up to 256
-  ibv_qp_type qp_type = IBV_QPT_RC;  // RC only so far
+  ibv_qp_type qp_type = IBV_QPT_RC;  // RC only
   int sq_sig_all = 0;
 };
 
@@ -123,6 +123,9 @@ class QueuePair {
   // is gone). A WR the daemon refuses (an lkey not of this PD, a range
   // outside its region) completes with an error and the QP goes to error.
   int post_send(const SendWr* wr, const SendWr** bad);
+  // post_send, all or nothing: every WR of the chain, or none and *bad is
+  // the first WR refused.
+  int post_send_all(const SendWr* wr, const SendWr** bad);
   int post_recv(const RecvWr* wr, const RecvWr** bad);
   uint32_t qp_num() const { return qpn_; }
   ibv_qp_state state() const { return state_; }
@@ -132,6 +135,8 @@ class QueuePair {
   friend class ProtectionDomain;
   QueuePair() = default;
   void doorbell();
+  // What post_send refuses a WR for, ring room aside: 0 or an errno.
+  int check_send(const SendWr& wr) const;
   Connection* conn_ = nullptr;
   uint32_t handle_ = 0, qpn_ = 0;
   ibv_qp_state state_ = IBV_QPS_RESET;
