@@ -83,7 +83,7 @@ case $case_ in
     # Two daemons joined by a memif link, a client on each: the QPs meet
     # over the wire (ARP first), not in one engine.
     start_linked
-    timeout 60 "$peer" "$sock" remote "$sock2" || { cat "$work/second.log"; fail "daemon_peer remote exited $?"; }
+    timeout 60 "$peer" "$sock" remote "$sock2" || { rc=$?; cat "$work/second.log"; fail "daemon_peer remote exited $rc"; }
     stop_second
     stop ;;
   events)
@@ -137,7 +137,7 @@ CONF
       s="-s 4096"; want=4096
       case $t in atomic*) s=; want=8 ;; esac
       timeout 60 "$perf" $t --daemon "$sock" --verify -n 200 $s >"$work/out" 2>&1 ||
-        { cat "$work/out"; fail "uroce-perf $t --daemon exited $?"; }
+        { rc=$?; cat "$work/out"; fail "uroce-perf $t --daemon exited $rc"; }
       grep -q "data verified" "$work/out" || { cat "$work/out"; fail "$t: no 'data verified'"; }
       [ "$(grep -cE "^ $want +[24]00 " "$work/out")" = 1 ] || { cat "$work/out"; fail "$t: no result row"; }
     done
@@ -155,7 +155,7 @@ CONF
     "$run" --daemon "$sock" --dev net_null0 -- true >/dev/null 2>&1 && fail "--daemon with --dev was accepted"
     start_default
     out=$work/devinfo.out
-    timeout 30 "$run" --daemon "$sock" -- ibv_devinfo -v >"$out" 2>&1 || { cat "$out"; fail "ibv_devinfo -v exited $?"; }
+    timeout 30 "$run" --daemon "$sock" -- ibv_devinfo -v >"$out" 2>&1 || { rc=$?; cat "$out"; fail "ibv_devinfo -v exited $rc"; }
     for re in "^hca_id:\s+uroce0$" "^\s+state:\s+PORT_ACTIVE \(4\)$" "^\s+link_layer:\s+Ethernet$" \
               "^\s+active_mtu:\s+1024 \(3\)$" "^\s+GID\[  0\]:\s+fe80::[0-9a-f:]+, RoCE v2$" \
               "^\s+GID\[  1\]:\s+::ffff:10\.0\.0\.1, RoCE v2$" "^\s+max_sge:\s+4$"; do
