@@ -452,7 +452,10 @@ int QueuePair::query(ibv_qp_attr& attr) {
   return err;
 }
 
-int QueuePair::post_send(const SendWr* wr, const SendWr** bad) {
+int QueuePair::post_send(const SendWr* wr, const SendWr** bad) { return post_sends(wr, bad, false); }
+int QueuePair::post_send_all(const SendWr* wr, const SendWr** bad) { return post_sends(wr, bad, true); }
+
+int QueuePair::post_sends(const SendWr* wr, const SendWr** bad, bool all) {
   auto* ring = static_cast<RingHeader*>(sq_);
   SendSlot* slots = ring_slots<SendSlot>(ring);
   const uint32_t start = sq_producer_;
@@ -496,6 +499,8 @@ int QueuePair::post_send(const SendWr* wr, const SendWr** bad) {
     }
     ++sq_producer_;
   }
+  // Slots past the published producer are not the daemon's to read.
+  if (err != 0 && all) sq_producer_ = start;
   if (sq_producer_ != start) {
     ring->producer.value.store(sq_producer_, std::memory_order_release);
     conn_->ring_doorbell();

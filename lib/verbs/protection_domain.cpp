@@ -151,6 +151,7 @@ int ProtectionDomain::dereg_mr(std::unique_ptr<MemoryRegion>& mr) {
 }
 
 std::unique_ptr<MemoryWindow> ProtectionDomain::alloc_mw(ibv_mw_type type, int& err) {
+  if (remote_) return err = EOPNOTSUPP, nullptr;  // not through uroced yet
   detail::Pause pause(detail::to_thread(*device_));
   if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2) {
     err = EINVAL;

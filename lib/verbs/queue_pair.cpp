@@ -86,6 +86,7 @@ int QueuePair::post_send(const SendWr* wr, const SendWr** bad) {
 }
 
 int QueuePair::post_send_all(const SendWr* wr, const SendWr** bad) {
+  if (remote_) return remote_->post_send_all(wr, bad);
   // Room only grows between the check and the post (the engine retires
   // WRs, this thread alone posts): the post then takes every WR.
   if (sub_ != nullptr && sub_->thread->threaded()) {

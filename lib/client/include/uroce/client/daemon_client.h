@@ -123,6 +123,9 @@ class QueuePair {
   // is gone). A WR the daemon refuses (an lkey not of this PD, a range
   // outside its region) completes with an error and the QP goes to error.
   int post_send(const SendWr* wr, const SendWr** bad);
+  // As post_send, but all or nothing: on an error no WR of the list is
+  // posted (ibv_wr_complete's promise).
+  int post_send_all(const SendWr* wr, const SendWr** bad);
   int post_recv(const RecvWr* wr, const RecvWr** bad);
   uint32_t qp_num() const { return qpn_; }
   ibv_qp_state state() const { return state_; }
@@ -131,6 +134,7 @@ class QueuePair {
  private:
   friend class ProtectionDomain;
   QueuePair() = default;
+  int post_sends(const SendWr* wr, const SendWr** bad, bool all);
   void doorbell();
   Connection* conn_ = nullptr;
   uint32_t handle_ = 0, qpn_ = 0;
