@@ -8,6 +8,7 @@
 
 #include <infiniband/verbs.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -203,6 +204,12 @@ inline Cq* cq_of(ibv_cq* c) { return reinterpret_cast<Cq*>(c); }
 inline Qp* qp_of(ibv_qp* q) { return reinterpret_cast<Qp*>(q); }
 inline Srq* srq_of(ibv_srq* s) { return reinterpret_cast<Srq*>(s); }
 inline Channel* channel_of(ibv_comp_channel* c) { return reinterpret_cast<Channel*>(c); }
+
+// Takes x out of one of the DeviceRec's or Channel's lists.
+template <class T>
+void erase_one(std::vector<T*>& v, T* x) {
+  v.erase(std::remove(v.begin(), v.end(), x), v.end());
+}
 
 // Blocks on the object's cond until `acked()` holds: destroying a CQ, QP
 // or SRQ waits until the events handed out for it are acknowledged, as

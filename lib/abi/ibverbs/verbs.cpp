@@ -153,11 +153,6 @@ int poll_cq_op(ibv_cq* c, int n, ibv_wc* wc) {
 
 int req_notify_cq_op(ibv_cq* c, int solicited_only) { return cq_of(c)->impl->req_notify(solicited_only != 0); }
 
-template <class T>
-void erase_one(std::vector<T*>& v, T* x) {
-  v.erase(std::remove(v.begin(), v.end(), x), v.end());
-}
-
 Context& ctx_of_pd(ibv_pd* p) { return *ctx_of(p->context); }
 
 void fill_qp_cap(const QueuePair& qp, ibv_qp_cap& cap) {
