@@ -211,7 +211,10 @@ void EngineThread::loop(int cpu) {
   // Naps end when asked: a slack of 50 us (Linux's default) on each would
   // add to the latency of the first frame after a quiet spell.
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+  // A caller may drive as soon as threaded_ is set, before this line.
+  lock_drive();
   engine_lcore_ = rte_lcore_id();
+  unlock_drive();
   started_.store(1, std::memory_order_release);
   unsigned idle = 0;
   uint64_t idle_since = 0;
@@ -263,6 +266,9 @@ void EngineThread::loop(int cpu) {
   lock_drive();
   drain_doorbells();
   publish();
+  // Callers may drive until stop() takes the lock: not on an lcore id
+  // that is unregistered below and may go to another thread.
+  engine_lcore_ = LCORE_ID_ANY;
   unlock_drive();
   if (registered) rte_thread_unregister();
 }

@@ -150,7 +150,9 @@ class EngineThread {
 
   alignas(64) std::atomic<bool> threaded_{false};
   std::atomic<bool> callers_drive_{false};
-  unsigned engine_lcore_ = 0;  // the engine thread's DPDK lcore id, lent to callers that drive
+  // The engine thread's DPDK lcore id, lent to callers that drive; under
+  // the drive lock, and LCORE_ID_ANY (no cache) while the thread holds none.
+  unsigned engine_lcore_ = ~0u;  // LCORE_ID_ANY
   // Held for an engine turn, by the engine thread or a caller, and by a Pause.
   alignas(64) std::atomic<bool> driving_{false};
   // Turns run by callers (the engine thread only reads it), and a caller's

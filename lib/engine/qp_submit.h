@@ -54,7 +54,10 @@ struct QpSubmit {
   std::vector<Staged> staging;
   uint64_t posted_sends = 0;
   uint64_t posted_recvs = 0;
-  ibv_qp_state state = IBV_QPS_RESET;  // as the last control call left it
+  // As the last control call left it: written under a pause, read by the
+  // posting threads, which verbs lets run meanwhile (a modify to ERR while
+  // another thread posts).
+  std::atomic<ibv_qp_state> state{IBV_QPS_RESET};
 
   // Set by the caller, cleared by the engine: the QP is in the doorbell ring.
   alignas(64) std::atomic<bool> doorbell{false};

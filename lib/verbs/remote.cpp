@@ -22,6 +22,7 @@ std::unique_ptr<RemoteDevice> open_remote(const std::string& socket, std::string
   // What the daemon's rings carry (lib/daemon/protocol.h).
   d->limits.max_sge = daemon::kMaxSge;
   d->limits.max_inline_data = daemon::kMaxInline;
+  d->limits.max_mw = 0;  // windows are not served through the daemon
   return d;
 }
 

@@ -8,8 +8,8 @@
 
 #include <catch2/catch.hpp>
 
-#include <fcntl.h>
-#include <poll.h>
+#include "abi_test.h"
+
 
 #include <cerrno>
 #include <cstdlib>
@@ -23,22 +23,9 @@ extern "C" int ibv_read_sysfs_file(const char*, const char*, char*, size_t);
 
 namespace {
 
-struct Opened {
-  ibv_device** list = nullptr;
-  ibv_context* ctx = nullptr;
-  Opened() {
-    int n = 0;
-    list = ibv_get_device_list(&n);
-    REQUIRE(list);
-    REQUIRE(n == 1);
-    ctx = ibv_open_device(list[0]);
-    REQUIRE(ctx);
-  }
-  ~Opened() {
-    ibv_close_device(ctx);
-    ibv_free_device_list(list);
-  }
-};
+using abi_test::Opened;
+using abi_test::readable;
+using abi_test::set_nonblocking;
 
 // An RC QP on `cq` (and `srq`, if any) moved to INIT.
 ibv_qp* init_qp(ibv_pd* pd, ibv_cq* cq, ibv_srq* srq) {
@@ -64,17 +51,6 @@ void to_error(ibv_qp* qp) {
   ibv_qp_attr attr{};
   attr.qp_state = IBV_QPS_ERR;
   REQUIRE(ibv_modify_qp(qp, &attr, IBV_QP_STATE) == 0);
-}
-
-void set_nonblocking(int fd, bool on) {
-  const int flags = fcntl(fd, F_GETFL);
-  REQUIRE(flags >= 0);
-  REQUIRE(fcntl(fd, F_SETFL, on ? (flags | O_NONBLOCK) : (flags & ~O_NONBLOCK)) == 0);
-}
-
-bool readable(int fd, int timeout_ms) {
-  pollfd p{fd, POLLIN, 0};
-  return poll(&p, 1, timeout_ms) == 1 && (p.revents & POLLIN);
 }
 
 }  // namespace

@@ -9,9 +9,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "abi_test.h"
+
 #include <arpa/inet.h>
-#include <fcntl.h>
-#include <poll.h>
 
 #include <cerrno>
 #include <chrono>
@@ -20,22 +20,9 @@
 
 namespace {
 
-struct Opened {
-  ibv_device** list = nullptr;
-  ibv_context* ctx = nullptr;
-  Opened() {
-    int n = 0;
-    list = ibv_get_device_list(&n);
-    REQUIRE(list);
-    REQUIRE(n == 1);
-    ctx = ibv_open_device(list[0]);
-    REQUIRE(ctx);
-  }
-  ~Opened() {
-    ibv_close_device(ctx);
-    ibv_free_device_list(list);
-  }
-};
+using abi_test::Opened;
+using abi_test::readable;
+using abi_test::set_nonblocking;
 
 constexpr int kAccess =
     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
@@ -680,13 +667,6 @@ struct ErrorQp {
   }
 };
 
-bool readable(int fd, int ms) {
-  pollfd p{fd, POLLIN, 0};
-  return poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
-}
-
-void nonblocking(int fd) { REQUIRE(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0); }
-
 }  // namespace
 
 TEST_CASE("asynchronous events go to the context that owns the object", "[abi-ex]") {
@@ -698,8 +678,8 @@ TEST_CASE("asynchronous events go to the context that owns the object", "[abi-ex
   REQUIRE(a);
   REQUIRE(b);
   CHECK(a->async_fd != b->async_fd);
-  nonblocking(a->async_fd);
-  nonblocking(b->async_fd);
+  set_nonblocking(a->async_fd, true);
+  set_nonblocking(b->async_fd, true);
 
   ErrorQp qb(b);
   qb.fail();

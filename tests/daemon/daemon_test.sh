@@ -158,11 +158,12 @@ CONF
     timeout 30 "$run" --daemon "$sock" -- ibv_devinfo -v >"$out" 2>&1 || { rc=$?; cat "$out"; fail "ibv_devinfo -v exited $rc"; }
     for re in "^hca_id:\s+uroce0$" "^\s+state:\s+PORT_ACTIVE \(4\)$" "^\s+link_layer:\s+Ethernet$" \
               "^\s+active_mtu:\s+1024 \(3\)$" "^\s+GID\[  0\]:\s+fe80::[0-9a-f:]+, RoCE v2$" \
-              "^\s+GID\[  1\]:\s+::ffff:10\.0\.0\.1, RoCE v2$" "^\s+max_sge:\s+4$"; do
+              "^\s+GID\[  1\]:\s+::ffff:10\.0\.0\.1, RoCE v2$" "^\s+max_sge:\s+4$" "^\s+max_mw:\s+0$"; do
       grep -qE "$re" "$out" || { cat "$out"; fail "ibv_devinfo -v through the daemon: no line $re"; }
     done
     grep -qE "^\s+node_guid:\s+0000:0000:0000:0000$" "$out" && fail "node_guid is 0 through the daemon"
     grep -q "EAL" "$out" && { cat "$out"; fail "the program started an EAL"; }
+    grep -q "MEM_WINDOW" "$out" && { cat "$out"; fail "memory windows offered through the daemon"; }
     for s in "64 500" "4096 200"; do
       set -- $s
       timeout 60 "$run" --daemon "$sock" -- ibv_rc_pingpong -d uroce0 -g 1 -s "$1" -n "$2" \

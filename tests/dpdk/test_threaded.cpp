@@ -81,15 +81,31 @@ QpOptions slow_timer() {
   return o;
 }
 
+// A ring pair named `name`, open before the devices on it and closed after.
+struct RingPorts {
+  std::unique_ptr<DpdkPort> pa, pb;
+  explicit RingPorts(const char* name) {
+    std::string error;
+    const bool ok = open_ring_pair(name, 1500, pa, pb, error);
+    INFO(error);
+    REQUIRE(ok);
+  }
+};
+
+// Two devices on a ring pair, each with an engine thread of its own,
+// with slow_timer()'s options.
+struct ThreadedPair : RingPorts, RealTimePair {
+  ThreadedPair(const char* name, uint64_t seed, size_t bytes = 1 << 20)
+      : RingPorts(name), RealTimePair(*pa, *pb, seed, slow_timer(), bytes) {
+    start_thread(*da);
+    start_thread(*db);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("threaded: SEND, WRITE, READ and atomics between two threaded devices", "[threaded-basic]") {
-  std::unique_ptr<DpdkPort> pa, pb;
-  std::string error;
-  REQUIRE(open_ring_pair("thr_basic", 1500, pa, pb, error));
-  RealTimePair p(*pa, *pb, 501, slow_timer());
-  start_thread(*p.da);
-  start_thread(*p.db);
+  ThreadedPair p("thr_basic", 501);
   CHECK(p.da->poll() == 0);  // the thread polls, not the application
 
   check_send_write_read(p, 601);
@@ -194,13 +210,8 @@ TEST_CASE("threaded: SEND, WRITE, READ and atomics between two threaded devices"
 }
 
 TEST_CASE("threaded: thousands of SENDs and WRITEs through a deep queue, each completed once", "[threaded-bulk]") {
-  std::unique_ptr<DpdkPort> pa, pb;
-  std::string error;
-  REQUIRE(open_ring_pair("thr_bulk", 1500, pa, pb, error));
+  ThreadedPair p("thr_bulk", 502, 8 << 20);
   const QpOptions o = slow_timer();
-  RealTimePair p(*pa, *pb, 502, o, 8 << 20);
-  start_thread(*p.da);
-  start_thread(*p.db);
   Side& a = p.a;
   Side& b = p.b;
 
@@ -422,13 +433,8 @@ TEST_CASE("threaded: errors are synchronous; a full queue is ENOMEM exactly at m
 }
 
 TEST_CASE("threaded: control calls from another thread while traffic runs", "[threaded-control]") {
-  std::unique_ptr<DpdkPort> pa, pb;
-  std::string error;
-  REQUIRE(open_ring_pair("thr_control", 1500, pa, pb, error));
+  ThreadedPair p("thr_control", 504);
   const QpOptions o = slow_timer();
-  RealTimePair p(*pa, *pb, 504, o);
-  start_thread(*p.da);
-  start_thread(*p.db);
   Side& a = p.a;
   Side& b = p.b;
 
@@ -539,12 +545,7 @@ TEST_CASE("threaded: control calls from another thread while traffic runs", "[th
 }
 
 TEST_CASE("threaded: an engine thread stops and starts again in the middle of traffic", "[threaded-restart]") {
-  std::unique_ptr<DpdkPort> pa, pb;
-  std::string error;
-  REQUIRE(open_ring_pair("thr_restart", 1500, pa, pb, error));
-  RealTimePair p(*pa, *pb, 505, slow_timer());
-  start_thread(*p.da);
-  start_thread(*p.db);
+  ThreadedPair p("thr_restart", 505);
   Side& a = p.a;
   Side& b = p.b;
 
@@ -602,12 +603,7 @@ TEST_CASE("threaded: an engine thread stops and starts again in the middle of tr
 }
 
 TEST_CASE("threaded: memory windows bound, used and invalidated through the rings", "[threaded-mw]") {
-  std::unique_ptr<DpdkPort> pa, pb;
-  std::string error;
-  REQUIRE(open_ring_pair("thr_mw", 1500, pa, pb, error));
-  RealTimePair p(*pa, *pb, 507, slow_timer());
-  start_thread(*p.da);
-  start_thread(*p.db);
+  ThreadedPair p("thr_mw", 507);
   int err = 0;
   auto mr = p.b.pd->alloc_mr(16384, kAllAccess | IBV_ACCESS_MW_BIND, err);
   REQUIRE(mr);
@@ -688,12 +684,7 @@ TEST_CASE("threaded: an embedded device and a threaded one talk to each other", 
 }
 
 TEST_CASE("threaded: WRs queued when the QP enters ERR complete, flushed, none lost", "[threaded-error]") {
-  std::unique_ptr<DpdkPort> pa, pb;
-  std::string error;
-  REQUIRE(open_ring_pair("thr_error", 1500, pa, pb, error));
-  RealTimePair p(*pa, *pb, 507, slow_timer());
-  start_thread(*p.da);
-  start_thread(*p.db);
+  ThreadedPair p("thr_error", 507);
   Side& a = p.a;
   Side& b = p.b;
 

@@ -36,16 +36,10 @@ int start_poll(ibv_cq_ex* c, ibv_poll_cq_attr* attr) {
   Cq& cq = *cq_ex_of(c);
   cq.poll_mutex.lock();
   const int rc = step(cq);
-  if (rc == 0) {
-    cq.empty_polls = 0;
-    return 0;
-  }
-  // A program that spins on an empty CQ yields now and then, as in
-  // ibv_poll_cq (verbs.cpp).
-  const bool yield = ++cq.empty_polls >= 64;
-  if (yield) cq.empty_polls = 0;
+  const bool yield = cq.after_poll(rc == 0);
+  if (rc == 0) return 0;
   cq.poll_mutex.unlock();
-  if (yield) sched_yield();
+  if (yield) sched_yield();  // as ibv_poll_cq on an empty CQ (Cq::after_poll)
   return rc;
 }
 

@@ -156,8 +156,10 @@ void fill_device_attr(Context& ctx, ibv_device_attr& a) {
   a.page_size_cap = 0xfffff000;
   a.max_qp = static_cast<int>(l.max_qp);
   a.max_qp_wr = static_cast<int>(l.max_qp_wr);
-  // Memory windows: type 1 and type 2B (bound to a QP).
-  a.device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+  a.device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN;
+  // Memory windows, type 1 and type 2B (bound to a QP), where the device
+  // has any (not through a daemon).
+  if (l.max_mw > 0) a.device_cap_flags |= IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
   a.max_sge = static_cast<int>(l.max_sge);
   a.max_sge_rd = static_cast<int>(l.max_sge);
   a.max_cq = static_cast<int>(l.max_qp);

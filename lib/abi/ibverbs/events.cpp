@@ -23,11 +23,6 @@
 namespace uroce::abi {
 namespace {
 
-template <class T>
-void erase_one(std::vector<T*>& v, T* x) {
-  v.erase(std::remove(v.begin(), v.end(), x), v.end());
-}
-
 template <class T, class Native>
 T* find_impl(const std::vector<T*>& v, const Native* native) {
   auto it = std::find_if(v.begin(), v.end(), [&](T* x) { return x->impl.get() == native; });

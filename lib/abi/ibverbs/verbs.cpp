@@ -138,37 +138,20 @@ int post_srq_recv_op(ibv_srq* s, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   return post_recv_chunks(wr, bad, [&](const RecvWr* c, const RecvWr** f) { return srq->impl->post_recv(c, f); });
 }
 
-// A program that spins on an empty CQ holds a CPU that another thread may
-// need to produce the completion: the engine thread, or on a machine with
-// more busy threads than cores the peer process itself (without a yield,
-// ucx_perftest's am_lat between two processes took 80 us instead of 15 on
-// a loaded 2-core machine). After kSpinBeforeYield of empty polls it
-// yields, as the engine itself does when idle; not sooner, since a yield
-// (a system call) delays the completion that arrives meanwhile. The clock
-// is read once per kEmptyPollsPerClockRead polls.
-constexpr uint32_t kEmptyPollsPerClockRead = 64;
-constexpr auto kSpinBeforeYield = std::chrono::microseconds(20);
-
 int poll_cq_op(ibv_cq* c, int n, ibv_wc* wc) {
   Cq* cq = cq_of(c);
-  std::lock_guard<std::mutex> lock(cq->poll_mutex);
-  const int got = cq->impl->poll(n, wc);
-  if (got) {
-    cq->empty_polls = 0;
-  } else if (++cq->empty_polls % kEmptyPollsPerClockRead == 0) {
-    const auto now = std::chrono::steady_clock::now();
-    if (cq->empty_polls == kEmptyPollsPerClockRead) cq->empty_since = now;
-    else if (now - cq->empty_since >= kSpinBeforeYield) sched_yield();
+  int got;
+  bool yield;
+  {
+    std::lock_guard<std::mutex> lock(cq->poll_mutex);
+    got = cq->impl->poll(n, wc);
+    yield = cq->after_poll(got != 0);
   }
+  if (yield) sched_yield();  // not holding the CQ from other pollers
   return got;
 }
 
 int req_notify_cq_op(ibv_cq* c, int solicited_only) { return cq_of(c)->impl->req_notify(solicited_only != 0); }
-
-template <class T>
-void erase_one(std::vector<T*>& v, T* x) {
-  v.erase(std::remove(v.begin(), v.end(), x), v.end());
-}
 
 Context& ctx_of_pd(ibv_pd* p) { return *ctx_of(p->context); }
 
