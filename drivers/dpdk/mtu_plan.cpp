@@ -28,6 +28,14 @@ constexpr uint32_t kAfPacketRxOffset = 80;
 constexpr uint32_t kAfPacketTxOffset = 32;
 // af_packet: the PMD's ring slot (framesz) when none is given.
 constexpr uint32_t kAfPacketDefaultSlot = 2048;
+// af_packet: the bytes of one ring (RX or TX) when the string names no
+// framecnt. The PMD's default of 512 slots cannot hold one 1 MiB READ
+// response (1024 frames) that arrives while the engine is off the CPU, and
+// the requester's retries then meet the same overflow; 8 MiB holds 4096
+// standard frames.
+constexpr uint32_t kAfPacketRingBytes = 8u << 20;
+constexpr uint32_t kAfPacketMinFrames = 512;
+constexpr uint32_t kAfPacketMaxFrames = 4096;
 
 uint32_t devarg_u32(const std::string& devargs, const std::string& key, uint32_t dflt) {
   size_t pos = 0;
@@ -82,15 +90,23 @@ std::string af_packet_slots_for_mtu(const std::string& dev, uint16_t mtu, std::s
   const uint32_t carried = if_mtu && if_mtu < mtu ? if_mtu : mtu;
   // The kernel writes a received frame kAfPacketRxOffset into its slot.
   const uint32_t need = carried + kFrameOverhead + kAfPacketRxOffset;
-  if (need <= kAfPacketDefaultSlot) return dev;
-  // Blocks are whole pages, and the PMD addresses slot i at i * framesz,
-  // which holds only when a block is a whole number of slots: one slot per
-  // block of whole pages.
-  const uint32_t slot = round_up(need, uint32_t(::sysconf(_SC_PAGESIZE)));
-  const std::string added = "framesz=" + std::to_string(slot) + ",blocksz=" + std::to_string(slot);
-  notice = "MTU " + std::to_string(carried) + " needs af_packet ring slots of " + std::to_string(slot) +
-           " bytes (default 2048): added " + added;
-  return dev + "," + added;
+  std::string out = dev;
+  uint32_t slot = kAfPacketDefaultSlot;
+  if (need > kAfPacketDefaultSlot) {
+    // Blocks are whole pages, and the PMD addresses slot i at i * framesz,
+    // which holds only when a block is a whole number of slots: one slot
+    // per block of whole pages.
+    slot = round_up(need, uint32_t(::sysconf(_SC_PAGESIZE)));
+    const std::string added = "framesz=" + std::to_string(slot) + ",blocksz=" + std::to_string(slot);
+    notice = "MTU " + std::to_string(carried) + " needs af_packet ring slots of " + std::to_string(slot) +
+             " bytes (default 2048): added " + added;
+    out += "," + added;
+  }
+  if (!has_devarg(dev, "framecnt")) {
+    const uint32_t frames = std::clamp(kAfPacketRingBytes / slot, kAfPacketMinFrames, kAfPacketMaxFrames);
+    out += ",framecnt=" + std::to_string(frames);
+  }
+  return out;
 }
 
 uint16_t ethdev_max_mtu(const rte_eth_dev_info& info) {

@@ -26,7 +26,8 @@ uint16_t ethdev_max_mtu(const rte_eth_dev_info& info);
 
 // An af_packet vdev string without framesz/blocksz gets ring slots for
 // `mtu` when the PMD's default 2048-byte slot cannot hold its frames, with
-// a one-line `notice` saying so. The MTU taken is the smaller of `mtu` and
+// a one-line `notice` saying so, and without framecnt a ring of about
+// 8 MiB (512 to 4096 slots). The MTU taken is the smaller of `mtu` and
 // the interface's, which bounds the port anyway. Other strings come back
 // unchanged.
 std::string af_packet_slots_for_mtu(const std::string& dev, uint16_t mtu, std::string& notice);
