@@ -17,10 +17,6 @@
 namespace uroce::run {
 namespace {
 
-// uroce's GID table as the drop-in reports it: 0 the link-local address,
-// 1 the configured one, both RoCE v2 (docs/verbs-abi.md).
-constexpr int kGids = 2;
-
 bool fail(std::string& error, const std::string& step) {
   error = step + ": " + std::strerror(errno);
   return false;
@@ -45,7 +41,9 @@ bool write_file(const std::string& path, const std::string& text) {
 bool add_sysfs(const std::string& upper, const ViewDevice& d, std::string& error) {
   const std::string attrs = upper + "/infiniband/" + d.name + "/ports/1/gid_attrs";
   if (!make_dirs(attrs + "/types") || !make_dirs(attrs + "/ndevs")) return fail(error, "mkdir " + attrs);
-  for (int i = 0; i < kGids; ++i) {
+  // uroce's GIDs as the drop-in reports them: 0 the link-local address,
+  // then the configured ones, all RoCE v2 (docs/verbs-abi.md).
+  for (int i = 0; i < d.gids; ++i) {
     const std::string n = std::to_string(i);
     if (!write_file(attrs + "/types/" + n, "RoCE v2")) return fail(error, "write " + attrs + "/types/" + n);
     if (!d.netdev.empty() && !write_file(attrs + "/ndevs/" + n, d.netdev))

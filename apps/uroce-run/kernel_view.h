@@ -18,6 +18,7 @@ namespace uroce::run {
 struct ViewDevice {
   std::string name;    // uroce0, ...
   std::string netdev;  // the kernel interface of an af_packet/af_xdp vdev, else empty
+  int gids = 2;        // GID table length: the link-local GID and one per address
 };
 
 // The netdev named by "iface=NAME" in a vdev string, else "".

@@ -3,6 +3,7 @@
 // connection steps on top of them.
 #include "uroce/port/endpoint.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -25,10 +26,23 @@ bool is_pci(const std::string& dev) {
          dev.rfind("net_", 0) != 0;
 }
 
-bool parse_ip(const std::string& text, wire::IpAddr& ip, std::string& error) {
-  if (!text.empty() && wire::IpAddr::parse(text, ip)) return true;
-  error = "ip '" + text + "' is not an IPv4 or IPv6 address (the endpoint's RoCE address)";
-  return false;
+// "ADDR[,ADDR...]": the endpoint's RoCE addresses, GID 1 first.
+bool parse_ips(const std::string& text, std::vector<wire::IpAddr>& ips, std::string& error) {
+  ips.clear();
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = text.find(',', start);
+    const std::string one = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    wire::IpAddr ip;
+    if (one.empty() || !wire::IpAddr::parse(one, ip)) {
+      error = "ip '" + one + "' is not an IPv4 or IPv6 address (the endpoint's RoCE address)";
+      return false;
+    }
+    if (std::find(ips.begin(), ips.end(), ip) != ips.end()) return error = "ip '" + one + "' is given twice", false;
+    ips.push_back(ip);
+    if (comma == std::string::npos) return true;
+    start = comma + 1;
+  }
 }
 
 bool parse_port_config(const EndpointConfig& c, DpdkPortConfig& pc, std::string& error) {
@@ -127,10 +141,12 @@ Endpoint::~Endpoint() {
 
 std::unique_ptr<Endpoint> Endpoint::open(const EndpointConfig& config, std::string& error) {
   if (config.dev.empty()) return error = "dev is required: a PCI address or a DPDK vdev string", nullptr;
-  wire::IpAddr ip;
+  std::vector<wire::IpAddr> ips;
   DpdkPortConfig pc;
-  if (!parse_ip(config.ip, ip, error) || !parse_port_config(config, pc, error)) return nullptr;
-  if (!endpoint::check_af_xdp_exchange(config.dev, config.ip, config.exchange_peer, error)) return nullptr;
+  if (!parse_ips(config.ip, ips, error) || !parse_port_config(config, pc, error)) return nullptr;
+  if (!endpoint::check_af_xdp_exchange(config.dev, config.ip.substr(0, config.ip.find(',')), config.exchange_peer,
+                                       error))
+    return nullptr;
   EalConfig eal;
   eal.args = config.eal_args;
   eal.quiet = true;
@@ -138,24 +154,24 @@ std::unique_ptr<Endpoint> Endpoint::open(const EndpointConfig& config, std::stri
   if (!eal_init(eal, error)) return nullptr;
   std::unique_ptr<Endpoint> e(new Endpoint());
   e->port_ = DpdkPort::open(pc, error);
-  if (!e->port_ || !e->start(config, ip, error)) return nullptr;
+  if (!e->port_ || !e->start(config, ips, error)) return nullptr;
   return e;
 }
 
 std::unique_ptr<Endpoint> Endpoint::adopt(std::unique_ptr<DpdkPort> port, const EndpointConfig& config,
                                           std::string& error) {
   if (!port) return error = "Endpoint::adopt: no port", nullptr;
-  wire::IpAddr ip;
-  if (!parse_ip(config.ip, ip, error)) return nullptr;
+  std::vector<wire::IpAddr> ips;
+  if (!parse_ips(config.ip, ips, error)) return nullptr;
   std::unique_ptr<Endpoint> e(new Endpoint());
   e->port_ = std::move(port);
-  if (!e->start(config, ip, error)) return nullptr;
+  if (!e->start(config, ips, error)) return nullptr;
   return e;
 }
 
 // The EAL runs by now: a TscClock made before it would have no TSC
 // frequency and read clock_gettime on every engine poll instead.
-bool Endpoint::start(const EndpointConfig& config, const wire::IpAddr& ip, std::string& error) {
+bool Endpoint::start(const EndpointConfig& config, const std::vector<wire::IpAddr>& ips, std::string& error) {
   clock_ = std::make_unique<TscClock>();
   PacketPort* p = port_.get();
   if (!config.pcap.empty()) {
@@ -167,7 +183,8 @@ bool Endpoint::start(const EndpointConfig& config, const wire::IpAddr& ip, std::
   DeviceConfig dc = config.device;
   dc.port = p;
   dc.clock = clock_.get();
-  dc.gids = roce_gid_table(p->mac(), ip);
+  dc.gids = roce_gid_table(p->mac(), ips.front());
+  dc.gids.insert(dc.gids.end(), ips.begin() + 1, ips.end());
   device_ = Device::open(dc, error);
   return device_ != nullptr;
 }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "config.h"
 
+#include <algorithm>
+
 #include <infiniband/verbs.h>
 
 #include <cstdlib>
@@ -101,6 +103,23 @@ bool parse_ini(const std::string& text, const std::string& origin, Settings& out
   return true;
 }
 
+bool parse_addresses(const std::string& text, std::string& error) {
+  std::vector<wire::IpAddr> seen;
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = text.find(',', start);
+    const std::string one = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    wire::IpAddr ip;
+    if (!wire::IpAddr::parse(one, ip)) return error = "address '" + one + "' is not IPv4 or IPv6", false;
+    if (std::find(seen.begin(), seen.end(), ip) != seen.end()) return error = "address '" + one + "' is given twice", false;
+    seen.push_back(ip);
+    if (seen.size() > size_t(kMaxAddresses))
+      return error = "more than " + std::to_string(kMaxAddresses) + " addresses in '" + text + "'", false;
+    if (comma == std::string::npos) return true;
+    start = comma + 1;
+  }
+}
+
 bool validate_device(const DeviceSettings& d, std::string& error) {
   const std::string who = "device " + d.name + ": ";
   if (!d.daemon.empty()) {
@@ -115,9 +134,8 @@ bool validate_device(const DeviceSettings& d, std::string& error) {
     return error = who + "port '" + d.dev + "' contains a space", false;
   if (d.dev.front() == ',' || d.dev.back() == ',')
     return error = who + "port '" + d.dev + "' is not a PCI address or vdev string", false;
-  wire::IpAddr ip;
   if (d.ip.empty()) return error = who + "no address (UROCE_IP or ip=)", false;
-  if (!wire::IpAddr::parse(d.ip, ip)) return error = who + "address '" + d.ip + "' is not IPv4 or IPv6", false;
+  if (!parse_addresses(d.ip, error)) return error = who + error, false;
   wire::MacAddr mac;
   if (!d.mac.empty() && !wire::MacAddr::parse(d.mac, mac))
     return error = who + "mac '" + d.mac + "' is not a MAC address", false;

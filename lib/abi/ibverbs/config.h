@@ -2,7 +2,8 @@
 // Which devices the drop-in libibverbs shows, read from the environment
 // that uroce-run sets (docs/verbs-abi.md):
 //   UROCE_DEV     DPDK port of uroce0: PCI address or vdev string
-//   UROCE_IP      uroce0's address (IPv4 or IPv6): GID 1
+//   UROCE_IP      uroce0's address (IPv4 or IPv6): GID 1; more addresses
+//                 after commas are GIDs 2, 3, ...
 //   UROCE_MAC     overrides the port's MAC (optional)
 //   UROCE_MTU     Ethernet MTU asked of the port (optional, default 1500)
 //   UROCE_EAL     extra EAL arguments, split on spaces (optional)
@@ -46,6 +47,11 @@ bool parse_ini(const std::string& text, const std::string& origin, Settings& out
 // free of spaces, ip an address, mac a MAC, mtu in 68..9600; or daemon
 // alone.
 bool validate_device(const DeviceSettings& d, std::string& error);
+
+// Checks "ADDR[,ADDR...]": each an IPv4 or IPv6 address, none twice, at
+// most kMaxAddresses. False with a message naming the one at fault.
+inline constexpr int kMaxAddresses = 8;
+bool parse_addresses(const std::string& text, std::string& error);
 
 // Splits on runs of spaces.
 std::vector<std::string> split_args(const std::string& text);

@@ -40,6 +40,9 @@ struct EndpointConfig {
   // "net_memif0,role=server,..."); unused by Endpoint::adopt.
   std::string dev{};
   // This endpoint's IPv4 or IPv6 address: GID kAddressGidIndex of the device.
+  // Further addresses may follow, separated by commas ("10.0.0.1,fd00::1"):
+  // GIDs 2, 3, ... in that order; the engine answers ARP/ND and accepts
+  // RoCE traffic for each of them.
   std::string ip{};
   // Overrides the port's MAC ("02:00:00:00:00:01"); empty keeps it.
   std::string mac{};
@@ -156,7 +159,7 @@ class UROCE_API Endpoint {
 
  private:
   Endpoint();
-  bool start(const EndpointConfig& config, const wire::IpAddr& ip, std::string& error);
+  bool start(const EndpointConfig& config, const std::vector<wire::IpAddr>& ips, std::string& error);
 
   std::unique_ptr<TscClock> clock_;
   std::unique_ptr<DpdkPort> port_;
