@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// uroce-run [--dev SPEC] [--ip ADDR] [--mac MAC] [--mtu N] [--eal "ARGS"]
-//           [--config FILE] [--no-kernel-view] -- PROGRAM [ARGS...]
+// uroce-run [--dev SPEC] [--ip ADDR[,ADDR...]] [--mac MAC] [--mtu N] [--eal "ARGS"]
+//           [--config FILE] [--no-kernel-view] [--no-port-check] -- PROGRAM [ARGS...]
 // uroce-run --daemon SOCKET [--config FILE] [--no-kernel-view] -- PROGRAM [ARGS...]
 //
 // Checks the settings, puts them in the UROCE_* variables the drop-in
@@ -10,11 +10,16 @@
 // /dev/infiniband nodes and /sys/class/infiniband files, which UCX looks
 // for (kernel_view.h): as root directly, as another user inside a user
 // namespace where the kernel allows one; --no-kernel-view leaves them out.
-// Exit 2 for a usage error, before PROGRAM starts; 127 if it cannot start.
+// Exit 2 for a usage error and 1 for a port that cannot open (each port is
+// opened once and closed again first; --no-port-check skips that), both
+// before PROGRAM starts; 127 if it cannot start.
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -25,30 +30,35 @@
 
 #include "config.h"
 #include "kernel_view.h"
+#include "uroce/port/eal.h"
+#include "uroce/port/endpoint.h"
 #include "uroce/wire/eth.h"
 #include "uroce/wire/ip_addr.h"
 
 namespace {
 
 const char kUsage[] =
-    "usage: uroce-run [--dev SPEC] [--ip ADDR] [--mac MAC] [--mtu N] [--eal \"ARGS\"] [--config FILE]\n"
-    "                 [--no-kernel-view] -- PROGRAM [ARGS...]\n"
+    "usage: uroce-run [--dev SPEC] [--ip ADDR[,ADDR...]] [--mac MAC] [--mtu N] [--eal \"ARGS\"] [--config FILE]\n"
+    "                 [--no-kernel-view] [--no-port-check] -- PROGRAM [ARGS...]\n"
     "       uroce-run --daemon SOCKET [--config FILE] [--no-kernel-view] -- PROGRAM [ARGS...]\n"
     "Runs PROGRAM with uroce's libibverbs.so.1 in front of the system's: device uroce0 is\n"
     "the DPDK port SPEC (a PCI address or a vdev string such as net_af_packet0,iface=eth1)\n"
-    "with address ADDR (IPv4 or IPv6; GID 1). --config FILE describes more devices\n"
+    "with address ADDR (IPv4 or IPv6; GID 1; more addresses are GIDs 2, 3, ...).\n"
+    "--config FILE describes more devices\n"
     "(docs/verbs-abi.md). With --daemon, uroce0 is a client of uroced at SOCKET: the daemon's\n"
     "port, address, MAC and MTU, and no EAL in PROGRAM (docs/daemon.md).\n"
     "Options left out keep the UROCE_* variables already set.\n"
     "PROGRAM runs in a private mount namespace (a user namespace too when not root) that adds\n"
     "/dev/infiniband/uroceN and /sys/class/infiniband/uroceN (UCX needs them);\n"
-    "--no-kernel-view leaves them out.\n";
+    "--no-kernel-view leaves them out. Each port is opened and closed once before PROGRAM\n"
+    "starts, so one that cannot open is an error here (exit 1); --no-port-check skips that.\n";
 
 struct Options {
   std::string dev, ip, mac, mtu, eal, config, daemon;
   bool dev_set = false, ip_set = false, mac_set = false, mtu_set = false, eal_set = false, config_set = false;
   bool daemon_set = false;
   bool kernel_view = true;
+  bool port_check = true;
   std::vector<char*> program;
 };
 
@@ -83,6 +93,10 @@ bool parse(int argc, char** argv, Options& o, std::string& error) {
     if (a == "-h" || a == "--help") return error = "help", false;
     if (a == "--no-kernel-view") {
       o.kernel_view = false;
+      continue;
+    }
+    if (a == "--no-port-check") {
+      o.port_check = false;
       continue;
     }
     if (take("--dev", argc, argv, i, o.dev, o.dev_set, error) || take("--ip", argc, argv, i, o.ip, o.ip_set, error) ||
@@ -148,9 +162,7 @@ bool validate(const Options& o, std::string& error) {
       return error = "--dev '" + dev + "' is not a PCI address or vdev string", false;
     if (ip.empty()) return error = "--dev without --ip", false;
   }
-  uroce::wire::IpAddr addr;
-  if (!ip.empty() && !uroce::wire::IpAddr::parse(ip, addr))
-    return error = "--ip '" + ip + "' is not an IPv4 or IPv6 address", false;
+  if (!ip.empty() && !uroce::abi::parse_addresses(ip, error)) return error = "--ip: " + error, false;
   uroce::wire::MacAddr m;
   if (!mac.empty() && !uroce::wire::MacAddr::parse(mac, m))
     return error = "--mac '" + mac + "' is not a MAC address", false;
@@ -160,6 +172,68 @@ bool validate(const Options& o, std::string& error) {
     if (*end != '\0' || v < 68 || v > 9600) return error = "--mtu '" + mtu + "' is not in 68..9600", false;
   }
   return true;
+}
+
+// Opens each device's port in a child process and closes it again, so a
+// port that cannot open (no such interface or PCI device, a driver that
+// refuses it, no permission) stops uroce-run with the reason before
+// PROGRAM starts instead of as PROGRAM's first ibv_open_device failing.
+// Only the child runs EAL: PROGRAM starts as it would without the check.
+// memif ports are left to PROGRAM: connecting to the peer and leaving
+// again would show the peer a link going down.
+bool ports_open(std::string& error) {
+  uroce::abi::Settings settings;
+  if (!uroce::abi::load_settings(settings, error)) return false;
+  std::vector<const uroce::abi::DeviceSettings*> ports;
+  for (const auto& d : settings.devices)
+    if (d.daemon.empty() && d.dev.rfind("net_memif", 0) != 0) ports.push_back(&d);
+  if (ports.empty()) return true;
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return error = std::string("pipe: ") + std::strerror(errno), false;
+  std::fflush(nullptr);
+  const pid_t child = fork();
+  if (child < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return error = std::string("fork: ") + std::strerror(errno), false;
+  }
+  if (child == 0) {
+    close(fds[0]);
+    alarm(60);
+    std::string why;
+    for (const auto* d : ports) {
+      uroce::EndpointConfig cfg;
+      cfg.dev = d->dev;
+      cfg.ip = d->ip;
+      cfg.mac = d->mac;
+      cfg.mtu = d->mtu;
+      cfg.eal_args = settings.eal_args;
+      cfg.device.name = d->name;
+      if (!uroce::Endpoint::open(cfg, why)) {
+        why = d->name + " (" + d->dev + "): " + why;
+        if (write(fds[1], why.data(), why.size()) < 0) _exit(3);
+        uroce::eal_shutdown();
+        _exit(1);
+      }
+    }
+    uroce::eal_shutdown();
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string why;
+  char buf[512];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+    if (n > 0) why.append(buf, size_t(n));
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
+  if (why.empty())
+    why = WIFSIGNALED(status) ? "the check of the ports died of signal " + std::to_string(WTERMSIG(status))
+                              : "the check of the ports failed";
+  return error = "cannot open " + why, false;
 }
 
 bool has_shim(const std::string& dir) { return !dir.empty() && access((dir + "/libibverbs.so.1").c_str(), R_OK) == 0; }
@@ -188,7 +262,10 @@ void enter_view() {
   std::string error;
   if (!uroce::abi::load_settings(settings, error)) return;  // the drop-in reports it
   std::vector<uroce::run::ViewDevice> devices;
-  for (const auto& d : settings.devices) devices.push_back({d.name, uroce::run::netdev_of(d.dev)});
+  for (const auto& d : settings.devices) {
+    const int addresses = d.daemon.empty() ? 1 + int(std::count(d.ip.begin(), d.ip.end(), ',')) : 1;
+    devices.push_back({d.name, uroce::run::netdev_of(d.dev), 1 + addresses});
+  }
   switch (uroce::run::enter_kernel_view(devices, error)) {
     case uroce::run::ViewResult::entered:
       break;
@@ -231,6 +308,10 @@ int main(int argc, char** argv) {
     // contradict it (the drop-in refuses both).
     setenv("UROCE_DAEMON", o.daemon.c_str(), 1);
     for (const char* v : {"UROCE_DEV", "UROCE_IP", "UROCE_MAC", "UROCE_MTU"}) unsetenv(v);
+  }
+  if (o.port_check && !ports_open(error)) {
+    std::fprintf(stderr, "uroce-run: %s\n", error.c_str());
+    return 1;
   }
   if (o.kernel_view) enter_view();
   const std::string old = env("LD_LIBRARY_PATH");

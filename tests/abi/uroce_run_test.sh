@@ -9,7 +9,7 @@
 # caller) on net_null, and needs no network namespace.
 #
 # usage: uroce_run_test.sh CASE UROCE_RUN WORKDIR
-#   CASE: usage | devinfo | pingpong | perftest | perftest-more | ucx-view | ucx | user-view
+#   CASE: usage | devinfo | pingpong | perftest | perftest-more | perftest-flags | ucx-view | ucx | user-view
 set -u
 
 if [ "${1:-}" != --in-netns ]; then
@@ -64,16 +64,36 @@ case $case_ in
       grep -q "^usage: uroce-run" <<<"$out" || fail "uroce-run $args: no usage line"
     done
     # A good command line reaches the program, with the settings and the library path.
-    out=$("$run" --dev net_af_packet0,iface=x --ip 10.0.0.1 --mac 02:00:00:00:00:01 --eal "--log-level=8" -- \
+    out=$("$run" --dev net_af_packet0,iface=x --ip 10.0.0.1 --mac 02:00:00:00:00:01 --eal "--log-level=8" --no-port-check -- \
       sh -c 'echo "$UROCE_DEV|$UROCE_IP|$UROCE_MAC|$UROCE_EAL|$LD_LIBRARY_PATH"')
     IFS='|' read -r d i m e l <<<"$out"
     [ "$d|$i|$m|$e" = "net_af_packet0,iface=x|10.0.0.1|02:00:00:00:00:01|--log-level=8" ] || fail "settings: $out"
     [ -e "${l%%:*}/libibverbs.so.1" ] || fail "LD_LIBRARY_PATH does not start with the drop-in's directory: $l"
-    out=$("$run" --dev x --ip 10.0.0.1 --no-kernel-view -- echo reached) || fail "--no-kernel-view: exit $?"
+    out=$("$run" --dev x --ip 10.0.0.1 --no-kernel-view --no-port-check -- echo reached) || fail "--no-kernel-view: exit $?"
     [ "$out" = reached ] || fail "--no-kernel-view: the program did not run ($out)"
-    "$run" --dev x --ip 10.0.0.1 -- /nonexistent/program 2>/dev/null
+    "$run" --dev x --ip 10.0.0.1 --no-port-check -- /nonexistent/program 2>/dev/null
     [ $? = 127 ] || fail "a program that cannot start: exit is not 127"
-    echo "ok: usage errors exit 2; settings and LD_LIBRARY_PATH reach the program" ;;
+    # Several addresses: each one checked, and all reach the program.
+    out=$("$run" --dev x --ip 10.0.0.1,fd00::1 --no-port-check -- sh -c 'echo "$UROCE_IP"') || fail "--ip A,B: exit $?"
+    [ "$out" = "10.0.0.1,fd00::1" ] || fail "--ip A,B: the program got '$out'"
+    for bad in "10.0.0.1,fd00::1::" "10.0.0.1,10.0.0.1" "10.0.0.1,"; do
+      out=$("$run" --dev x --ip "$bad" -- true 2>&1)
+      rc=$?
+      [ $rc = 2 ] || fail "--ip $bad: exit $rc, expected 2 ($out)"
+      grep -q "^uroce-run: --ip: address '" <<<"$out" || fail "--ip $bad: no message naming the address ($out)"
+    done
+    # A port that cannot open stops uroce-run with the reason (exit 1), and
+    # the program never runs.
+    out=$("$run" --dev net_af_packet0,iface=uroce-no-such-if --ip 10.0.0.1 -- sh -c 'echo reached' 2>&1)
+    rc=$?
+    [ $rc = 1 ] || fail "a port that cannot open: exit $rc, expected 1 ($out)"
+    grep -q "^uroce-run: cannot open uroce0 (net_af_packet0,iface=uroce-no-such-if): " <<<"$out" ||
+      fail "a port that cannot open: no message naming the device ($out)"
+    grep -q "^reached$" <<<"$out" && fail "a port that cannot open: the program ran"
+    out=$("$run" --dev net_null0 --ip 10.0.0.1 --eal "--log-level=1" -- sh -c 'echo reached' 2>&1) ||
+      fail "a port that opens (net_null0): exit $? ($out)"
+    [ "$out" = reached ] || fail "a port that opens: output '$out'"
+    echo "ok: usage errors exit 2; a port that cannot open exits 1 first; settings and LD_LIBRARY_PATH reach the program" ;;
 
   devinfo)
     need ibv_devinfo
@@ -97,7 +117,24 @@ case $case_ in
     IFS=: read -r a b c d e f <<<"$mac"
     guid=$(printf "%02x%s:%sff:fe%s:%s%s" $((0x$a ^ 2)) "$b" "$c" "$d" "$e" "$f")
     grep -qE "^\s+node_guid:\s+$guid$" "$o" || fail "node_guid is not $guid (EUI-64 of $mac)"
-    echo "ok: ibv_devices lists uroce0; ibv_devinfo -v shows PORT_ACTIVE, Ethernet, RoCE v2 GIDs, GUID $guid" ;;
+    # Two addresses: an IPv6 GID 2 after the IPv4 one.
+    timeout 60 "$run" --dev net_af_packet0,iface=ra --ip 10.0.0.1,fd00::1 -- ibv_devinfo -v >"$work/devinfo2.out" 2>&1 ||
+      fail "ibv_devinfo -v with two addresses failed"
+    grep -qE "^\s+GID\[  1\]:\s+::ffff:10\.0\.0\.1, RoCE v2$" "$work/devinfo2.out" || fail "two addresses: GID 1 is not ::ffff:10.0.0.1"
+    grep -qE "^\s+GID\[  2\]:\s+fd00::1, RoCE v2$" "$work/devinfo2.out" || fail "two addresses: GID 2 is not fd00::1 (RoCE v2)"
+    # Two devices from a configuration file, each on its own port.
+    ip link add ra2 type veth peer name rb2 netns "$HOLDER" && ip link set ra2 up || fail "ip link add ra2/rb2"
+    printf '[device uroce0]\ndev = net_af_packet0,iface=ra\nip = 10.0.0.1\n[device uroce1]\ndev = net_af_packet1,iface=ra2\nip = 10.0.1.1\n' \
+      >"$work/two.ini"
+    timeout 60 "$run" --config "$work/two.ini" -- sh -c 'ibv_devices; ibv_devinfo -v -d uroce1' >"$work/two.out" 2>&1 ||
+      fail "two devices: ibv_devices/ibv_devinfo failed ($(tail -3 "$work/two.out"))"
+    for d in uroce0 uroce1; do
+      grep -qE "^[[:space:]]+$d[[:space:]]+[0-9a-f]{16}$" "$work/two.out" || fail "two devices: ibv_devices does not list $d"
+    done
+    grep -qE "^hca_id:\s+uroce1$" "$work/two.out" || fail "two devices: ibv_devinfo -d uroce1 shows no uroce1"
+    grep -qE "^\s+GID\[  1\]:\s+::ffff:10\.0\.1\.1, RoCE v2$" "$work/two.out" || fail "two devices: uroce1's GID 1 is not 10.0.1.1"
+    grep -qE "^\s+state:\s+PORT_ACTIVE \(4\)$" "$work/two.out" || fail "two devices: uroce1's port is not active"
+    echo "ok: ibv_devices lists uroce0; ibv_devinfo -v shows PORT_ACTIVE, Ethernet, RoCE v2 GIDs, GUID $guid; an IPv6 GID 2; uroce1 from a file" ;;
 
   pingpong)
     need ibv_rc_pingpong
@@ -105,11 +142,11 @@ case $case_ in
     for run_ in "64 1000" "4096 500" "65536 100"; do
       set -- $run_
       timeout 60 "$run" --dev net_af_packet0,iface=ra --ip 10.0.0.1 -- \
-        ibv_rc_pingpong -d uroce0 -g 1 -s "$1" -n "$2" >"$work/rc$1.srv.out" 2>&1 &
+        ibv_rc_pingpong -d uroce0 -g 1 -c -s "$1" -n "$2" >"$work/rc$1.srv.out" 2>&1 &
       SRV=$!
       sleep 0.5
       inb timeout 60 "$run" --dev net_af_packet0,iface=rb --ip 10.0.0.2 -- \
-        ibv_rc_pingpong -d uroce0 -g 1 -s "$1" -n "$2" 192.168.78.1 >"$work/rc$1.cli.out" 2>&1
+        ibv_rc_pingpong -d uroce0 -g 1 -c -s "$1" -n "$2" 192.168.78.1 >"$work/rc$1.cli.out" 2>&1
       CRC=$?
       wait "$SRV"; SRC=$?; SRV=
       [ $SRC = 0 ] || fail "ibv_rc_pingpong -s $1 server exited $SRC"
@@ -121,22 +158,39 @@ case $case_ in
       grep -q "GID ::ffff:10.0.0.1" "$work/rc$1.srv.out" || fail "server's GID is not ::ffff:10.0.0.1"
       echo "ok: ibv_rc_pingpong -s $1 -n $2: $(grep usec/iter "$work/rc$1.cli.out")"
     done
+    # Over IPv6: each side has an IPv4 and an IPv6 address, -g 2 picks the
+    # IPv6 one (neighbour discovery instead of ARP).
+    timeout 60 "$run" --dev net_af_packet0,iface=ra --ip 10.0.0.1,fd00::1 -- \
+      ibv_rc_pingpong -d uroce0 -g 2 -c -s 4096 -n 200 >"$work/rc6.srv.out" 2>&1 &
+    SRV=$!
+    sleep 0.5
+    inb timeout 60 "$run" --dev net_af_packet0,iface=rb --ip 10.0.0.2,fd00::2 -- \
+      ibv_rc_pingpong -d uroce0 -g 2 -c -s 4096 -n 200 192.168.78.1 >"$work/rc6.cli.out" 2>&1
+    CRC=$?
+    wait "$SRV"; SRC=$?; SRV=
+    [ $SRC = 0 ] || fail "ibv_rc_pingpong -g 2 (IPv6) server exited $SRC"
+    [ $CRC = 0 ] || fail "ibv_rc_pingpong -g 2 (IPv6) client exited $CRC"
+    grep -q "GID fd00::1$" "$work/rc6.srv.out" || fail "IPv6 run: the server's GID is not fd00::1"
+    grep -q "remote address: .*GID fd00::1$" "$work/rc6.cli.out" || fail "IPv6 run: the client's peer GID is not fd00::1"
+    grep -qE "^200 iters in [0-9.]+ seconds" "$work/rc6.cli.out" || fail "IPv6 run: no iters line"
+    echo "ok: ibv_rc_pingpong -g 2 over IPv6 (--ip A,B): $(grep usec/iter "$work/rc6.cli.out")" 
     # UC (no ACKs), UD (address handles, the 40-byte GRH area) and SRQ (16
     # RC QPs on one shared receive queue), where installed; with -e they
     # sleep on a completion channel (ibv_req_notify_cq, ibv_get_cq_event).
     # ibv_rc_pingpong -N posts its SENDs through ibv_create_qp_ex and the
-    # ibv_wr_* API (perftest never does on uroce: docs/verbs-abi.md).
+    # ibv_wr_* API (perftest never does on uroce: docs/verbs-abi.md). -c:
+    # each side checks the bytes it received (the tool exits 1 otherwise).
     for cmd in ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong \
-               "ibv_rc_pingpong -e" "ibv_ud_pingpong -e" "ibv_srq_pingpong -e" \
+               "ibv_rc_pingpong -e" "ibv_uc_pingpong -e" "ibv_ud_pingpong -e" "ibv_srq_pingpong -e" \
                "ibv_rc_pingpong -N" "ibv_rc_pingpong -N -e"; do
       t=${cmd%% *}
       command -v $t >/dev/null || { echo "skip: $t not installed"; continue; }
       name=$(echo "$cmd" | tr -c 'a-zA-Z0-9\n' '_')
-      timeout 60 "$run" --dev net_af_packet0,iface=ra --ip 10.0.0.1 -- $cmd -d uroce0 -g 1 -n 200 \
+      timeout 60 "$run" --dev net_af_packet0,iface=ra --ip 10.0.0.1 -- $cmd -d uroce0 -g 1 -c -n 200 \
         >"$work/$name.srv.out" 2>&1 &
       SRV=$!
       sleep 0.5
-      inb timeout 60 "$run" --dev net_af_packet0,iface=rb --ip 10.0.0.2 -- $cmd -d uroce0 -g 1 -n 200 192.168.78.1 \
+      inb timeout 60 "$run" --dev net_af_packet0,iface=rb --ip 10.0.0.2 -- $cmd -d uroce0 -g 1 -c -n 200 192.168.78.1 \
         >"$work/$name.cli.out" 2>&1
       CRC=$?
       wait "$SRV"; SRC=$?; SRV=
@@ -181,22 +235,39 @@ case $case_ in
       echo "ok: $cmd: $(grep -E "$row" "$work/$name.cli.out" | tr -s ' \t' ' ')"
     done ;;
 
-  perftest-more)
-    # The rest of perftest's tests and flags: the latency tests not run
-    # above, both atomics, sizes that are not a multiple of the path MTU,
-    # -a (every size 2 B .. 8 MiB: the last row is checked), and -m 4096 on a
-    # jumbo link (veth MTU 9000, uroce-run --mtu 9000). Each spec: the tool
-    # and flags | the size and iterations its last result row starts with |
-    # the Ethernet MTU of both ends.
+  perftest-more | perftest-flags)
+    # perftest-more: the rest of perftest's tests: the latency tests not
+    # run above, both atomics, sizes that are not a multiple of the path
+    # MTU, -a (every size 2 B .. 8 MiB: the last row is checked), and -m 4096
+    # on a jumbo link (veth MTU 9000, uroce-run --mtu 9000).
+    # perftest-flags: the same flags across the other tests: -e on READ and
+    # atomics (perftest refuses it on WRITE), -q 4 (the row counts every
+    # QP's iterations), -a, -m 4096 and odd sizes on READ and SEND, both
+    # atomics in the latency test.
+    # Each spec: the tool and flags | the size and iterations its last
+    # result row starts with | the Ethernet MTU of both ends.
     need ib_write_lat
     setup_links
-    for spec in "ib_write_lat -n 200|2 200|1500" "ib_read_lat -n 200|2 200|1500" \
-                "ib_atomic_lat -n 200|8 200|1500" "ib_atomic_bw -A CMP_AND_SWAP -n 200|8 200|1500" \
-                "ib_atomic_bw -A FETCH_AND_ADD -n 200|8 200|1500" \
-                "ib_write_bw -s 3000 -n 200|3000 200|1500" "ib_read_bw -s 1500 -n 200|1500 200|1500" \
-                "ib_send_bw -s 5000 -n 200|5000 200|1500" "ib_write_lat -s 1100 -n 200|1100 200|1500" \
-                "ib_write_bw -a -n 20|8388608 20|1500" \
-                "ib_write_bw -m 4096 -s 10000 -n 200|10000 200|9000" "ib_send_lat -m 4096 -s 6000 -n 200|6000 200|9000"; do
+    if [ "$case_" = perftest-more ]; then
+      specs=("ib_write_lat -n 200|2 200|1500" "ib_read_lat -n 200|2 200|1500"
+             "ib_atomic_lat -n 200|8 200|1500" "ib_atomic_bw -A CMP_AND_SWAP -n 200|8 200|1500"
+             "ib_atomic_bw -A FETCH_AND_ADD -n 200|8 200|1500"
+             "ib_write_bw -s 3000 -n 200|3000 200|1500" "ib_read_bw -s 1500 -n 200|1500 200|1500"
+             "ib_send_bw -s 5000 -n 200|5000 200|1500" "ib_write_lat -s 1100 -n 200|1100 200|1500"
+             "ib_write_bw -a -n 20|8388608 20|1500"
+             "ib_write_bw -m 4096 -s 10000 -n 200|10000 200|9000" "ib_send_lat -m 4096 -s 6000 -n 200|6000 200|9000")
+    else
+      specs=("ib_read_bw -e -n 200|65536 200|1500" "ib_read_lat -e -n 200|2 200|1500"
+             "ib_atomic_bw -e -n 200|8 200|1500" "ib_atomic_lat -e -n 200|8 200|1500"
+             "ib_atomic_lat -A CMP_AND_SWAP -n 200|8 200|1500"
+             "ib_read_bw -q 4 -n 200|65536 800|1500" "ib_send_bw -q 4 -n 200|65536 800|1500"
+             "ib_atomic_bw -q 4 -n 200|8 800|1500"
+             "ib_read_lat -s 1500 -n 200|1500 200|1500" "ib_send_lat -s 3000 -n 200|3000 200|1500"
+             "ib_read_bw -a -n 20|8388608 20|1500" "ib_send_bw -a -n 20|8388608 20|1500"
+             "ib_read_bw -m 4096 -s 10000 -n 200|10000 200|9000" "ib_send_bw -m 4096 -s 10000 -n 200|10000 200|9000"
+             "ib_write_lat -m 4096 -s 10000 -n 200|10000 200|9000")
+    fi
+    for spec in "${specs[@]}"; do
       cmd=${spec%%|*} rest=${spec#*|}
       want=${rest%|*} mtu=${rest##*|}
       t=${cmd%% *}
