@@ -39,9 +39,12 @@ check ibv_uc_pingpong
 check ibv_ud_pingpong
 check ibv_srq_pingpong
 # perftest: with no device it stops after listing devices.
-check ib_write_bw
-check ib_send_lat
-check ib_read_bw
+for t in write read send atomic; do
+  check ib_${t}_bw
+  check ib_${t}_lat
+done
+# UCX: libuct_ib loads the drop-in when ucx_info lists its devices.
+check ucx_info -d
 
 [ $ran -gt 0 ] || { echo "SKIP: none of the verbs programs is installed"; exit 77; }
 [ $bad -eq 0 ] || exit 1

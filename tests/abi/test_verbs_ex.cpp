@@ -3,8 +3,10 @@
 // inline functions as a program built with Debian's header calls them:
 // ibv_create_cq_ex and its polling API, ibv_create_qp_ex and the ibv_wr_*
 // post API, and asynchronous events routed to the context that owns their
-// object. Data moves between two RC QPs of one device (the engine's
-// loopback: nothing reaches the null port).
+// object; [abi-threads]: several threads posting to one QP and polling
+// one CQ, and a thread asleep in ibv_get_cq_event. Data moves between two
+// RC QPs of one device (the engine's loopback: nothing reaches the null
+// port).
 #include <infiniband/verbs.h>
 
 #include <catch2/catch.hpp>
@@ -12,10 +14,14 @@
 #include "abi_test.h"
 
 #include <arpa/inet.h>
+#include <sys/resource.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -874,5 +880,257 @@ TEST_CASE("memory windows: ibv_alloc_mw, ibv_bind_mw, IBV_WR_BIND_MW, invalidati
   CHECK(ibv_destroy_cq(bcq) == 0);
   CHECK(ibv_dereg_mr(amr) == 0);
   CHECK(ibv_dereg_mr(bmr) == 0);
+  CHECK(ibv_dealloc_pd(pd) == 0);
+}
+
+// libibverbs promises that verbs objects may be used from several threads
+// at once: posts to one QP and polls of one CQ from many threads must lose,
+// duplicate or mix up nothing (the drop-in's per-QP and per-CQ locks, and
+// callers that drive the engine while other callers do the same).
+namespace {
+
+constexpr int kThreadMsg = 64;
+
+// Posts `n` signalled WRs from one thread: RDMA WRITEs into its own slots
+// of `dst`, or SENDs; a full send queue (ENOMEM) is retried.
+void post_many(ibv_qp* qp, ibv_mr* src, uint64_t dst, uint32_t rkey, int thread, int n, bool send,
+               std::atomic<int>& errors) {
+  for (int i = 0; i < n; ++i) {
+    const size_t slot = size_t(thread) * n + i;
+    ibv_sge sge{reinterpret_cast<uintptr_t>(src->addr) + slot * kThreadMsg, kThreadMsg, src->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = (uint64_t(thread) << 32) | uint32_t(i);
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = send ? IBV_WR_SEND : IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = dst + slot * kThreadMsg;
+    wr.wr.rdma.rkey = rkey;
+    ibv_send_wr* bad = nullptr;
+    int rc;
+    while ((rc = ibv_post_send(qp, &wr, &bad)) == ENOMEM) std::this_thread::yield();
+    if (rc != 0) {
+      ++errors;
+      return;
+    }
+  }
+}
+
+// Posts `n` receives of one message each into slots `first`.. of `mr`.
+void post_recvs(ibv_qp* qp, ibv_mr* mr, size_t first, int n, std::atomic<int>& errors) {
+  for (int i = 0; i < n; ++i) {
+    const size_t slot = first + i;
+    ibv_sge sge{reinterpret_cast<uintptr_t>(mr->addr) + slot * kThreadMsg, kThreadMsg, mr->lkey};
+    ibv_recv_wr wr{};
+    wr.wr_id = slot;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    int rc;
+    while ((rc = ibv_post_recv(qp, &wr, &bad)) == ENOMEM) std::this_thread::yield();
+    if (rc != 0) {
+      ++errors;
+      return;
+    }
+  }
+}
+
+// Polls `cq` into `out` until `remaining` reaches zero (shared by the
+// threads polling the same CQ) or the deadline passes.
+void poll_until(ibv_cq* cq, std::atomic<int>& remaining, std::vector<ibv_wc>& out,
+                std::chrono::steady_clock::time_point until) {
+  ibv_wc wc[16];
+  while (remaining.load() > 0 && std::chrono::steady_clock::now() < until) {
+    const int n = ibv_poll_cq(cq, 16, wc);
+    if (n < 0) return;
+    out.insert(out.end(), wc, wc + n);
+    remaining -= n;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("threads: four threads post to one QP, two poll its CQ, two post receives", "[abi-threads]") {
+  constexpr int kPerThread = 1500;
+  constexpr int kWriters = 2, kSenders = 2, kMsgs = (kWriters + kSenders) * kPerThread;
+  Opened o;
+  ibv_pd* pd = ibv_alloc_pd(o.ctx);
+  REQUIRE(pd);
+  std::vector<uint8_t> src(size_t(kMsgs) * kThreadMsg), dst(src.size()), rbuf(src.size());
+  // Each slot starts with its own number, so a received payload names the
+  // slot it was sent from.
+  for (size_t i = 0; i < src.size(); ++i) src[i] = uint8_t(i * 131 + (i >> 6));
+  for (uint32_t slot = 0; slot < uint32_t(kMsgs); ++slot) std::memcpy(src.data() + size_t(slot) * kThreadMsg, &slot, 4);
+  ibv_mr* smr = ibv_reg_mr(pd, src.data(), src.size(), kAccess);
+  ibv_mr* dmr = ibv_reg_mr(pd, dst.data(), dst.size(), kAccess);
+  ibv_mr* rmr = ibv_reg_mr(pd, rbuf.data(), rbuf.size(), kAccess);
+  REQUIRE(smr);
+  REQUIRE(dmr);
+  REQUIRE(rmr);
+  ibv_cq* scq = ibv_create_cq(o.ctx, 512, nullptr, nullptr, 0);
+  ibv_cq* rcq = ibv_create_cq(o.ctx, 512, nullptr, nullptr, 0);
+  REQUIRE(scq);
+  REQUIRE(rcq);
+  ibv_qp_init_attr_ex qa = qp_attr(pd, scq, scq);
+  qa.cap.max_send_wr = 128;
+  qa.cap.max_recv_wr = 128;
+  ibv_qp* a = ibv_create_qp_ex(o.ctx, &qa);
+  qa = qp_attr(pd, rcq, rcq);
+  qa.cap.max_recv_wr = 128;
+  ibv_qp* b = ibv_create_qp_ex(o.ctx, &qa);
+  REQUIRE(a);
+  REQUIRE(b);
+  connect(o.ctx, a, b->qp_num);
+  connect(o.ctx, b, a->qp_num);
+
+  std::atomic<int> errors{0}, send_left{kMsgs}, recv_left{kSenders * kPerThread};
+  std::vector<ibv_wc> polled[2], received;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kWriters + kSenders; ++t)
+    threads.emplace_back(post_many, a, smr, reinterpret_cast<uintptr_t>(dst.data()), dmr->rkey, t, kPerThread,
+                         t >= kWriters, std::ref(errors));
+  for (int t = 0; t < kSenders; ++t)
+    threads.emplace_back(post_recvs, b, rmr, size_t(t) * kPerThread, kPerThread, std::ref(errors));
+  for (auto& out : polled) threads.emplace_back(poll_until, scq, std::ref(send_left), std::ref(out), until);
+  threads.emplace_back(poll_until, rcq, std::ref(recv_left), std::ref(received), until);
+  for (auto& t : threads) t.join();
+
+  REQUIRE(errors == 0);
+  // Every send-side WR completed exactly once, successfully, whichever
+  // thread polled it.
+  std::vector<int> seen(kMsgs, 0);
+  for (const auto& out : polled)
+    for (const ibv_wc& wc : out) {
+      CHECK(wc.status == IBV_WC_SUCCESS);
+      const uint64_t t = wc.wr_id >> 32, i = wc.wr_id & 0xffffffffu;
+      REQUIRE(t < uint64_t(kWriters + kSenders));
+      REQUIRE(i < uint64_t(kPerThread));
+      ++seen[t * kPerThread + i];
+      CHECK(wc.opcode == (t >= uint64_t(kWriters) ? IBV_WC_SEND : IBV_WC_RDMA_WRITE));
+    }
+  CHECK(std::count(seen.begin(), seen.end(), 1) == kMsgs);
+  // The writers' slots hold their source bytes.
+  const size_t wbytes = size_t(kWriters) * kPerThread * kThreadMsg;
+  CHECK(std::memcmp(dst.data(), src.data(), wbytes) == 0);
+  // Each SEND arrived once: every receive completed with 64 bytes, and the
+  // received payloads are the senders' slots, each once.
+  REQUIRE(received.size() == size_t(kSenders) * kPerThread);
+  std::vector<int> got(size_t(kSenders) * kPerThread, 0);
+  for (const ibv_wc& wc : received) {
+    CHECK(wc.status == IBV_WC_SUCCESS);
+    CHECK(wc.byte_len == uint32_t(kThreadMsg));
+    REQUIRE(wc.wr_id < got.size());
+    const uint8_t* payload = rbuf.data() + wc.wr_id * kThreadMsg;
+    uint32_t slot = 0;
+    std::memcpy(&slot, payload, 4);
+    const size_t sender = size_t(slot) - size_t(kWriters) * kPerThread;
+    REQUIRE(sender < got.size());
+    CHECK(std::memcmp(payload, src.data() + size_t(slot) * kThreadMsg, kThreadMsg) == 0);
+    ++got[sender];
+  }
+  CHECK(std::count(got.begin(), got.end(), 1) == kSenders * kPerThread);
+
+  CHECK(ibv_destroy_qp(a) == 0);
+  CHECK(ibv_destroy_qp(b) == 0);
+  CHECK(ibv_destroy_cq(scq) == 0);
+  CHECK(ibv_destroy_cq(rcq) == 0);
+  CHECK(ibv_dereg_mr(smr) == 0);
+  CHECK(ibv_dereg_mr(dmr) == 0);
+  CHECK(ibv_dereg_mr(rmr) == 0);
+  CHECK(ibv_dealloc_pd(pd) == 0);
+}
+
+namespace {
+
+// CPU time (user + system) of the whole process so far.
+std::chrono::microseconds process_cpu() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return std::chrono::seconds(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         std::chrono::microseconds(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+}  // namespace
+
+TEST_CASE("threads: a thread blocked in ibv_get_cq_event costs no CPU and wakes on a completion", "[abi-threads]") {
+  Opened o;
+  ibv_comp_channel* ch = ibv_create_comp_channel(o.ctx);
+  REQUIRE(ch);
+  ibv_pd* pd = ibv_alloc_pd(o.ctx);
+  REQUIRE(pd);
+  std::vector<uint8_t> buf(256);
+  ibv_mr* mr = ibv_reg_mr(pd, buf.data(), buf.size(), kAccess);
+  REQUIRE(mr);
+  ibv_cq* scq = ibv_create_cq(o.ctx, 8, nullptr, nullptr, 0);
+  ibv_cq* rcq = ibv_create_cq(o.ctx, 8, nullptr, ch, 0);
+  REQUIRE(scq);
+  REQUIRE(rcq);
+  ibv_qp_init_attr_ex qa = qp_attr(pd, scq, scq);
+  ibv_qp* a = ibv_create_qp_ex(o.ctx, &qa);
+  qa = qp_attr(pd, rcq, rcq);
+  ibv_qp* b = ibv_create_qp_ex(o.ctx, &qa);
+  REQUIRE(a);
+  REQUIRE(b);
+  connect(o.ctx, a, b->qp_num);
+  connect(o.ctx, b, a->qp_num);
+  post_recv(b, 9, buf.data() + 128, 64, mr->lkey);
+  REQUIRE(ibv_req_notify_cq(rcq, 0) == 0);
+
+  std::atomic<bool> woke{false};
+  ibv_cq* ev_cq = nullptr;
+  int ev_rc = -2;
+  std::thread waiter([&] {
+    void* ev_ctx = nullptr;
+    ev_rc = ibv_get_cq_event(ch, &ev_cq, &ev_ctx);  // blocking: the channel's fd is left as made
+    woke = true;
+  });
+  // A second of waiting: the blocked thread and the idle engine together
+  // use a small fraction of one CPU (the engine thread naps when idle).
+  const auto cpu0 = process_cpu();
+  const auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const double cpu = double((process_cpu() - cpu0).count()) /
+                     double(std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count());
+  CHECK_FALSE(woke.load());
+  INFO("process CPU while waiting: " << cpu * 100 << " % of one CPU");
+  CHECK(cpu < 0.10);
+
+  // A SEND from a completes b's receive: the armed CQ's event wakes the waiter.
+  std::memcpy(buf.data(), "wake up", 8);
+  ibv_sge sge{reinterpret_cast<uintptr_t>(buf.data()), 8, mr->lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = 1;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_SEND;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  ibv_send_wr* bad = nullptr;
+  REQUIRE(ibv_post_send(a, &wr, &bad) == 0);
+  REQUIRE(wait_wc(scq, 1).size() == 1);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!woke && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (!woke) {
+    // Unblock the waiter before failing: a second event needs an armed CQ.
+    ibv_req_notify_cq(rcq, 0);
+    post_recv(b, 10, buf.data() + 192, 64, mr->lkey);
+    ibv_post_send(a, &wr, &bad);
+  }
+  waiter.join();
+  REQUIRE(woke);
+  CHECK(ev_rc == 0);
+  CHECK(ev_cq == rcq);
+  ibv_ack_cq_events(rcq, 1);
+  auto wc = wait_wc(rcq, 1);
+  REQUIRE(wc.size() == 1);
+  CHECK(wc[0].wr_id == 9);
+  CHECK(std::memcmp(buf.data() + 128, "wake up", 8) == 0);
+
+  CHECK(ibv_destroy_qp(a) == 0);
+  CHECK(ibv_destroy_qp(b) == 0);
+  CHECK(ibv_destroy_cq(scq) == 0);
+  CHECK(ibv_destroy_cq(rcq) == 0);
+  CHECK(ibv_destroy_comp_channel(ch) == 0);
+  CHECK(ibv_dereg_mr(mr) == 0);
   CHECK(ibv_dealloc_pd(pd) == 0);
 }

@@ -160,6 +160,7 @@ def uc():
 VERBS_PINGPONG = [
     ("rc", "ibv_rc_pingpong", "pingpong", ["-s", "5000", "-m", "1024"]),
     ("rc", "ibv_rc_pingpong", "pingpong", ["-s", "10000", "-m", "4096"]),
+    ("uc", "ibv_uc_pingpong", "pingpong", ["-s", "5000", "-m", "1024"]),
     ("ud", "ibv_ud_pingpong", "ud", ["-s", "1000"]),
     ("srq", "ibv_srq_pingpong", "srq", ["-s", "3000", "-q", "4", "-m", "1024"]),
 ]
@@ -175,7 +176,7 @@ def verbs_pingpong():
                                                    if a != "-m" or b != "1024")
         tool = f"{binary} -d rxe0 -g $GID_IDX " + " ".join(common)
         out += _both(tag, kind, tool, ["uroce-run", binary, "-d", "uroce0", "-g", "1"] + common, mtu,
-                     iters=PP_ITERS)
+                     iters=PP_ITERS, uc=short == "uc")
     return out
 
 
