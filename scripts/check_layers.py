@@ -35,6 +35,8 @@ ALLOWED = {
     "transport":     {"transport", "memory", "cc", "wire"} | TYPES,
     "memory":        {"memory", "wire"} | TYPES,
     "cc":            {"cc"} | TYPES,
+    # The Communication Manager's messages on QP1 (IB CM MADs, rdma_cm's header).
+    "cm":            {"cm"} | TYPES,
     "wire":          {"wire"} | TYPES,
     "capture":       {"capture"} | TYPES,
     "exchange":      {"exchange"} | TYPES,
