@@ -2,10 +2,11 @@
 // What a device must refuse although the packet names the right QP, PSN
 // and key with a valid ICRC: frames for another host (MAC or IP), a wrong
 // IPv4 header checksum (unless the port vouches for it), a wrong
-// non-zero UDP checksum, a payload that breaks the path MTU, a SEND with
-// invalidate naming a key that cannot be invalidated, and an ACK with a
-// reserved AETH syndrome. Hand-built frames enter the simulated wire from
-// a port of their own, as a third host (or a promiscuous port) would.
+// non-zero UDP checksum, a payload that breaks the path MTU (ONLY, FIRST
+// or MIDDLE), a SEND with invalidate naming a key that cannot be
+// invalidated, and an ACK with a reserved AETH syndrome. Hand-built frames
+// enter the simulated wire from a port of their own, as a third host (or a
+// promiscuous port) would.
 #include <rte_mbuf.h>
 
 #include "../common/frame_reseal.h"
@@ -310,6 +311,57 @@ TEST_CASE("A payload that breaks the path MTU: NAK invalid request, the responde
       auto wb = drain(*p.b.cq);
       REQUIRE(!wb.empty());
       CHECK(wb[0].status != IBV_WC_SUCCESS);
+    }
+  }
+}
+
+TEST_CASE("A MIDDLE packet of another length than the path MTU: NAK invalid request at its PSN, the QP to ERR",
+          "[rx-filter]") {
+  // As rxe's length check: FIRST and MIDDLE carry exactly the path MTU
+  // (1024 here), ONLY and LAST at most that. The FIRST before it is valid
+  // and lands; nothing of the MIDDLE may.
+  struct Case {
+    const char* what;
+    uint8_t first, middle;
+    uint32_t payload;
+  };
+  const Case cases[] = {
+      {"WRITE_MIDDLE over the PMTU", wire::op::RC_RDMA_WRITE_FIRST, wire::op::RC_RDMA_WRITE_MIDDLE, 1100},
+      {"WRITE_MIDDLE under the PMTU", wire::op::RC_RDMA_WRITE_FIRST, wire::op::RC_RDMA_WRITE_MIDDLE, 512},
+      {"SEND_MIDDLE over the PMTU", wire::op::RC_SEND_FIRST, wire::op::RC_SEND_MIDDLE, 1100},
+      {"SEND_MIDDLE under the PMTU", wire::op::RC_SEND_FIRST, wire::op::RC_SEND_MIDDLE, 512},
+  };
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION(c.what) {
+      Pair p(314);
+      Injector inj(p);
+      const bool send = c.first == wire::op::RC_SEND_FIRST;
+      REQUIRE(post_recv(p.b, 5, 0, 4096) == 0);
+      std::memset(p.b.buf(), 0, 4096);
+      wire::PacketFields first = inj.request_to_b(c.first, 1024);
+      first.bth.ack_req = false;
+      if (!send) {
+        first.ext.reth_va = p.b.addr(0);
+        first.ext.reth_rkey = p.b.mr->rkey();
+        first.ext.reth_dma_len = 3072;
+      }
+      inj.send(first, 0xEE);
+      REQUIRE(p.b.qp->state() == IBV_QPS_RTS);
+      CHECK(p.b.qp->counters().nak_sent == 0);
+      wire::PacketFields middle = inj.request_to_b(c.middle, c.payload);
+      middle.bth.psn = (first.bth.psn + 1) & 0xFFFFFF;
+      inj.send(middle, 0xDD);
+      CHECK(p.b.qp->counters().nak_sent == 1);
+      CHECK(p.b.qp->state() == IBV_QPS_ERR);
+      CHECK(p.b.buf()[0] == 0xEE);
+      CHECK(p.b.buf()[1023] == 0xEE);
+      CHECK(p.b.buf()[1024] == 0);
+      auto wb = drain(*p.b.cq);
+      REQUIRE(wb.size() == 1);
+      CHECK(wb[0].wr_id == 5);
+      // The SEND's receive fails with the message; the WRITE took none, so
+      // its receive is flushed with the QP.
+      CHECK(int(wb[0].status) == int(send ? IBV_WC_REM_INV_REQ_ERR : IBV_WC_WR_FLUSH_ERR));
     }
   }
 }
