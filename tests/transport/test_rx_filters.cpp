@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // What a device must refuse although the packet names the right QP, PSN
-// and key with a valid ICRC: frames for another host (MAC or IP), a wrong
+// and key with a valid ICRC: frames for another host (MAC or IP), RoCE in
+// a broadcast or group frame, a wrong
 // IPv4 header checksum (unless the port vouches for it), a wrong
 // non-zero UDP checksum, a payload that breaks the path MTU (ONLY, FIRST
 // or MIDDLE), a SEND with invalidate naming a key that cannot be
@@ -178,6 +179,37 @@ TEST_CASE("A request to another host's MAC is not executed", "[rx-filter]") {
       f.eth.dst = other;
       inj.send(f, 0xEE);
       CHECK(p.b.dev->counters().rx_other_host == 1);
+      CHECK(p.b.qp->counters().rcvd_pkts == 0);
+      CHECK(p.b.buf()[0] == 0);
+      expect_peer_write_works(p);
+    }
+  }
+}
+
+TEST_CASE("A request to broadcast or to a group the device joined (for ND) is not executed", "[rx-filter]") {
+  // The device takes frames to these groups for ARP and neighbour
+  // discovery, but RoCE is unicast: a request in such a frame is dropped.
+  struct Case {
+    const char* what;
+    bool v6;
+    wire::MacAddr dst;
+  };
+  const Case cases[] = {
+      {"IPv4, broadcast", false, wire::MacAddr{{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}}},
+      {"IPv6, broadcast", true, wire::MacAddr{{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}}},
+      {"IPv6, b's solicited-node group", true, wire::MacAddr{{0x33, 0x33, 0xFF, 0, 0, 0x02}}},
+  };
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION(c.what) {
+      Pair p(316, Pair::default_a(), Pair::default_b(), 1500, c.v6 ? "fd00::1" : "10.0.0.1",
+             c.v6 ? "fd00::2" : "10.0.0.2");
+      Injector inj(p);
+      std::memset(p.b.buf(), 0, 64);
+      wire::PacketFields f = inj.write_to_b(64);
+      f.eth.dst = c.dst;
+      const uint64_t before = p.b.dev->counters().rx_other_host;
+      inj.send(f, 0xEE);
+      CHECK(p.b.dev->counters().rx_other_host == before + 1);
       CHECK(p.b.qp->counters().rcvd_pkts == 0);
       CHECK(p.b.buf()[0] == 0);
       expect_peer_write_works(p);
