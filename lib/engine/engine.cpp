@@ -371,7 +371,9 @@ void Engine::flush_tx() {
 }
 
 // A promiscuous or af_packet port also delivers frames for other hosts:
-// only our unicast MAC and the groups we joined are ours.
+// only our unicast MAC and the groups we joined are ours. The groups
+// (broadcast, IPv6 solicited-node) are joined for ARP and neighbour
+// discovery only: receive() drops a RoCE frame sent to one of them.
 bool Engine::for_this_host(const rte_mbuf* m) const {
   if (m->data_len < 6) return true;  // the parser refuses it
   const uint8_t* dst = rte_pktmbuf_mtod(m, const uint8_t*);
@@ -406,6 +408,13 @@ void Engine::receive(rte_mbuf* m) {
     else if (e == wire::ParseError::icrc) ++counters_.rx_icrc_err;
     else if (e == wire::ParseError::udp_checksum) ++counters_.rx_udp_csum_err;
     else ++counters_.rx_invalid;
+    return;
+  }
+  // RoCE is unicast here (no multicast QPs): a request or response in a
+  // link-layer broadcast or multicast frame is not for this device, as
+  // RFC 1122 3.3.6 has a host discard a unicast datagram that came in one.
+  if (rte_pktmbuf_mtod(m, const uint8_t*)[0] & 1) {
+    ++counters_.rx_other_host;
     return;
   }
   if (!to_own_gid(pkt)) {

@@ -34,6 +34,7 @@ uint32_t MrTable::insert_window(Window* mw) {
   window_free_.pop_back();
   const uint32_t r = uint32_t(rng_());
   window_slots_[slot] = mw;
+  if (slot > window_high_) window_high_ = slot;
   return 0x80000000u | (r & 0x7F000000u) | (slot << 8) | (r & 0xFFu);
 }
 
@@ -46,14 +47,16 @@ void MrTable::remove_window(Window* mw) {
 
 void MrTable::unbind_windows_of(const Region* mr) {
   if (mr->windows == 0) return;  // the usual case: no scan
-  for (Window* mw : window_slots_)
-    if (mw != nullptr && mw->mr == mr) unbind(*mw);
+  for (uint32_t s = 1; s <= window_high_; ++s)
+    if (Window* mw = window_slots_[s]; mw != nullptr && mw->mr == mr) unbind(*mw);
 }
 
 void MrTable::unbind_windows_of_qp(const ProtectionDomain* pd, uint32_t qpn) {
   if (window_free_.size() == window_capacity_) return;  // no window alive
-  for (Window* mw : window_slots_)
-    if (mw != nullptr && mw->type == 2 && mw->mr != nullptr && mw->pd == pd && mw->qpn == qpn) unbind(*mw);
+  for (uint32_t s = 1; s <= window_high_; ++s)
+    if (Window* mw = window_slots_[s];
+        mw != nullptr && mw->type == 2 && mw->mr != nullptr && mw->pd == pd && mw->qpn == qpn)
+      unbind(*mw);
 }
 
 void unbind(Window& mw) {

@@ -60,6 +60,11 @@ class MrTable {
   std::vector<Window*> window_slots_;
   std::vector<uint32_t> window_free_;
   size_t window_capacity_ = 0;
+  // The highest window slot ever handed out. A freed slot is handed out
+  // again before any never used, so this is the most windows alive at
+  // once: the scans (one per QP destroyed while any window lives) stop
+  // there instead of going through all 65536 slots.
+  uint32_t window_high_ = 0;
   std::mt19937_64 rng_;
 };
 

@@ -741,6 +741,16 @@ ibv_qp* mw_qp(ibv_context* ctx, ibv_pd* pd, ibv_cq* cq) {
   return qp;
 }
 
+// Both QPs back to RESET and connected to each other again.
+void reconnect(ibv_context* ctx, ibv_qp* a, ibv_qp* b) {
+  ibv_qp_attr r{};
+  r.qp_state = IBV_QPS_RESET;
+  REQUIRE(ibv_modify_qp(a, &r, IBV_QP_STATE) == 0);
+  REQUIRE(ibv_modify_qp(b, &r, IBV_QP_STATE) == 0);
+  connect(ctx, a, b->qp_num);
+  connect(ctx, b, a->qp_num);
+}
+
 ibv_wc one_wc(ibv_cq* cq) {
   auto wc = wait_wc(cq, 1);
   REQUIRE(wc.size() == 1);
@@ -868,8 +878,40 @@ TEST_CASE("memory windows: ibv_alloc_mw, ibv_bind_mw, IBV_WR_BIND_MW, invalidati
 
   // The region cannot go while windows are bound to it (mw1 is).
   CHECK(ibv_dereg_mr(bmr) == EINVAL);
-  // An invalidated key: the peer's access is a remote access error.
+  // A key invalidated by ibv_wr_send_inv: the peer's WRITE through it is a
+  // remote access error, and not one byte lands.
+  std::fill(abuf.begin(), abuf.end(), uint8_t(0x77));
   CHECK(write_via(a, acq, amr, abuf.data(), base + 4096, k2, 64).status == IBV_WC_REM_ACCESS_ERR);
+  CHECK(bbuf[4096] == 0x3C);
+  CHECK(bbuf[4096 + 63] == 0x3C);
+  // The same for the key ibv_wr_local_inv invalidated, on the pair made anew
+  // (the access error took both QPs to ERR).
+  reconnect(o.ctx, a, b);
+  CHECK(write_via(a, acq, amr, abuf.data(), base + 4096, k3, 64).status == IBV_WC_REM_ACCESS_ERR);
+  CHECK(bbuf[4096] == 0x3C);
+  // SEND with invalidate naming an ordinary region's key: the sender's WQE
+  // fails (the responder NAKs it as an invalid request), and so does the
+  // receive it took.
+  reconnect(o.ctx, a, b);
+  post_recv(b, 7, bbuf.data() + 12288, 256, bmr->lkey);
+  ibv_wr_start(ax);
+  ax->wr_id = 8;
+  ax->wr_flags = IBV_SEND_SIGNALED;
+  ibv_wr_send_inv(ax, amr->rkey);
+  ibv_wr_set_sge(ax, amr->lkey, reinterpret_cast<uintptr_t>(abuf.data()), 32);
+  REQUIRE(ibv_wr_complete(ax) == 0);
+  wc = one_wc(acq);
+  CHECK(wc.wr_id == 8);
+  CHECK(wc.status == IBV_WC_REM_INV_REQ_ERR);
+  wc = one_wc(bcq);
+  CHECK(wc.wr_id == 7);
+  CHECK(wc.status == IBV_WC_REM_INV_REQ_ERR);
+  CHECK(bbuf[12288] == 0x3C);  // what the SEND before it left there
+  // amr was not invalidated: a's own WRITE through it still works on a new pair.
+  reconnect(o.ctx, a, b);
+  CHECK(write_via(b, bcq, bmr, bbuf.data(), reinterpret_cast<uintptr_t>(abuf.data()), amr->rkey, 16).status ==
+        IBV_WC_SUCCESS);
+  CHECK(std::memcmp(abuf.data(), bbuf.data(), 16) == 0);
 
   CHECK(ibv_dealloc_mw(mw1) == 0);
   CHECK(ibv_dealloc_mw(mw2) == 0);

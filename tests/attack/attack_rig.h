@@ -52,6 +52,7 @@ class GuardedRegion {
   size_t size() const { return len_; }
   uint64_t va(size_t off = 0) const { return reinterpret_cast<uintptr_t>(data_) + off; }
   uint32_t key() const { return mr_->rkey(); }
+  MemoryRegion& mr() const { return *mr_; }
   // First canary byte that changed, or -1.
   long canary_damage() const;
   // Keeps the current contents as the reference for changed_outside().

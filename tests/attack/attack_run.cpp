@@ -14,7 +14,7 @@ Run::Run(Rig& r, const Setup& s) : rig(r), setup(s) {
   int err = -1;
   cq = d.create_cq(256, err);
   REQUIRE(err == 0);
-  rw = std::make_unique<GuardedRegion>(*pd, kRwLen, kAllRemote);
+  rw = std::make_unique<GuardedRegion>(*pd, kRwLen, kAllRemote | IBV_ACCESS_MW_BIND);
   ro = std::make_unique<GuardedRegion>(*pd, 4096, IBV_ACCESS_REMOTE_READ);
   wo = std::make_unique<GuardedRegion>(*pd, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   other = std::make_unique<GuardedRegion>(*pd2, 4096, kAllRemote);
@@ -127,16 +127,17 @@ wire::PacketFields Run::resp(uint8_t opcode, int32_t psn_off, uint8_t syndrome, 
   return f;
 }
 
-std::vector<uint8_t> Run::build(const wire::PacketFields& f, uint8_t fill) const {
+std::vector<uint8_t> Run::build(const wire::PacketFields& f, uint8_t fill, const wire::BuildOptions& opts) const {
   wire::PacketFields g = f;
   const uint32_t extra = f.payload_len > 4096 ? f.payload_len - 4096 : 0;
   g.payload_len -= extra;
   const std::vector<uint8_t> payload(g.payload_len, fill);
   std::vector<uint8_t> frame(g.payload_len + 256);
   wire::FrameLayout lay;
-  REQUIRE(wire::build_frame(g, payload, frame, lay) == wire::BuildError::ok);
+  REQUIRE(wire::build_frame(g, payload, frame, lay, opts) == wire::BuildError::ok);
   frame.resize(lay.frame_len);
   if (extra) {
+    REQUIRE(!opts.compute_udp_checksum);
     REQUIRE(extra % 4 == 0);
     frame.insert(frame.end() - 4, extra, fill);
     reseal(frame);
@@ -160,6 +161,40 @@ void Run::post_rdma(ibv_wr_opcode op, uint32_t len, uint64_t wr_id) {
   wr.wr.rdma.rkey = 0x4321;
   const SendWr* bad = nullptr;
   REQUIRE(qp->post_send(&wr, &bad) == 0);
+}
+
+void Run::bind_window(size_t off, size_t len) {
+  int err = -1;
+  mw = pd->alloc_mw(IBV_MW_TYPE_2, err);
+  INFO("alloc_mw errno " << err);
+  REQUIRE(mw);
+  mw_key = (mw->rkey() & ~0xFFu) | 0xA7;
+  SendWr wr = test::make_wr(IBV_WR_BIND_MW, 700, nullptr);
+  wr.bind_mw.mw = mw.get();
+  wr.bind_mw.rkey = mw_key;
+  wr.bind_mw.bind_info.mr = &rw->mr();
+  wr.bind_mw.bind_info.addr = rw->va(off);
+  wr.bind_mw.bind_info.length = len;
+  wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+  const SendWr* bad = nullptr;
+  REQUIRE(qp->post_send(&wr, &bad) == 0);
+  const auto wcs = completions(1);
+  REQUIRE(wcs.size() == 1);
+  CHECK(wcs[0].wr_id == 700);
+  CHECK(wcs[0].opcode == IBV_WC_BIND_MW);
+  REQUIRE(wcs[0].status == IBV_WC_SUCCESS);
+}
+
+void Run::local_inv(uint32_t key) {
+  SendWr wr = test::make_wr(IBV_WR_LOCAL_INV, 701, nullptr);
+  wr.invalidate_rkey = key;
+  const SendWr* bad = nullptr;
+  REQUIRE(qp->post_send(&wr, &bad) == 0);
+  const auto wcs = completions(1);
+  REQUIRE(wcs.size() == 1);
+  CHECK(wcs[0].wr_id == 701);
+  CHECK(wcs[0].opcode == IBV_WC_LOCAL_INV);
+  REQUIRE(wcs[0].status == IBV_WC_SUCCESS);
 }
 
 Frame Run::take_request(uint8_t opcode, uint32_t psn) {

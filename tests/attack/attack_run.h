@@ -44,6 +44,8 @@ class Run {
   std::unique_ptr<GuardedRegion> recv;   // receive buffers (local write only)
   std::unique_ptr<GuardedRegion> local;  // what the victim sends from and READs into
   std::unique_ptr<QueuePair> qp;
+  std::unique_ptr<MemoryWindow> mw;      // a type 2 window on rw, when a class binds one
+  uint32_t mw_key = 0;                   // the key its bind named
   uint64_t sent = 0;                     // frames injected
 
   uint32_t pmtu() const { return rig.pmtu; }
@@ -63,7 +65,7 @@ class Run {
 
   // The frame, payload bytes `fill`; payloads over 4096 bytes (which the
   // builder refuses) are grown and resealed.
-  std::vector<uint8_t> build(const wire::PacketFields& f, uint8_t fill = 0xEE) const;
+  std::vector<uint8_t> build(const wire::PacketFields& f, uint8_t fill = 0xEE, const wire::BuildOptions& opts = {}) const;
   void send(const wire::PacketFields& f, uint8_t fill = 0xEE) { send_frame(build(f, fill)); }
   void send_frame(const std::vector<uint8_t>& frame);
 
@@ -71,6 +73,12 @@ class Run {
   // from / into `local`, to a remote address the attacker never checks.
   void post_write(uint32_t len, uint64_t wr_id = 1);
   void post_read(uint32_t len, uint64_t wr_id = 1);
+  // Binds a type 2 window (mw) to [off, off+len) of rw with remote read
+  // and write through the victim QP, and waits for its completion; the key
+  // goes to mw_key. Then a LOCAL_INV of `key` posted on the victim QP,
+  // which must complete successfully.
+  void bind_window(size_t off, size_t len);
+  void local_inv(uint32_t key);
   // The one request the victim sends for it; checks opcode and PSN.
   Frame take_request(uint8_t opcode, uint32_t psn);
   // Completions: waits for `want` of them (up to 5 s), then a little more.

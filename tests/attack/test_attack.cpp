@@ -91,6 +91,51 @@ void victim_writes(Run& r) {
   r.take_request(RC_RDMA_WRITE_ONLY, Run::S(0));
 }
 
+// A type 2 window on rw [4096, 8192) through the victim QP, and a WRITE of
+// 64 B through its key at E: acknowledged, the bytes land.
+void write_through_window(Run& r) {
+  r.bind_window(4096, 4096);
+  auto f = r.write(RC_RDMA_WRITE_ONLY, 0, 4096, 64);
+  f.ext.reth_rkey = r.mw_key;
+  r.send(f);
+  const std::vector<Frame> got = r.rig.collect(1);
+  REQUIRE(got.size() == 1);
+  CHECK(int(got[0].opcode()) == int(RC_ACKNOWLEDGE));
+  CHECK(int(got[0].syndrome()) == int(kAck));
+  CHECK(got[0].psn() == Run::E(0));
+}
+
+// The same WRITE again through the window's key, at E(psn_off), other bytes.
+void write_again_through_window(Run& r, int32_t psn_off) {
+  auto f = r.write(RC_RDMA_WRITE_ONLY, psn_off, 4096, 64);
+  f.ext.reth_rkey = r.mw_key;
+  r.send(f, 0x77);
+}
+
+// A multicast MAC of the frame's family that the victim never joined.
+wire::MacAddr unjoined_group(const Run& r) {
+  return r.rig.cfg.ipv6 ? wire::MacAddr{{0x33, 0x33, 0, 0, 0, 0xFB}} : wire::MacAddr{{0x01, 0, 0x5E, 0, 0, 0xFB}};
+}
+
+// A FIRST of one path MTU at E, then a MIDDLE of `middle` bytes at E+1.
+void first_then_middle(Run& r, uint8_t first, uint8_t mid, uint32_t middle) {
+  const uint32_t m = r.pmtu();
+  auto f = first == RC_RDMA_WRITE_FIRST ? r.write(first, 0, 0, m, 3 * m) : r.req(first, 0, m);
+  f.bth.ack_req = false;
+  r.send(f);
+  r.send(r.req(mid, 1, middle), 0x77);
+}
+
+// Only the FIRST's path MTU of 0xEE landed in `g` (rw, or recv for a SEND).
+void only_the_first_landed(Run& r, GuardedRegion& g) {
+  CHECK(g.changed_outside(0, r.pmtu()) == -1);
+  for (size_t i = 0; i < r.pmtu(); ++i)
+    if (g.data()[i] != 0xEE) {
+      FAIL_CHECK("byte " << i << " of the FIRST not written");
+      break;
+    }
+}
+
 void edit_and_send(Run& r, wire::PacketFields f, void (*edit)(std::vector<uint8_t>&, const Offsets&)) {
   std::vector<uint8_t> fr = r.build(f);
   edit(fr, offsets_of(fr));
@@ -207,7 +252,36 @@ const std::vector<AttackClass>& classes() {
          r.send(f);
        },
        {{RC_ACKNOWLEDGE, kNakInv, false, 0}}, IBV_QPS_ERR, qpc(&TransportCounters::nak_sent), 0, 0, -1, kNoProbe,
-       +[](Run& r) { expect_wc(r, IBV_WC_REM_INV_REQ_ERR, 500); }},
+       +[](Run& r) {
+         expect_wc(r, IBV_WC_REM_INV_REQ_ERR, 500);
+         CHECK(r.recv->changed_outside(0, 0) == -1);
+       }},
+      {"write-through-window-after-local-inv", {},
+       +[](Run& r) {
+         write_through_window(r);
+         r.local_inv(r.mw_key);
+         write_again_through_window(r, 1);
+       },
+       {{RC_ACKNOWLEDGE, kNakAcc, false, 1}}, IBV_QPS_ERR, qpc(&TransportCounters::nak_sent), 4096, 64, 0xEE},
+      {"write-through-window-after-send-with-invalidate", {.recv_len = 4096},
+       +[](Run& r) {
+         write_through_window(r);
+         auto inv = r.req(RC_SEND_ONLY_WITH_INVALIDATE, 1, 64);
+         inv.ext.ieth_rkey = r.mw_key;
+         inv.bth.ack_req = false;
+         r.send(inv);
+         write_again_through_window(r, 2);
+       },
+       {{RC_ACKNOWLEDGE, kNakAcc, false, 2}}, IBV_QPS_ERR, qpc(&TransportCounters::nak_sent), 4096, 64, 0xEE,
+       kNoProbe,
+       +[](Run& r) {
+         const auto wcs = r.completions(1);
+         REQUIRE(wcs.size() == 1);
+         CHECK(wcs[0].wr_id == 500);
+         CHECK(wcs[0].status == IBV_WC_SUCCESS);
+         CHECK((wcs[0].wc_flags & IBV_WC_WITH_INV) != 0);
+         CHECK(wcs[0].invalidated_rkey == r.mw_key);
+       }},
 
       // --- PSN games
       {"psn-ahead", {}, +[](Run& r) { r.send(r.write(RC_RDMA_WRITE_ONLY, 5, 0, 64)); },
@@ -300,6 +374,20 @@ const std::vector<AttackClass>& classes() {
          r.send(f);
        },
        {}, IBV_QPS_RTS, dev(&DeviceCounters::rx_other_host), 0, 0, -1, 0},
+      {"destination-mac-broadcast", {},
+       +[](Run& r) {
+         auto f = r.write(RC_RDMA_WRITE_ONLY, 0, 0, 64);
+         f.eth.dst = wire::MacAddr{{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}};
+         r.send(f);
+       },
+       {}, IBV_QPS_RTS, dev(&DeviceCounters::rx_other_host), 0, 0, -1, 0},
+      {"destination-mac-group-not-joined", {},
+       +[](Run& r) {
+         auto f = r.write(RC_RDMA_WRITE_ONLY, 0, 0, 64);
+         f.eth.dst = unjoined_group(r);
+         r.send(f);
+       },
+       {}, IBV_QPS_RTS, dev(&DeviceCounters::rx_other_host), 0, 0, -1, 0},
       {"unknown-destination-qp", {},
        +[](Run& r) {
          auto f = r.write(RC_RDMA_WRITE_ONLY, 0, 0, 64);
@@ -315,6 +403,22 @@ const std::vector<AttackClass>& classes() {
                        +[](std::vector<uint8_t>& fr, const Offsets&) { fr[fr.size() - 1] ^= 0x01; });
        },
        {}, IBV_QPS_RTS, dev(&DeviceCounters::rx_icrc_err), 0, 0, -1, 0},
+      {"wrong-udp-checksum", {},
+       +[](Run& r) {
+         wire::BuildOptions with_sum;
+         with_sum.compute_udp_checksum = true;
+         std::vector<uint8_t> fr = r.build(r.write(RC_RDMA_WRITE_ONLY, 0, 0, 64), 0xEE, with_sum);
+         const Offsets o = offsets_of(fr);
+         const uint16_t good = uint16_t(fr[o.l4 + 6] << 8 | fr[o.l4 + 7]);
+         REQUIRE(good != 0);
+         // Neither the right sum, nor 0 (no checksum), nor 0xFFFF-for-0.
+         const uint16_t bad = (good ^ 0x0101) == 0 || (good ^ 0x0101) == 0xFFFF ? uint16_t(good ^ 0x0202)
+                                                                                 : uint16_t(good ^ 0x0101);
+         fr[o.l4 + 6] = uint8_t(bad >> 8);  // outside the ICRC (masked there)
+         fr[o.l4 + 7] = uint8_t(bad);
+         r.send_frame(fr);
+       },
+       {}, IBV_QPS_RTS, dev(&DeviceCounters::rx_udp_csum_err), 0, 0, -1, 0},
       {"truncated-frame", {},
        +[](Run& r) {
          edit_and_send(r, r.write(RC_RDMA_WRITE_ONLY, 0, 0, 64),
@@ -492,6 +596,21 @@ const std::vector<AttackClass>& classes() {
       {"write-first-under-the-path-mtu", {},
        +[](Run& r) { r.send(r.write(RC_RDMA_WRITE_FIRST, 0, 0, r.pmtu() - 64, 2 * r.pmtu())); },
        {{RC_ACKNOWLEDGE, kNakInv, false, 0}}, IBV_QPS_ERR, qpc(&TransportCounters::nak_sent)},
+      {"write-middle-over-the-path-mtu", {},
+       +[](Run& r) { first_then_middle(r, RC_RDMA_WRITE_FIRST, RC_RDMA_WRITE_MIDDLE, r.pmtu() + 64); },
+       {{RC_ACKNOWLEDGE, kNakInv, false, 1}}, IBV_QPS_ERR, qpc(&TransportCounters::nak_sent), 0, 4096, -1, kNoProbe,
+       +[](Run& r) { only_the_first_landed(r, *r.rw); }},
+      {"write-middle-under-the-path-mtu", {},
+       +[](Run& r) { first_then_middle(r, RC_RDMA_WRITE_FIRST, RC_RDMA_WRITE_MIDDLE, r.pmtu() - 64); },
+       {{RC_ACKNOWLEDGE, kNakInv, false, 1}}, IBV_QPS_ERR, qpc(&TransportCounters::nak_sent), 0, 4096, -1, kNoProbe,
+       +[](Run& r) { only_the_first_landed(r, *r.rw); }},
+      {"send-middle-over-the-path-mtu", {.recv_len = 8192},
+       +[](Run& r) { first_then_middle(r, RC_SEND_FIRST, RC_SEND_MIDDLE, r.pmtu() + 64); },
+       {{RC_ACKNOWLEDGE, kNakInv, false, 1}}, IBV_QPS_ERR, qpc(&TransportCounters::nak_sent), 0, 0, -1, kNoProbe,
+       +[](Run& r) {
+         expect_wc(r, IBV_WC_REM_INV_REQ_ERR, 500);
+         only_the_first_landed(r, *r.recv);
+       }},
       {"write-only-payload-shorter-than-reth", {},
        +[](Run& r) { r.send(r.write(RC_RDMA_WRITE_ONLY, 0, 0, 64, 100)); },
        {{RC_ACKNOWLEDGE, kNakInv, false, 0}}, IBV_QPS_ERR, qpc(&TransportCounters::nak_sent)},

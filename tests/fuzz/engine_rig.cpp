@@ -10,6 +10,7 @@
 #include "../common/mbuf_test_util.h"
 #include "transport/psn.h"
 #include "transport/qp.h"
+#include "memory/region.h"
 #include "verbs/access.h"
 
 namespace uroce::fuzz {
@@ -22,18 +23,19 @@ void check_failed(const char* file, int line, const char* what) {
 namespace {
 
 constexpr int kAll = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+constexpr int kMw = IBV_ACCESS_MW_BIND;  // every region takes window binds (their rules decide)
 
 struct RegionSpec {
   size_t len, lead;
   int access;
 };
 constexpr std::array<RegionSpec, kRegions> kRegionSpecs = {{
-    {3 * 4096, 0, kAll},
-    {1000, 24, kAll},
-    {2048, 0, IBV_ACCESS_REMOTE_READ},
-    {64, 8, kAll},
-    {4096, 0, kAll},
-    {4096, 40, kAll},
+    {3 * 4096, 0, kAll | kMw},
+    {1000, 24, kAll | kMw},
+    {2048, 0, IBV_ACCESS_REMOTE_READ | kMw},
+    {64, 8, kAll | kMw},
+    {4096, 0, kAll | kMw},
+    {4096, 40, kAll | kMw},
 }};
 
 uint8_t fill_seed(int s, int r) { return uint8_t(0x10 + s * 0x40 + r * 7); }
@@ -96,6 +98,29 @@ void EngineRig::begin() {
     ENGINE_FUZZ_CHECK(d.srq && err == 0);
   }
   make_qps();
+  for (int s = 0; s < 2; ++s) bind_window(s);
+}
+
+// A BIND_MW of the side's first window through its QP 0 (RC, RTS), run
+// and completed before the input's first step.
+void EngineRig::bind_window(int s) {
+  Side& d = sides_[s];
+  SendWr wr;
+  wr.wr_id = 0;  // the rig's own: post_send numbers the input's from 1
+  wr.opcode = IBV_WR_BIND_MW;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.bind_mw.mw = d.mw[0].get();
+  wr.bind_mw.rkey = d.mw_key[0];
+  wr.bind_mw.bind_info.mr = d.mr[kRw].get();
+  wr.bind_mw.bind_info.addr = reinterpret_cast<uintptr_t>(d.buf[kRw]->data()) + kWindowOff;
+  wr.bind_mw.bind_info.length = kWindowLen;
+  wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
+  const SendWr* bad = nullptr;
+  ENGINE_FUZZ_CHECK(d.qps[0].qp->post_send(&wr, &bad) == 0);
+  run_for(10'000);
+  ibv_wc wc[2];
+  ENGINE_FUZZ_CHECK(d.cq->poll(2, wc) == 1);
+  ENGINE_FUZZ_CHECK(wc[0].wr_id == 0 && wc[0].status == IBV_WC_SUCCESS && wc[0].opcode == IBV_WC_BIND_MW);
 }
 
 void EngineRig::make_side(int s) {
@@ -115,6 +140,12 @@ void EngineRig::make_side(int s) {
     d.key[r] = d.mr[r]->rkey();
   }
   ENGINE_FUZZ_CHECK(d.pd->dereg_mr(d.mr[kStale]) == 0);
+  for (int w = 0; w < 2; ++w) {
+    d.mw[size_t(w)] = (w == 0 ? *d.pd : *d.pd2).alloc_mw(IBV_MW_TYPE_2, err);
+    ENGINE_FUZZ_CHECK(d.mw[size_t(w)] && err == 0);
+  }
+  d.mw_key[0] = (d.mw[0]->rkey() & ~0xFFu) | kWindowConsumerKey;
+  d.mw_key[1] = d.mw[1]->rkey();
   for (int g = 0; g < 2; ++g) {
     ibv_ah_attr at{};
     at.is_global = 1;
@@ -393,10 +424,15 @@ void EngineRig::finish() {
   ENGINE_FUZZ_CHECK(fabric_->wire().in_flight() == 0);
   // Tear down the input's QPs and SRQ; every region is free once its work
   // requests are gone.
+  // A type 2 window goes with the QP it was bound through: none is left
+  // bound to any region.
   for (Side& d : sides_) {
     d.qps.clear();
     d.srq.reset();
-    for (int r = 0; r < kRegions; ++r) ENGINE_FUZZ_CHECK(!d.mr[r] || d.mr[r]->in_use() == 0);
+    for (int r = 0; r < kRegions; ++r) {
+      ENGINE_FUZZ_CHECK(!d.mr[r] || d.mr[r]->in_use() == 0);
+      ENGINE_FUZZ_CHECK(!d.mr[r] || detail::to_region(*d.mr[r]).windows == 0);
+    }
   }
   posted_.clear();
   srq_reset_ = {};
@@ -419,6 +455,7 @@ EngineRig::~EngineRig() {
     d.qps.clear();
     d.srq.reset();
     d.ah = {};
+    d.mw = {};
     for (int r = 0; r < kRegions; ++r)
       if (d.mr[r]) (void)(r == kOtherPd ? d.pd2 : d.pd)->dereg_mr(d.mr[r]);
     d.cq.reset();

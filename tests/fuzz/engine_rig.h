@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The world the engine fuzzer runs in: two devices (side 0 and side 1) on
 // a simulated wire, each with QPs in every state (RC, UC, UD, on an SRQ,
-// IPv6, a QP pair looped back on one device) and memory regions in guarded
-// buffers (guarded_buffer.h), plus a third port that injects hand-built
-// frames. It records what was posted and checks, after every step and at
+// IPv6, a QP pair looped back on one device), memory regions in guarded
+// buffers (guarded_buffer.h) and a type 2 memory window per PD, plus a
+// third port that injects hand-built frames. It records what was posted and checks, after every step and at
 // the end of an input, what must always hold (check_step, finish).
 //
 // The devices, their regions, PDs, CQs and address handles live across
@@ -43,6 +43,12 @@ enum Region : uint8_t {
   kOtherPd,   // in a second PD no QP belongs to: never written
   kRegions
 };
+
+// The type 2 window of the QPs' PD is bound at the start of every input,
+// through QP 0, to this range of kRw; the one of the second PD never is
+// (no QP of that PD exists to bind it through).
+inline constexpr size_t kWindowOff = 4096, kWindowLen = 4096;
+inline constexpr uint8_t kWindowConsumerKey = 0x5A;
 
 struct QpSpec {
   ibv_qp_type type;
@@ -89,6 +95,8 @@ struct Side {
   std::array<GuardedBuffer*, kRegions> buf{};
   std::unique_ptr<SharedReceiveQueue> srq;
   std::array<std::unique_ptr<AddressHandle>, 2> ah;  // to the other side's GID 0 and 1
+  std::array<std::unique_ptr<MemoryWindow>, 2> mw;     // type 2: in pd (bound per input), in pd2
+  std::array<uint32_t, 2> mw_key{};                    // the key each was bound under (pd2's: its own)
   std::vector<QpRec> qps;
 };
 
@@ -128,7 +136,8 @@ class EngineRig {
   void reconnect(int s, int q, uint32_t sq_psn_delta);
   void poll_cqs(int max);
 
-  // The input's SRQs and QPs, brought to their states; regions refilled.
+  // The input's SRQs and QPs, brought to their states; regions refilled;
+  // each side's first window bound.
   void begin();
   // Cheap checks after every step.
   void check_step();
@@ -139,6 +148,7 @@ class EngineRig {
  private:
   void make_side(int s);
   void make_qps();
+  void bind_window(int s);
   int connect(QpRec& r, uint32_t sq_psn, uint32_t rq_psn, ibv_qp_state upto);
   void check_completion(int s, const ibv_wc& wc);
   void check_qp(QpRec& r);

@@ -5,14 +5,15 @@
 //  * a frame injected from a third port, built from structured fields:
 //    an opcode from the table, the QPN of a real QP or one near it, a PSN
 //    near the one the QP expects (or, for responses, near what it sent),
-//    keys near real ones (and the deregistered and foreign-PD ones),
+//    keys near real ones (and the deregistered and foreign-PD ones, and
+//    the memory windows' keys),
 //    addresses near a region's ends, lengths near the region's size and
 //    the path MTU; the ICRC always right. Sometimes bytes are flipped
 //    after building, then the IPv4 checksum and the ICRC redone; sometimes
 //    it arrives in mbuf segments;
 //  * virtual time going by (timers fire), a frame lost on the wire;
-//  * posts of sends and receives, modifies (ERR, RESET, reconnect, SQD),
-//    polls of the CQs.
+//  * posts of sends (window binds and local invalidations among them) and
+//    receives, modifies (ERR, RESET, reconnect, SQD), polls of the CQs.
 // After every step and at the end of the input the rig checks what must
 // always hold; ASan and UBSan watch everything else.
 #include <fuzzer/FuzzedDataProvider.h>
@@ -86,15 +87,27 @@ struct Target {
   uint64_t len;
 };
 
-// An address and key into a region of side s, near one of its ends.
+// An address and key into a region of side s, near one of its ends; or
+// into the range of one of its memory windows, with the window's key.
 Target pick_target(FuzzedDataProvider& in, EngineRig& rig, int s) {
   Side& d = rig.side(s);
-  const int r = in.ConsumeIntegralInRange<int>(0, kRegions - 1);
-  const uint64_t base = reinterpret_cast<uintptr_t>(d.buf[r]->data());
-  const uint64_t len = d.buf[r]->size();
+  const int r = in.ConsumeIntegralInRange<int>(0, kRegions + 1);
+  uint64_t base, len;
   Target t;
+  if (r < kRegions) {
+    base = reinterpret_cast<uintptr_t>(d.buf[r]->data());
+    len = d.buf[r]->size();
+    t.key = near(in, d.key[r]);
+  } else if (r == kRegions) {  // the window bound at the start of the input
+    base = reinterpret_cast<uintptr_t>(d.buf[kRw]->data()) + kWindowOff;
+    len = kWindowLen;
+    t.key = near(in, d.mw_key[0]);
+  } else {  // the second PD's window, never bound by the rig
+    base = reinterpret_cast<uintptr_t>(d.buf[kOtherPd]->data());
+    len = d.buf[kOtherPd]->size();
+    t.key = near(in, d.mw_key[1]);
+  }
   t.len = len;
-  t.key = near(in, d.key[r]);
   switch (in.ConsumeIntegralInRange<int>(0, 3)) {
     case 0: t.va = base; break;
     case 1: t.va = base + len; break;  // one past the end
@@ -236,13 +249,44 @@ void fill_inline_sge(FuzzedDataProvider& in, EngineRig& rig, int s, ibv_sge& sge
   sge.lkey = in.ConsumeIntegral<uint32_t>();
 }
 
+// A BIND_MW of one of the side's windows (or none) with a key near the
+// window's or any consumer byte, over a range near a region's (any region,
+// the deregistered one and the other PD's too), with rights that are
+// mostly the remote ones.
+void fill_bind(FuzzedDataProvider& in, EngineRig& rig, int s, uint32_t pmtu, SendWr& wr) {
+  Side& d = rig.side(s);
+  const int w = in.ConsumeIntegralInRange<int>(0, 2);
+  wr.bind_mw.mw = w < 2 ? d.mw[size_t(w)].get() : nullptr;
+  const uint32_t key = w < 2 ? d.mw_key[size_t(w)] : in.ConsumeIntegral<uint32_t>();
+  wr.bind_mw.rkey = in.ConsumeBool() ? (key & ~0xFFu) | in.ConsumeIntegral<uint8_t>() : near(in, key);
+  const int r = in.ConsumeIntegralInRange<int>(0, kRegions - 1);
+  wr.bind_mw.bind_info.mr = d.mr[r].get();
+  const uint64_t base = reinterpret_cast<uintptr_t>(d.buf[r]->data());
+  const uint64_t len = d.buf[r]->size();
+  switch (in.ConsumeIntegralInRange<int>(0, 3)) {
+    case 0: wr.bind_mw.bind_info.addr = near(in, base); break;
+    case 1: wr.bind_mw.bind_info.addr = near(in, base + len / 2); break;
+    case 2: wr.bind_mw.bind_info.addr = near(in, base + len); break;
+    default: wr.bind_mw.bind_info.addr = base + in.ConsumeIntegralInRange<uint64_t>(0, len); break;
+  }
+  wr.bind_mw.bind_info.length = in.ConsumeIntegralInRange<int>(0, 7) == 0 ? in.ConsumeIntegral<uint64_t>()
+                                                                          : pick_length(in, pmtu, len);
+  static constexpr unsigned kRemote[] = {IBV_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_WRITE, IBV_ACCESS_REMOTE_ATOMIC};
+  unsigned access = 0;
+  for (unsigned a : kRemote)
+    if (in.ConsumeBool()) access |= a;
+  if (in.ConsumeIntegralInRange<int>(0, 7) == 0) access = in.ConsumeIntegral<unsigned>();
+  wr.bind_mw.bind_info.mw_access_flags = access;
+}
+
 void post_send(FuzzedDataProvider& in, EngineRig& rig) {
   const int s = pick_side(in);
   const int q = pick_qp(in);
   const QpRec& r = rig.side(s).qps[size_t(q)];
   static constexpr ibv_wr_opcode kOps[] = {IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, IBV_WR_RDMA_WRITE,
                                            IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_READ, IBV_WR_ATOMIC_CMP_AND_SWP,
-                                           IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_SEND_WITH_INV};
+                                           IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_SEND_WITH_INV,
+                                           IBV_WR_BIND_MW, IBV_WR_LOCAL_INV};
   ibv_sge sge[3]{};
   SendWr wr;
   wr.opcode = kOps[in.ConsumeIntegralInRange<size_t>(0, std::size(kOps) - 1)];
@@ -258,8 +302,12 @@ void post_send(FuzzedDataProvider& in, EngineRig& rig) {
   if (in.ConsumeIntegralInRange<int>(0, 3) == 0) wr.send_flags |= IBV_SEND_FENCE;
   wr.imm_data = in.ConsumeIntegral<uint32_t>();
   const Target t = pick_target(in, rig, r.peer_side);
-  wr.invalidate_rkey = t.key;
-  if (wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+  wr.invalidate_rkey = t.key;  // SEND with invalidate: a key of the peer's
+  if (wr.opcode == IBV_WR_BIND_MW) {
+    fill_bind(in, rig, s, pmtu, wr);
+  } else if (wr.opcode == IBV_WR_LOCAL_INV) {
+    wr.invalidate_rkey = pick_target(in, rig, s).key;  // one of its own side's
+  } else if (wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
     wr.wr.atomic.remote_addr = in.ConsumeBool() ? t.va & ~uint64_t(7) : t.va;
     wr.wr.atomic.rkey = t.key;
     wr.wr.atomic.compare_add = in.ConsumeIntegral<uint64_t>();

@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // What a device must refuse although the packet names the right QP, PSN
-// and key with a valid ICRC: frames for another host (MAC or IP), a wrong
+// and key with a valid ICRC: frames for another host (MAC or IP), RoCE in
+// a broadcast or group frame, a wrong
 // IPv4 header checksum (unless the port vouches for it), a wrong
-// non-zero UDP checksum, a payload that breaks the path MTU, a SEND with
-// invalidate naming a key that cannot be invalidated, and an ACK with a
-// reserved AETH syndrome. Hand-built frames enter the simulated wire from
-// a port of their own, as a third host (or a promiscuous port) would.
+// non-zero UDP checksum, a payload that breaks the path MTU (ONLY, FIRST
+// or MIDDLE), a SEND with invalidate naming a key that cannot be
+// invalidated, an ACK with a reserved AETH syndrome, and a READ response or
+// atomic ACK whose AETH is not an ACK. Hand-built frames enter the
+// simulated wire from a port of their own, as a third host (or a
+// promiscuous port) would.
 #include <rte_mbuf.h>
+
+#include <algorithm>
 
 #include "../common/frame_reseal.h"
 #include "../common/mbuf_test_util.h"
@@ -51,19 +56,22 @@ struct Injector {
     return f;
   }
 
-  // An ACKNOWLEDGE to a's QP as b would send it.
-  wire::PacketFields ack_to_a(uint8_t syndrome, uint32_t psn) const {
+  // An ACKNOWLEDGE (or another response) to a's QP as b would send it.
+  wire::PacketFields ack_to_a(uint8_t syndrome, uint32_t psn, uint8_t opcode = wire::op::RC_ACKNOWLEDGE,
+                              uint32_t payload_len = 0) const {
     wire::PacketFields f;
     f.eth.dst = pair.port_a().mac();
     f.eth.src = pair.port_b().mac();
     f.ip.ipv6 = !pair.a.dev->gids()[0].is_v4_mapped();
     f.ip.src = pair.b.dev->gids()[0];
     f.ip.dst = pair.a.dev->gids()[0];
-    f.bth.opcode = wire::op::RC_ACKNOWLEDGE;
+    f.bth.opcode = opcode;
     f.bth.dest_qp = pair.a.qp->qp_num();
     f.bth.psn = psn;
     f.ext.aeth_syndrome = syndrome;
     f.ext.aeth_msn = 1;
+    f.ext.atomic_ack_orig = 0x1122334455667788ull;
+    f.payload_len = payload_len;
     return f;
   }
 
@@ -171,6 +179,37 @@ TEST_CASE("A request to another host's MAC is not executed", "[rx-filter]") {
       f.eth.dst = other;
       inj.send(f, 0xEE);
       CHECK(p.b.dev->counters().rx_other_host == 1);
+      CHECK(p.b.qp->counters().rcvd_pkts == 0);
+      CHECK(p.b.buf()[0] == 0);
+      expect_peer_write_works(p);
+    }
+  }
+}
+
+TEST_CASE("A request to broadcast or to a group the device joined (for ND) is not executed", "[rx-filter]") {
+  // The device takes frames to these groups for ARP and neighbour
+  // discovery, but RoCE is unicast: a request in such a frame is dropped.
+  struct Case {
+    const char* what;
+    bool v6;
+    wire::MacAddr dst;
+  };
+  const Case cases[] = {
+      {"IPv4, broadcast", false, wire::MacAddr{{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}}},
+      {"IPv6, broadcast", true, wire::MacAddr{{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}}},
+      {"IPv6, b's solicited-node group", true, wire::MacAddr{{0x33, 0x33, 0xFF, 0, 0, 0x02}}},
+  };
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION(c.what) {
+      Pair p(316, Pair::default_a(), Pair::default_b(), 1500, c.v6 ? "fd00::1" : "10.0.0.1",
+             c.v6 ? "fd00::2" : "10.0.0.2");
+      Injector inj(p);
+      std::memset(p.b.buf(), 0, 64);
+      wire::PacketFields f = inj.write_to_b(64);
+      f.eth.dst = c.dst;
+      const uint64_t before = p.b.dev->counters().rx_other_host;
+      inj.send(f, 0xEE);
+      CHECK(p.b.dev->counters().rx_other_host == before + 1);
       CHECK(p.b.qp->counters().rcvd_pkts == 0);
       CHECK(p.b.buf()[0] == 0);
       expect_peer_write_works(p);
@@ -314,6 +353,57 @@ TEST_CASE("A payload that breaks the path MTU: NAK invalid request, the responde
   }
 }
 
+TEST_CASE("A MIDDLE packet of another length than the path MTU: NAK invalid request at its PSN, the QP to ERR",
+          "[rx-filter]") {
+  // As rxe's length check: FIRST and MIDDLE carry exactly the path MTU
+  // (1024 here), ONLY and LAST at most that. The FIRST before it is valid
+  // and lands; nothing of the MIDDLE may.
+  struct Case {
+    const char* what;
+    uint8_t first, middle;
+    uint32_t payload;
+  };
+  const Case cases[] = {
+      {"WRITE_MIDDLE over the PMTU", wire::op::RC_RDMA_WRITE_FIRST, wire::op::RC_RDMA_WRITE_MIDDLE, 1100},
+      {"WRITE_MIDDLE under the PMTU", wire::op::RC_RDMA_WRITE_FIRST, wire::op::RC_RDMA_WRITE_MIDDLE, 512},
+      {"SEND_MIDDLE over the PMTU", wire::op::RC_SEND_FIRST, wire::op::RC_SEND_MIDDLE, 1100},
+      {"SEND_MIDDLE under the PMTU", wire::op::RC_SEND_FIRST, wire::op::RC_SEND_MIDDLE, 512},
+  };
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION(c.what) {
+      Pair p(314);
+      Injector inj(p);
+      const bool send = c.first == wire::op::RC_SEND_FIRST;
+      REQUIRE(post_recv(p.b, 5, 0, 4096) == 0);
+      std::memset(p.b.buf(), 0, 4096);
+      wire::PacketFields first = inj.request_to_b(c.first, 1024);
+      first.bth.ack_req = false;
+      if (!send) {
+        first.ext.reth_va = p.b.addr(0);
+        first.ext.reth_rkey = p.b.mr->rkey();
+        first.ext.reth_dma_len = 3072;
+      }
+      inj.send(first, 0xEE);
+      REQUIRE(p.b.qp->state() == IBV_QPS_RTS);
+      CHECK(p.b.qp->counters().nak_sent == 0);
+      wire::PacketFields middle = inj.request_to_b(c.middle, c.payload);
+      middle.bth.psn = (first.bth.psn + 1) & 0xFFFFFF;
+      inj.send(middle, 0xDD);
+      CHECK(p.b.qp->counters().nak_sent == 1);
+      CHECK(p.b.qp->state() == IBV_QPS_ERR);
+      CHECK(p.b.buf()[0] == 0xEE);
+      CHECK(p.b.buf()[1023] == 0xEE);
+      CHECK(p.b.buf()[1024] == 0);
+      auto wb = drain(*p.b.cq);
+      REQUIRE(wb.size() == 1);
+      CHECK(wb[0].wr_id == 5);
+      // The SEND's receive fails with the message; the WRITE took none, so
+      // its receive is flushed with the QP.
+      CHECK(int(wb[0].status) == int(send ? IBV_WC_REM_INV_REQ_ERR : IBV_WC_WR_FLUSH_ERR));
+    }
+  }
+}
+
 TEST_CASE("A payload over 4096 bytes on a jumbo port is NAKed for the path MTU, not dropped", "[rx-filter]") {
   // Port MTU 9000, path MTU 4096: a WRITE_ONLY of 5000 bytes fits the
   // port, not the path. In one segment and gathered from several.
@@ -397,6 +487,84 @@ TEST_CASE("An ACK with a reserved AETH syndrome or NAK code fails the WQE, with 
       CHECK(p.a.qp->counters().rcvd_seq_err == 0);
       CHECK(p.a.qp->counters().completer_retry_err == 0);
       CHECK(p.a.qp->counters().sent_pkts == sent);
+    }
+  }
+}
+
+TEST_CASE("A READ response or atomic ACK whose AETH is not an ACK fails the WQE, with no retransmission",
+          "[rx-filter]") {
+  // rxe's completer takes only an ACK syndrome on READ_RESPONSE_FIRST/ONLY
+  // and ATOMIC_ACKNOWLEDGE: any other fails the WQE and the QP, and is
+  // never a NAK to act on (no resend, no RNR wait). rxe sets no status of
+  // its own for that WQE; uroce reports IBV_WC_BAD_RESP_ERR. Nothing of
+  // the response reaches the WQE's buffer.
+  using wire::AethType;
+  using wire::make_aeth_syndrome;
+  struct Case {
+    const char* what;
+    ibv_wr_opcode wr;
+    uint32_t len;  // READ length
+    uint8_t opcode;
+    uint8_t syndrome;
+  };
+  const uint8_t nak_seq = make_aeth_syndrome(AethType::nak, uint8_t(wire::NakCode::psn_sequence_error));
+  const uint8_t nak_inv = make_aeth_syndrome(AethType::nak, uint8_t(wire::NakCode::invalid_request));
+  const uint8_t nak_acc = make_aeth_syndrome(AethType::nak, uint8_t(wire::NakCode::remote_access_error));
+  const uint8_t rnr = make_aeth_syndrome(AethType::rnr_nak, 1);
+  const uint8_t reserved = make_aeth_syndrome(AethType::reserved, 0);
+  const Case cases[] = {
+      {"READ_RESPONSE_ONLY with NAK invalid request", IBV_WR_RDMA_READ, 64, wire::op::RC_RDMA_READ_RESPONSE_ONLY, nak_inv},
+      {"READ_RESPONSE_ONLY with NAK PSN sequence error", IBV_WR_RDMA_READ, 64, wire::op::RC_RDMA_READ_RESPONSE_ONLY,
+       nak_seq},
+      {"READ_RESPONSE_ONLY with an RNR NAK", IBV_WR_RDMA_READ, 64, wire::op::RC_RDMA_READ_RESPONSE_ONLY, rnr},
+      {"READ_RESPONSE_ONLY with a reserved syndrome", IBV_WR_RDMA_READ, 64, wire::op::RC_RDMA_READ_RESPONSE_ONLY,
+       reserved},
+      {"READ_RESPONSE_FIRST with NAK remote access error", IBV_WR_RDMA_READ, 2048,
+       wire::op::RC_RDMA_READ_RESPONSE_FIRST, nak_acc},
+      {"READ_RESPONSE_FIRST with NAK PSN sequence error", IBV_WR_RDMA_READ, 2048,
+       wire::op::RC_RDMA_READ_RESPONSE_FIRST, nak_seq},
+      {"ATOMIC_ACKNOWLEDGE with NAK remote access error", IBV_WR_ATOMIC_FETCH_AND_ADD, 8,
+       wire::op::RC_ATOMIC_ACKNOWLEDGE, nak_acc},
+      {"ATOMIC_ACKNOWLEDGE with NAK PSN sequence error", IBV_WR_ATOMIC_FETCH_AND_ADD, 8,
+       wire::op::RC_ATOMIC_ACKNOWLEDGE, nak_seq},
+      {"ATOMIC_ACKNOWLEDGE with an RNR NAK", IBV_WR_ATOMIC_FETCH_AND_ADD, 8, wire::op::RC_ATOMIC_ACKNOWLEDGE, rnr},
+      {"ATOMIC_ACKNOWLEDGE with a reserved syndrome", IBV_WR_ATOMIC_FETCH_AND_ADD, 8, wire::op::RC_ATOMIC_ACKNOWLEDGE,
+       make_aeth_syndrome(AethType::reserved, 31)},
+  };
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION(c.what) {
+      Pair p(315);
+      Injector inj(p);
+      // a's request never reaches b, so the only answer a sees is ours.
+      p.fabric.wire().cut_one_way(p.port_a(), p.port_b());
+      std::memset(p.a.buf(), 0x3C, 4096);
+      if (c.wr == IBV_WR_RDMA_READ) {
+        REQUIRE(post_wr(p.a, IBV_WR_RDMA_READ, 1, 0, c.len, p.b.addr(0), p.b.key()) == 0);
+      } else {
+        REQUIRE(post_atomic(p.a, c.wr, 1, 0, p.b.addr(0), p.b.key(), 5) == 0);
+      }
+      p.run_for(100'000);
+      const uint64_t sent = p.a.qp->counters().sent_pkts;
+      REQUIRE(sent == 1);
+      const uint32_t payload = c.opcode == wire::op::RC_ATOMIC_ACKNOWLEDGE ? 0 : std::min<uint32_t>(c.len, 1024);
+      inj.send(inj.ack_to_a(c.syndrome, p.optsa.sq_psn, c.opcode, payload), 0xEE);
+      auto wa = drain(*p.a.cq);
+      REQUIRE(wa.size() == 1);
+      CHECK(wa[0].wr_id == 1);
+      CHECK(int(wa[0].status) == int(IBV_WC_BAD_RESP_ERR));
+      CHECK(p.a.qp->state() == IBV_QPS_ERR);
+      // Long past the ACK timeout and any RNR wait: nothing sent again.
+      p.run_for(kSecond);
+      CHECK(p.a.qp->counters().sent_pkts == sent);
+      CHECK(p.a.qp->counters().rcvd_seq_err == 0);
+      CHECK(p.a.qp->counters().rcvd_rnr_err == 0);
+      CHECK(p.a.qp->counters().completer_retry_err == 0);
+      CHECK(drain(*p.a.cq).empty());
+      for (size_t i = 0; i < 4096; ++i)
+        if (p.a.buf()[i] != 0x3C) {
+          FAIL_CHECK("a's byte " << i << " changed");
+          break;
+        }
     }
   }
 }

@@ -132,3 +132,43 @@ TEST_CASE("Window keys: bit 31 set, slot in bits 8..23, consumer byte free; neve
   CHECK(t.find_window(w[1].key) == nullptr);
   CHECK(t.find_window(w[0].key) == &w[0]);
 }
+
+TEST_CASE("Window scans reach every live window: a freed slot is handed out before a new one", "[units]") {
+  memory::MrTable t(9, 4, 16);
+  memory::Region r;
+  r.key = t.insert(&r);
+  REQUIRE(r.key != 0);
+  const auto* pd = reinterpret_cast<const ProtectionDomain*>(uintptr_t(0x1000));  // compared, never followed
+  const auto slot = [](const memory::Window& x) { return (x.key >> 8) & 0xFFFF; };
+  memory::Window w[8];
+  for (int i = 0; i < 6; ++i) {
+    w[i].key = t.insert_window(&w[i]);
+    REQUIRE(w[i].key != 0);
+  }
+  t.remove_window(&w[1]);
+  t.remove_window(&w[4]);
+  w[6].key = t.insert_window(&w[6]);
+  w[7].key = t.insert_window(&w[7]);
+  std::set<uint32_t> used;
+  for (int i : {0, 2, 3, 5, 6, 7}) used.insert(slot(w[i]));
+  CHECK(used.size() == 6);
+  CHECK(*used.rbegin() == 6);  // never more slots than windows alive at once
+  // Type 2 windows bound through QP 0x11 in the highest slot and in reused
+  // ones, and one through QP 0x22.
+  for (int i : {5, 6, 7, 0}) {
+    w[i].type = 2;
+    w[i].pd = pd;
+    w[i].mr = &r;
+    w[i].qpn = i == 0 ? 0x22 : 0x11;
+    ++r.windows;
+  }
+  t.unbind_windows_of_qp(pd, 0x11);
+  CHECK(w[5].mr == nullptr);
+  CHECK(w[6].mr == nullptr);
+  CHECK(w[7].mr == nullptr);
+  CHECK(w[0].mr == &r);
+  CHECK(r.windows == 1);
+  t.unbind_windows_of(&r);
+  CHECK(w[0].mr == nullptr);
+  CHECK(r.windows == 0);
+}
