@@ -35,8 +35,10 @@ ALLOWED = {
     "transport":     {"transport", "memory", "cc", "wire"} | TYPES,
     "memory":        {"memory", "wire"} | TYPES,
     "cc":            {"cc"} | TYPES,
-    # The Communication Manager's messages on QP1 (IB CM MADs, rdma_cm's header).
-    "cm":            {"cm"} | TYPES,
+    # The Communication Manager: its messages on QP1 (IB CM MADs, rdma_cm's
+    # header) and the connection manager on a Device's public objects; the
+    # verbs layer's access.h gives it QP number 1.
+    "cm":            {"cm", "api/objects", "verbs"} | TYPES,
     "wire":          {"wire"} | TYPES,
     "capture":       {"capture"} | TYPES,
     "exchange":      {"exchange"} | TYPES,
@@ -89,6 +91,8 @@ def header_layer(inc):
         if p[1] == "client":
             return "client"
         if p[1] == "port" and p[2] == "endpoint.h":
+            return "api/objects"
+        if p[1] == "cm":
             return "api/objects"
         if p[1] == "verbs" and p[2] in OBJECT_HEADERS:
             return "api/objects"

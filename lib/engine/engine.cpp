@@ -176,6 +176,8 @@ void Engine::remove_qp(transport::Qp* qp) {
   }
 }
 
+bool Engine::qpn_free(uint32_t qpn) const { return by_qpn_[qpn % kQpnSlots] == nullptr; }
+
 transport::Qp* Engine::find_qp(uint32_t qpn) const {
   transport::Qp* qp = by_qpn_[qpn % kQpnSlots];
   return qp != nullptr && qp->qpn == qpn ? qp : nullptr;

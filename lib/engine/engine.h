@@ -79,6 +79,8 @@ class Engine : public transport::EngineServices {
   // it gives up).
   void send_deferred_acks(transport::Qp* qp);
   transport::Qp* find_qp(uint32_t qpn) const;
+  // No live QP holds `qpn`'s slot: it may be given to a QP (the CM's QP1).
+  bool qpn_free(uint32_t qpn) const;
   // The transport::EngineServices calls (documented there), which forward
   // to these.
   void schedule(transport::Qp* qp);

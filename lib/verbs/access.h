@@ -11,6 +11,7 @@
 #include "uroce/verbs/completion_queue.h"
 #include "uroce/verbs/device.h"
 #include "uroce/verbs/memory_region.h"
+#include "uroce/verbs/protection_domain.h"
 #include "uroce/verbs/queue_pair.h"
 #include "uroce/verbs/shared_receive_queue.h"
 
@@ -26,6 +27,10 @@ struct Access {
   static transport::CqChannel* channel(const CompletionChannel& c) { return c.core_.get(); }
   static RemoteDevice* remote(const Device& d) { return d.remote_.get(); }
   static client::CompletionQueue* remote(const CompletionQueue& c) { return c.remote_.get(); }
+  static std::unique_ptr<QueuePair> create_qp_numbered(ProtectionDomain& pd, const QpInitAttr& attr, uint32_t qpn,
+                                                       int& err) {
+    return pd.create_qp_numbered(attr, qpn, err);
+  }
 };
 
 inline engine::Engine& to_engine(const Device& d) { return Access::engine(d); }

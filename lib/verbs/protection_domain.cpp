@@ -190,7 +190,12 @@ MemoryWindow::~MemoryWindow() {
 }
 
 std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, int& err) {
+  return create_qp_numbered(attr, 0, err);
+}
+
+std::unique_ptr<QueuePair> ProtectionDomain::create_qp_numbered(const QpInitAttr& attr, uint32_t wanted, int& err) {
   if (remote_) {
+    if (wanted != 0) return err = EOPNOTSUPP, nullptr;
     if (!attr.send_cq || !attr.recv_cq || attr.srq || !detail::Access::remote(*attr.send_cq) ||
         !detail::Access::remote(*attr.recv_cq))
       return err = attr.srq ? EOPNOTSUPP : EINVAL, nullptr;
@@ -213,11 +218,12 @@ std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, i
     err = EINVAL;
     return nullptr;
   }
-  const uint32_t qpn = eng.alloc_qpn();
+  const uint32_t qpn = wanted != 0 ? wanted : eng.alloc_qpn();
   if (qpn == 0) {
     err = ENOMEM;  // max_qp QPs live
     return nullptr;
   }
+  if (wanted != 0 && !eng.qpn_free(wanted)) return err = EEXIST, nullptr;
   auto qp = std::make_unique<transport::Qp>();
   qp->eng = &eng;
   qp->pd = this;

@@ -24,6 +24,9 @@ namespace client {
 class ProtectionDomain;
 class MemoryRegion;
 }
+namespace detail {
+struct Access;
+}
 
 class UROCE_API ProtectionDomain {
  public:
@@ -57,12 +60,16 @@ class UROCE_API ProtectionDomain {
   uint32_t handle() const { return handle_; }
 
  private:
+  friend struct detail::Access;
   friend class Device;
   friend class MemoryRegion;
   friend class MemoryWindow;
   friend class QueuePair;
   friend class SharedReceiveQueue;
   friend class AddressHandle;
+
+  // create_qp with the QPN given (the CM's QP1), or allocated when 0.
+  std::unique_ptr<QueuePair> create_qp_numbered(const QpInitAttr& attr, uint32_t qpn, int& err);
   ProtectionDomain(Device* device, uint32_t handle);
   std::unique_ptr<MemoryRegion> remote_region(std::unique_ptr<client::MemoryRegion> rmr, int access);
 

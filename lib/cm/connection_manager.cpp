@@ -1,0 +1,885 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The CM's connection state machines (IBA vol. 1 ch. 12) as Linux's ib_cm
+// and rdma_cm run them over RoCE, on QP1 of one device.
+//
+// One thread per manager sleeps in epoll on the QP1 CQ's completion
+// channel and an eventfd of its own, with the earliest retransmission or
+// TimeWait deadline as the timeout. Every access to the connection table,
+// QP1 and the event queue is under one mutex: the application's calls and
+// the thread take turns, so QP1's posts come from one thread at a time.
+#include "uroce/cm/connection_manager.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "cm/cm_messages.h"
+#include "cm/cma_header.h"
+#include "uroce/verbs/address_handle.h"
+#include "uroce/verbs/completion_channel.h"
+#include "uroce/verbs/completion_queue.h"
+#include "uroce/verbs/device.h"
+#include "uroce/verbs/memory_region.h"
+#include "uroce/verbs/protection_domain.h"
+#include "uroce/verbs/queue_pair.h"
+#include "verbs/access.h"
+
+namespace uroce::cm {
+namespace {
+
+constexpr int kRecvSlots = 64;
+constexpr int kSendSlots = 64;
+constexpr size_t kGrh = 40;
+constexpr size_t kRecvSlot = kGrh + kMadSize;
+// rdma_cm's values on RoCE (Linux cma.c): CM response timeout 20, 15 CM
+// retries, packet lifetime 18; the local ACK delay this device reports (rxe's).
+constexpr uint8_t kCmResponseTimeout = 20;
+constexpr uint8_t kMaxCmRetries = 15;
+constexpr uint8_t kPacketLifetime = 18;
+constexpr uint8_t kAckDelay = 15;
+// How long a MAD waits for its peer's MAC before it is dropped (the CM's
+// own retries then send it again).
+constexpr uint64_t kResolveMs = 3000;
+constexpr uint64_t kResolveRetryMs = 5;
+
+uint64_t now_ms() {
+  return uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch())
+                      .count());
+}
+
+// 4.096 us * 2^t, in milliseconds as Linux's cm_convert_to_ms rounds it.
+uint64_t cm_ms(uint8_t t) { return uint64_t(1) << (t > 8 ? t - 8 : 0); }
+
+// The QP ACK timeout from the peer's ACK delay and the packet lifetime
+// (Linux's cm_ack_timeout).
+uint8_t ack_timeout(uint8_t ca_ack_delay, uint8_t lifetime) {
+  int t = lifetime + 1;
+  if (t >= ca_ack_delay)
+    t += ca_ack_delay >= t - 1;
+  else
+    t = ca_ack_delay + (t >= ca_ack_delay - 1);
+  return uint8_t(std::min(t, 31));
+}
+
+// The IB MTU (IBV_MTU_*) an Ethernet MTU carries, after the largest
+// RoCE headers (Linux's iboe_get_mtu).
+uint8_t ib_mtu(uint16_t eth_mtu) {
+  const int room = int(eth_mtu) - 96;
+  if (room >= 4096) return IBV_MTU_4096;
+  if (room >= 2048) return IBV_MTU_2048;
+  if (room >= 1024) return IBV_MTU_1024;
+  if (room >= 512) return IBV_MTU_512;
+  return IBV_MTU_256;
+}
+
+uint64_t node_guid(const wire::MacAddr& mac) {
+  const auto& m = mac.bytes;
+  return uint64_t(m[0] ^ 2) << 56 | uint64_t(m[1]) << 48 | uint64_t(m[2]) << 40 | uint64_t(0xff) << 32 |
+         uint64_t(0xfe) << 24 | uint64_t(m[3]) << 16 | uint64_t(m[4]) << 8 | m[5];
+}
+
+Gid to_gid(const wire::IpAddr& a) {
+  Gid g;
+  g.raw = a.bytes;
+  return g;
+}
+
+enum class State { req_sent, req_rcvd, rep_sent, established, dreq_sent, timewait };
+
+struct Conn {
+  uint64_t id = 0;
+  bool active = false;
+  State state = State::req_sent;
+  CommId local_id = 0;
+  CommId remote_id = 0;
+  uint64_t tid = 0;  // the REQ's: every reply of this connection echoes it
+  wire::IpAddr peer{};
+  uint8_t sgid_index = 0;
+  uint16_t port = 0;       // the service (listening) port
+  uint16_t peer_port = 0;  // the active side's port
+  QueuePair* qp = nullptr;
+  uint32_t remote_qpn = 0;
+  uint32_t rq_psn = 0;  // this side's receive PSN: the StartingPSN it sends
+  Req req{};            // as sent (active) or received (passive)
+  // The message retransmitted until answered, and when.
+  Mad pending{};
+  bool has_pending = false;
+  int retries_left = 0;
+  uint64_t retry_ms = 0;
+  uint64_t deadline = 0;
+};
+
+// A MAD waiting for its peer's MAC.
+struct Unsent {
+  wire::IpAddr peer;
+  uint8_t sgid_index;
+  Mad mad;
+  uint64_t give_up;
+};
+
+}  // namespace
+
+// Hidden: the exported class would otherwise export its implementation too.
+struct __attribute__((visibility("hidden"))) ConnectionManager::Impl {
+  Device& dev;
+  std::unique_ptr<ProtectionDomain> pd;
+  std::unique_ptr<CompletionChannel> channel;
+  std::unique_ptr<CompletionQueue> cq;
+  std::unique_ptr<QueuePair> qp1;
+  std::vector<uint8_t> recv_buf = std::vector<uint8_t>(kRecvSlots * kRecvSlot);
+  std::vector<uint8_t> send_buf = std::vector<uint8_t>(kSendSlots * kMadSize);
+  std::unique_ptr<MemoryRegion> recv_mr, send_mr;
+  std::map<wire::IpAddr, std::unique_ptr<AddressHandle>, bool (*)(const wire::IpAddr&, const wire::IpAddr&)> ahs{
+      [](const wire::IpAddr& a, const wire::IpAddr& b) { return a.bytes < b.bytes; }};
+  int send_next = 0;
+  int sends_out = 0;
+  uint64_t guid = 0;
+  uint8_t path_mtu = IBV_MTU_1024;
+
+  std::mutex mu;
+  std::map<uint64_t, Conn> conns;  // by id
+  std::set<uint16_t> listening;
+  std::deque<Unsent> unsent;
+  std::deque<Event> events;
+  uint64_t next_id = 1;
+  std::mt19937 rng{std::random_device{}()};
+
+  int wake_fd = -1;   // the application's calls wake the thread
+  int event_fd = -1;  // readable while events has entries
+  int epoll_fd = -1;
+  std::atomic<bool> stop{false};
+  std::thread thread;
+
+  explicit Impl(Device& d) : dev(d) {}
+  ~Impl();
+  bool start(std::string& error);
+  void run();
+  void poll_cq();
+  void on_mad(const uint8_t* grh, const uint8_t* mad, uint32_t len);
+  void on_req(const MadHeader& h, const Req& r, const wire::IpAddr& from, uint8_t sgid_index);
+  void on_rep(const Rep& r);
+  void on_rtu(const Rtu& r);
+  void on_rej(const Rej& r);
+  void on_mra(const Mra& r);
+  void on_dreq(const MadHeader& h, const Dreq& r, const wire::IpAddr& from, uint8_t sgid_index);
+  void on_drep(const Drep& r);
+  void timers();
+  int send(const wire::IpAddr& peer, uint8_t sgid_index, const Mad& mad);
+  void send_and_retry(Conn& c, const Mad& mad, uint64_t retry_ms, int retries);
+  void push_event(Event e);
+  void fail_qp(Conn& c);
+  int bring_up(Conn& c, QueuePair& qp, uint32_t sq_psn, uint8_t max_dest_rd_atomic, uint8_t max_rd_atomic,
+               uint8_t timeout, uint8_t retry_count, uint8_t rnr_retry, const Path& path, bool remote_read);
+  CommId new_comm_id();
+  Conn* by_local(CommId id);
+  bool sgid_for(const wire::IpAddr& peer, uint8_t& index) const;
+  void wake();
+};
+
+ConnectionManager::Impl::~Impl() {
+  stop.store(true);
+  if (thread.joinable()) {
+    wake();
+    thread.join();
+  }
+  qp1.reset();
+  ahs.clear();
+  cq.reset();
+  channel.reset();
+  if (recv_mr) pd->dereg_mr(recv_mr);
+  if (send_mr) pd->dereg_mr(send_mr);
+  pd.reset();
+  for (int fd : {wake_fd, event_fd, epoll_fd})
+    if (fd >= 0) close(fd);
+}
+
+void ConnectionManager::Impl::wake() {
+  const uint64_t one = 1;
+  if (write(wake_fd, &one, sizeof one) < 0) {
+  }
+}
+
+bool ConnectionManager::Impl::sgid_for(const wire::IpAddr& peer, uint8_t& index) const {
+  const auto& gids = dev.gids();
+  // GID 0 is the link-local address: the configured ones come first.
+  for (size_t i = 1; i < gids.size(); ++i)
+    if (gids[i].is_v4_mapped() == peer.is_v4_mapped()) return index = uint8_t(i), true;
+  return false;
+}
+
+bool ConnectionManager::Impl::start(std::string& error) {
+  int err = 0;
+  pd = dev.alloc_pd();
+  channel = dev.create_comp_channel(err);
+  if (!pd || !channel) return error = "cannot make QP1's protection domain or channel", false;
+  cq = dev.create_cq(kRecvSlots + kSendSlots, channel.get(), 0, err);
+  if (!cq) return error = std::string("cannot create QP1's CQ: ") + std::strerror(err), false;
+  QpInitAttr init;
+  init.send_cq = init.recv_cq = cq.get();
+  init.qp_type = IBV_QPT_UD;
+  init.cap.max_send_wr = kSendSlots;
+  init.cap.max_recv_wr = kRecvSlots;
+  init.cap.max_send_sge = init.cap.max_recv_sge = 1;
+  qp1 = detail::Access::create_qp_numbered(*pd, init, kGsiQpn, err);
+  if (!qp1) return error = err == EEXIST ? "the device's QP1 is taken (another connection manager)" : std::string("cannot create QP1: ") + std::strerror(err), false;
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.port_num = 1;
+  a.qkey = kGsiQkey;
+  if (qp1->modify(a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) != 0)
+    return error = "cannot move QP1 to INIT", false;
+  a = {};
+  a.qp_state = IBV_QPS_RTR;
+  if (qp1->modify(a, IBV_QP_STATE) != 0) return error = "cannot move QP1 to RTR", false;
+  a.qp_state = IBV_QPS_RTS;
+  a.sq_psn = 0;
+  if (qp1->modify(a, IBV_QP_STATE | IBV_QP_SQ_PSN) != 0) return error = "cannot move QP1 to RTS", false;
+  recv_mr = pd->reg_mr(recv_buf.data(), recv_buf.size(), IBV_ACCESS_LOCAL_WRITE, err);
+  send_mr = pd->reg_mr(send_buf.data(), send_buf.size(), 0, err);
+  if (!recv_mr || !send_mr) return error = "cannot register QP1's buffers", false;
+  for (int i = 0; i < kRecvSlots; ++i) {
+    ibv_sge sge{reinterpret_cast<uintptr_t>(recv_buf.data() + i * kRecvSlot), uint32_t(kRecvSlot), recv_mr->lkey()};
+    RecvWr wr;
+    wr.wr_id = uint64_t(i);
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    const RecvWr* bad = nullptr;
+    if (qp1->post_recv(&wr, &bad) != 0) return error = "cannot post QP1's receives", false;
+  }
+  if (cq->req_notify(false) != 0) return error = "cannot arm QP1's CQ", false;
+  guid = node_guid(dev.mac());
+  path_mtu = ib_mtu(dev.mtu());
+  wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+  if (wake_fd < 0 || event_fd < 0 || epoll_fd < 0) return error = std::string("eventfd/epoll: ") + std::strerror(errno), false;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = wake_fd;
+  epoll_ctl(epoll_fd, EPOLL_CTL_ADD, wake_fd, &ev);
+  ev.data.fd = channel->fd();
+  epoll_ctl(epoll_fd, EPOLL_CTL_ADD, channel->fd(), &ev);
+  thread = std::thread([this] { run(); });
+  return true;
+}
+
+void ConnectionManager::Impl::run() {
+  while (!stop.load()) {
+    int timeout = -1;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      uint64_t next = UINT64_MAX;
+      for (const auto& [id, c] : conns)
+        if (c.deadline) next = std::min(next, c.deadline);
+      if (!unsent.empty()) next = std::min(next, now_ms() + kResolveRetryMs);
+      if (next != UINT64_MAX) {
+        const uint64_t now = now_ms();
+        timeout = next > now ? int(std::min<uint64_t>(next - now, 1000)) : 0;
+      }
+    }
+    epoll_event evs[2];
+    const int n = epoll_wait(epoll_fd, evs, 2, timeout);
+    for (int i = 0; i < n; ++i) {
+      if (evs[i].data.fd == wake_fd) {
+        uint64_t v;
+        if (read(wake_fd, &v, sizeof v) < 0) {
+        }
+      } else {
+        CompletionQueue* which = nullptr;
+        if (channel->get_event(which) == 0) cq->ack_events(1);
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    // Armed again before the poll: a completion after it signals anew.
+    cq->req_notify(false);
+    poll_cq();
+    timers();
+  }
+}
+
+void ConnectionManager::Impl::poll_cq() {
+  ibv_wc wc[16];
+  int n;
+  while ((n = cq->poll(16, wc)) > 0) {
+    for (int i = 0; i < n; ++i) {
+      if (wc[i].opcode == IBV_WC_SEND || wc[i].wr_id >= uint64_t(kRecvSlots)) {
+        --sends_out;
+        continue;
+      }
+      const int slot = int(wc[i].wr_id);
+      const uint8_t* base = recv_buf.data() + slot * kRecvSlot;
+      if (wc[i].status == IBV_WC_SUCCESS && wc[i].src_qp == kGsiQpn && wc[i].byte_len >= kGrh)
+        on_mad(base, base + kGrh, wc[i].byte_len - uint32_t(kGrh));
+      ibv_sge sge{reinterpret_cast<uintptr_t>(base), uint32_t(kRecvSlot), recv_mr->lkey()};
+      RecvWr wr;
+      wr.wr_id = uint64_t(slot);
+      wr.sg_list = &sge;
+      wr.num_sge = 1;
+      const RecvWr* bad = nullptr;
+      qp1->post_recv(&wr, &bad);
+    }
+  }
+}
+
+void ConnectionManager::Impl::on_mad(const uint8_t* grh, const uint8_t* mad, uint32_t len) {
+  MadHeader h;
+  Attr attr{};
+  if (check_cm_header({mad, len}, h, attr) != MadCheck::ok) return;
+  // The GRH slot: an IPv6 header, or 20 zero bytes and the IPv4 header.
+  static constexpr uint8_t kZero[20] = {};
+  const bool v4 = std::memcmp(grh, kZero, 20) == 0 && (grh[20] >> 4) == 4;
+  const wire::IpAddr from = v4 ? wire::IpAddr::from_v4(grh + 20 + 12) : wire::IpAddr::from_v6(grh + 8);
+  uint8_t sgid = 0;
+  if (!sgid_for(from, sgid)) return;
+  const uint8_t* d = mad + kMadHeaderSize;
+  switch (attr) {
+    case Attr::req: on_req(h, decode_req(d), from, sgid); break;
+    case Attr::rep: on_rep(decode_rep(d)); break;
+    case Attr::rtu: on_rtu(decode_rtu(d)); break;
+    case Attr::rej: on_rej(decode_rej(d)); break;
+    case Attr::mra: on_mra(decode_mra(d)); break;
+    case Attr::dreq: on_dreq(h, decode_dreq(d), from, sgid); break;
+    case Attr::drep: on_drep(decode_drep(d)); break;
+    default: break;  // SIDR: UD port spaces are not served (no listener answers)
+  }
+}
+
+CommId ConnectionManager::Impl::new_comm_id() {
+  for (;;) {
+    const CommId id = CommId(rng());
+    if (id != 0 && by_local(id) == nullptr) return id;
+  }
+}
+
+Conn* ConnectionManager::Impl::by_local(CommId id) {
+  for (auto& [k, c] : conns)
+    if (c.local_id == id) return &c;
+  return nullptr;
+}
+
+void ConnectionManager::Impl::push_event(Event e) {
+  events.push_back(std::move(e));
+  const uint64_t one = 1;
+  if (write(event_fd, &one, sizeof one) < 0) {
+  }
+}
+
+int ConnectionManager::Impl::send(const wire::IpAddr& peer, uint8_t sgid_index, const Mad& mad) {
+  auto it = ahs.find(peer);
+  if (it == ahs.end()) {
+    ibv_ah_attr a{};
+    a.is_global = 1;
+    std::memcpy(a.grh.dgid.raw, peer.bytes.data(), 16);
+    a.grh.sgid_index = sgid_index;
+    a.grh.hop_limit = 64;
+    a.port_num = 1;
+    int err = 0;
+    auto ah = pd->create_ah(a, err);
+    if (!ah) {
+      // The peer's MAC is being resolved: the MAD goes out once it is known.
+      if (err == EHOSTUNREACH) unsent.push_back({peer, sgid_index, mad, now_ms() + kResolveMs});
+      return err;
+    }
+    it = ahs.emplace(peer, std::move(ah)).first;
+  }
+  if (sends_out >= kSendSlots) return ENOMEM;  // a CM retry sends it again
+  uint8_t* slot = send_buf.data() + send_next * kMadSize;
+  std::memcpy(slot, mad.data(), kMadSize);
+  ibv_sge sge{reinterpret_cast<uintptr_t>(slot), uint32_t(kMadSize), send_mr->lkey()};
+  SendWr wr;
+  wr.wr_id = uint64_t(kRecvSlots + send_next);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_SEND;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.ud.ah = it->second.get();
+  wr.wr.ud.remote_qpn = kGsiQpn;
+  wr.wr.ud.remote_qkey = kGsiQkey;
+  const SendWr* bad = nullptr;
+  const int rc = qp1->post_send(&wr, &bad);
+  if (rc == 0) {
+    ++sends_out;
+    send_next = (send_next + 1) % kSendSlots;
+  }
+  return rc;
+}
+
+void ConnectionManager::Impl::send_and_retry(Conn& c, const Mad& mad, uint64_t retry_ms, int retries) {
+  c.pending = mad;
+  c.has_pending = true;
+  c.retries_left = retries;
+  c.retry_ms = retry_ms;
+  c.deadline = now_ms() + retry_ms;
+  send(c.peer, c.sgid_index, mad);
+}
+
+void ConnectionManager::Impl::fail_qp(Conn& c) {
+  if (!c.qp) return;
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_ERR;
+  c.qp->modify(a, IBV_QP_STATE);
+}
+
+int ConnectionManager::Impl::bring_up(Conn& c, QueuePair& qp, uint32_t sq_psn, uint8_t max_dest_rd_atomic,
+                                       uint8_t max_rd_atomic, uint8_t timeout, uint8_t retry_count,
+                                       uint8_t rnr_retry, const Path& path, bool remote_read) {
+  ibv_qp_attr a{};
+  if (qp.state() == IBV_QPS_RESET) {
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | (remote_read ? IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC : 0);
+    if (const int rc = qp.modify(a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) return rc;
+  }
+  const bool rc_qp = qp.qp_type() == IBV_QPT_RC;
+  a = {};
+  a.qp_state = IBV_QPS_RTR;
+  a.path_mtu = ibv_mtu(std::min(c.req.path_mtu, path_mtu));
+  a.dest_qp_num = c.remote_qpn;
+  a.rq_psn = c.rq_psn;
+  a.max_dest_rd_atomic = max_dest_rd_atomic;
+  a.min_rnr_timer = 0;  // Linux's ib_cm default: 655.36 ms
+  a.ah_attr.is_global = 1;
+  std::memcpy(a.ah_attr.grh.dgid.raw, c.peer.bytes.data(), 16);
+  a.ah_attr.grh.sgid_index = c.sgid_index;
+  a.ah_attr.grh.flow_label = path.flow_label;
+  a.ah_attr.grh.hop_limit = path.hop_limit ? path.hop_limit : 64;
+  a.ah_attr.grh.traffic_class = path.traffic_class;
+  a.ah_attr.port_num = 1;
+  int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+  if (rc_qp) mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+  // The peer's MAC may still be resolving (EHOSTUNREACH): it answered on
+  // QP1 from that address, so the answer comes within the CM's retries.
+  if (const int rc = qp.modify(a, mask)) return rc;
+  a = {};
+  a.qp_state = IBV_QPS_RTS;
+  a.sq_psn = sq_psn;
+  a.timeout = timeout;
+  a.retry_cnt = retry_count;
+  a.rnr_retry = rnr_retry;
+  a.max_rd_atomic = max_rd_atomic;
+  mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+  if (rc_qp) mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+  return qp.modify(a, mask);
+}
+
+void ConnectionManager::Impl::on_req(const MadHeader& h, const Req& r, const wire::IpAddr& from, uint8_t sgid) {
+  // A REQ seen before (the peer's retry): the REP's own timer answers it.
+  for (auto& [k, c] : conns)
+    if (!c.active && c.remote_id == r.local_comm_id && c.req.local_ca_guid == r.local_ca_guid) return;
+  auto reject = [&](RejReason why) {
+    Rej rej;
+    rej.remote_comm_id = r.local_comm_id;
+    rej.message_rejected = Msg::req;
+    rej.reason = uint16_t(why);
+    send(from, sgid, encode(rej, h.tid));
+  };
+  PortSpace ps{};
+  if (!service_port_space(r.service_id, ps) || ps != PortSpace::tcp || !listening.count(service_port(r.service_id)))
+    return reject(RejReason::invalid_service_id);
+  CmaHeader cma;
+  bool own = false;
+  if (decode_cma_header(r.private_data, cma))
+    for (const auto& g : dev.gids()) own |= g == cma.dst;
+  if (!own || r.transport_type != 0) return reject(RejReason::consumer_defined);
+  Conn c;
+  c.id = next_id++;
+  c.state = State::req_rcvd;
+  c.local_id = new_comm_id();
+  c.remote_id = r.local_comm_id;
+  c.tid = h.tid;
+  c.peer = from;
+  c.sgid_index = sgid;
+  c.port = service_port(r.service_id);
+  c.peer_port = cma.src_port;
+  c.remote_qpn = r.local_qpn;
+  c.req = r;
+  dev.resolve_neighbor(from);  // accept() needs the MAC for the QP's RTR
+  Event e;
+  e.type = EventType::connect_request;
+  e.id = c.id;
+  e.private_data.assign(r.private_data.begin() + kCmaHeaderSize, r.private_data.end());
+  e.port = c.port;
+  e.peer = cma.src;
+  e.peer_port = cma.src_port;
+  e.peer_qpn = r.local_qpn;
+  e.responder_resources = r.initiator_depth;
+  e.initiator_depth = r.responder_resources;
+  conns.emplace(c.id, c);
+  push_event(std::move(e));
+}
+
+void ConnectionManager::Impl::on_rep(const Rep& r) {
+  Conn* c = by_local(r.remote_comm_id);
+  if (!c || !c->active) return;
+  if (c->state == State::established && c->remote_id == r.local_comm_id) {
+    // Our RTU was lost: the peer's REP timer sent its REP again.
+    Rtu rtu;
+    rtu.local_comm_id = c->local_id;
+    rtu.remote_comm_id = c->remote_id;
+    send(c->peer, c->sgid_index, encode(rtu, c->tid));
+    return;
+  }
+  if (c->state != State::req_sent) return;
+  c->has_pending = false;
+  c->deadline = 0;
+  c->remote_id = r.local_comm_id;
+  c->remote_qpn = r.local_qpn;
+  // The peer's StartingPSN is what it expects to receive; its depths are
+  // its own, so they swap here.
+  const int rc = bring_up(*c, *c->qp, r.starting_psn, r.initiator_depth, r.responder_resources,
+                          ack_timeout(r.target_ack_delay, kPacketLifetime), c->req.retry_count, r.rnr_retry_count,
+                          c->req.primary, c->req.responder_resources > 0);
+  if (rc != 0) {
+    Rej rej;
+    rej.local_comm_id = c->local_id;
+    rej.remote_comm_id = c->remote_id;
+    rej.message_rejected = Msg::rep;
+    rej.reason = uint16_t(RejReason::consumer_defined);
+    send(c->peer, c->sgid_index, encode(rej, c->tid));
+    fail_qp(*c);
+    Event e;
+    e.type = EventType::connect_error;
+    e.id = c->id;
+    e.status = rc;
+    const uint64_t id = c->id;
+    push_event(std::move(e));
+    conns.erase(id);
+    return;
+  }
+  Rtu rtu;
+  rtu.local_comm_id = c->local_id;
+  rtu.remote_comm_id = c->remote_id;
+  send(c->peer, c->sgid_index, encode(rtu, c->tid));
+  c->state = State::established;
+  Event e;
+  e.type = EventType::established;
+  e.id = c->id;
+  e.private_data.assign(r.private_data.begin(), r.private_data.end());
+  e.peer_qpn = r.local_qpn;
+  push_event(std::move(e));
+}
+
+void ConnectionManager::Impl::on_rtu(const Rtu& r) {
+  Conn* c = by_local(r.remote_comm_id);
+  if (!c || c->active || c->state != State::rep_sent || c->remote_id != r.local_comm_id) return;
+  c->state = State::established;
+  c->has_pending = false;
+  c->deadline = 0;
+  Event e;
+  e.type = EventType::established;
+  e.id = c->id;
+  e.peer_qpn = c->remote_qpn;
+  push_event(std::move(e));
+}
+
+void ConnectionManager::Impl::on_rej(const Rej& r) {
+  Conn* c = by_local(r.remote_comm_id);
+  if (!c) return;
+  // A REJ of our REQ may carry no local ID (nobody listens); any other
+  // must name the connection both ways.
+  if (!(r.message_rejected == Msg::req && c->state == State::req_sent) && c->remote_id != r.local_comm_id) return;
+  if (c->state != State::req_sent && c->state != State::rep_sent && c->state != State::established) return;
+  fail_qp(*c);
+  Event e;
+  e.type = c->state == State::established ? EventType::disconnected : EventType::rejected;
+  e.id = c->id;
+  e.status = r.reason;
+  e.private_data.assign(r.private_data.begin(), r.private_data.end());
+  const uint64_t id = c->id;
+  push_event(std::move(e));
+  conns.erase(id);
+}
+
+void ConnectionManager::Impl::on_mra(const Mra& r) {
+  Conn* c = by_local(r.remote_comm_id);
+  if (!c || !c->has_pending) return;
+  // The peer needs longer: wait its service timeout plus a round trip.
+  c->retry_ms = cm_ms(r.service_timeout) + cm_ms(ack_timeout(kAckDelay, kPacketLifetime));
+  c->deadline = now_ms() + c->retry_ms;
+}
+
+void ConnectionManager::Impl::on_dreq(const MadHeader& h, const Dreq& r, const wire::IpAddr& from, uint8_t sgid) {
+  Conn* c = by_local(r.remote_comm_id);
+  Drep drep;
+  drep.local_comm_id = r.remote_comm_id;
+  drep.remote_comm_id = r.local_comm_id;
+  if (!c || c->remote_id != r.local_comm_id) {
+    send(from, sgid, encode(drep, h.tid));  // unknown: answer so the peer stops asking
+    return;
+  }
+  // Linux ignores a DREQ that names another QP.
+  if (c->qp && r.remote_qpn != c->qp->qp_num()) return;
+  const bool report = c->state == State::established || c->state == State::dreq_sent || c->state == State::rep_sent;
+  send(from, sgid, encode(drep, h.tid));
+  if (!report) return;  // TimeWait: the DREP went out again
+  fail_qp(*c);
+  c->state = State::timewait;
+  c->has_pending = false;
+  c->deadline = now_ms() + cm_ms(ack_timeout(kAckDelay, kPacketLifetime));
+  Event e;
+  e.type = EventType::disconnected;
+  e.id = c->id;
+  push_event(std::move(e));
+}
+
+void ConnectionManager::Impl::on_drep(const Drep& r) {
+  Conn* c = by_local(r.remote_comm_id);
+  if (!c || c->state != State::dreq_sent || c->remote_id != r.local_comm_id) return;
+  c->state = State::timewait;
+  c->has_pending = false;
+  c->deadline = now_ms() + cm_ms(ack_timeout(kAckDelay, kPacketLifetime));
+  Event e;
+  e.type = EventType::disconnected;
+  e.id = c->id;
+  push_event(std::move(e));
+}
+
+void ConnectionManager::Impl::timers() {
+  const uint64_t now = now_ms();
+  for (auto it = unsent.begin(); it != unsent.end();) {
+    Unsent u = *it;
+    it = unsent.erase(it);
+    if (now > u.give_up) continue;
+    wire::MacAddr mac;
+    if (!dev.neighbor_mac(u.peer, mac)) {
+      dev.resolve_neighbor(u.peer);
+      it = unsent.insert(it, u) + 1;
+      continue;
+    }
+    send(u.peer, u.sgid_index, u.mad);
+  }
+  for (auto it = conns.begin(); it != conns.end();) {
+    Conn& c = it->second;
+    if (!c.deadline || now < c.deadline) {
+      ++it;
+      continue;
+    }
+    if (c.state == State::timewait) {
+      it = conns.erase(it);
+      continue;
+    }
+    if (c.has_pending && c.retries_left > 0) {
+      --c.retries_left;
+      c.deadline = now + c.retry_ms;
+      send(c.peer, c.sgid_index, c.pending);
+      ++it;
+      continue;
+    }
+    // Retries exhausted.
+    fail_qp(c);
+    Event e;
+    e.id = c.id;
+    if (c.state == State::dreq_sent) {
+      e.type = EventType::disconnected;
+      e.status = -ETIMEDOUT;
+    } else {
+      e.type = EventType::unreachable;
+      e.status = -ETIMEDOUT;
+    }
+    push_event(std::move(e));
+    it = conns.erase(it);
+  }
+}
+
+ConnectionManager::ConnectionManager(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ConnectionManager::~ConnectionManager() = default;
+
+std::unique_ptr<ConnectionManager> ConnectionManager::open(Device& device, std::string& error) {
+  if (!device.engine_thread_running()) {
+    error = "the connection manager needs the device's engine on its own thread (Device::start_engine_thread)";
+    return nullptr;
+  }
+  if (detail::Access::remote(device)) {
+    error = "the connection manager does not run on a client of uroced";
+    return nullptr;
+  }
+  auto impl = std::make_unique<Impl>(device);
+  if (!impl->start(error)) return nullptr;
+  return std::unique_ptr<ConnectionManager>(new ConnectionManager(std::move(impl)));
+}
+
+int ConnectionManager::listen(uint16_t port) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->listening.insert(port).second ? 0 : EADDRINUSE;
+}
+
+int ConnectionManager::stop_listening(uint16_t port) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->listening.erase(port) ? 0 : EINVAL;
+}
+
+int ConnectionManager::connect(QueuePair& qp, const wire::IpAddr& peer, uint16_t port, const ConnParam& p,
+                               uint64_t& id) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mu);
+  if ((qp.qp_type() != IBV_QPT_RC && qp.qp_type() != IBV_QPT_UC) || qp.state() != IBV_QPS_RESET ||
+      p.private_data.size() > kReqPrivate - kCmaHeaderSize || p.retry_count > 7 || p.rnr_retry_count > 7)
+    return EINVAL;
+  Conn c;
+  if (!m.sgid_for(peer, c.sgid_index)) return EINVAL;
+  c.id = m.next_id++;
+  c.active = true;
+  c.state = State::req_sent;
+  c.local_id = m.new_comm_id();
+  c.peer = peer;
+  c.port = port;
+  c.peer_port = uint16_t(32768 + m.rng() % 28232);  // Linux's ephemeral port range
+  c.qp = &qp;
+  c.rq_psn = m.rng() & 0xffffff;
+  // TID: the CM agent's number in the high word, the comm ID below (Linux's form).
+  c.tid = uint64_t(2) << 32 | c.local_id;
+  Req& r = c.req;
+  r.local_comm_id = c.local_id;
+  r.service_id = service_id(PortSpace::tcp, port);
+  r.local_ca_guid = m.guid;
+  r.local_qpn = qp.qp_num();
+  r.responder_resources = p.responder_resources;
+  r.initiator_depth = p.initiator_depth;
+  r.remote_cm_response_timeout = kCmResponseTimeout;
+  r.transport_type = qp.qp_type() == IBV_QPT_UC ? 1 : 0;
+  r.starting_psn = c.rq_psn;
+  r.local_cm_response_timeout = kCmResponseTimeout;
+  r.retry_count = p.retry_count;
+  r.path_mtu = m.path_mtu;
+  r.rnr_retry_count = p.rnr_retry_count;
+  r.max_cm_retries = kMaxCmRetries;
+  r.primary.local_gid = to_gid(m.dev.gids()[c.sgid_index]);
+  r.primary.remote_gid = to_gid(peer);
+  r.primary.flow_label = cma_flow_label(c.peer_port, port);
+  r.primary.hop_limit = 64;
+  r.primary.local_ack_timeout = ack_timeout(kAckDelay, kPacketLifetime);
+  CmaHeader cma;
+  cma.src = m.dev.gids()[c.sgid_index];
+  cma.dst = peer;
+  cma.src_port = c.peer_port;
+  encode_cma_header(cma, r.private_data.data());
+  std::copy(p.private_data.begin(), p.private_data.end(), r.private_data.begin() + kCmaHeaderSize);
+  // The QP reaches INIT now, as librdmacm's rdma_connect leaves it.
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.port_num = 1;
+  a.qp_access_flags =
+      IBV_ACCESS_REMOTE_WRITE | (p.responder_resources ? IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC : 0);
+  if (const int rc = qp.modify(a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) return rc;
+  m.dev.resolve_neighbor(peer);
+  id = c.id;
+  Conn& stored = m.conns.emplace(c.id, c).first->second;
+  m.send_and_retry(stored, encode(r, c.tid),
+                   2 * cm_ms(kPacketLifetime) + cm_ms(kCmResponseTimeout), kMaxCmRetries);
+  m.wake();
+  return 0;
+}
+
+int ConnectionManager::accept(uint64_t id, QueuePair& qp, const ConnParam& p) {
+  Impl& m = *impl_;
+  // RTR needs the peer's MAC, which the engine resolves from the REQ's
+  // source address: wait for it (with the table unlocked) within a bound.
+  wire::IpAddr peer;
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    auto it = m.conns.find(id);
+    if (it == m.conns.end()) return EINVAL;
+    peer = it->second.peer;
+  }
+  wire::MacAddr mac;
+  for (const uint64_t until = now_ms() + kResolveMs; !m.dev.neighbor_mac(peer, mac) && now_ms() < until;) {
+    m.dev.resolve_neighbor(peer);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::lock_guard<std::mutex> lock(m.mu);
+  auto it = m.conns.find(id);
+  if (it == m.conns.end() || it->second.state != State::req_rcvd || p.private_data.size() > kRepPrivate ||
+      qp.qp_type() != IBV_QPT_RC || qp.state() != IBV_QPS_RESET || p.rnr_retry_count > 7)
+    return EINVAL;
+  Conn& c = it->second;
+  c.qp = &qp;
+  c.rq_psn = m.rng() & 0xffffff;
+  const Req& r = c.req;
+  const int rc = m.bring_up(c, qp, r.starting_psn, p.responder_resources, p.initiator_depth,
+                            r.primary.local_ack_timeout, r.retry_count, r.rnr_retry_count, r.primary,
+                            p.responder_resources > 0);
+  if (rc != 0) return rc;
+  Rep rep;
+  rep.local_comm_id = c.local_id;
+  rep.remote_comm_id = c.remote_id;
+  rep.local_qpn = qp.qp_num();
+  rep.starting_psn = c.rq_psn;
+  rep.responder_resources = p.responder_resources;
+  rep.initiator_depth = p.initiator_depth;
+  rep.target_ack_delay = kAckDelay;
+  rep.rnr_retry_count = p.rnr_retry_count;
+  rep.local_ca_guid = m.guid;
+  std::copy(p.private_data.begin(), p.private_data.end(), rep.private_data.begin());
+  c.state = State::rep_sent;
+  m.send_and_retry(c, encode(rep, c.tid), cm_ms(r.local_cm_response_timeout), r.max_cm_retries);
+  m.wake();
+  return 0;
+}
+
+int ConnectionManager::reject(uint64_t id, std::span<const uint8_t> private_data) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mu);
+  auto it = m.conns.find(id);
+  if (it == m.conns.end() || it->second.state != State::req_rcvd || private_data.size() > kRejPrivate)
+    return EINVAL;
+  Conn& c = it->second;
+  Rej rej;
+  rej.local_comm_id = c.local_id;
+  rej.remote_comm_id = c.remote_id;
+  rej.message_rejected = Msg::req;
+  rej.reason = uint16_t(RejReason::consumer_defined);
+  std::copy(private_data.begin(), private_data.end(), rej.private_data.begin());
+  m.send(c.peer, c.sgid_index, encode(rej, c.tid));
+  m.conns.erase(it);
+  return 0;
+}
+
+int ConnectionManager::disconnect(uint64_t id) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mu);
+  auto it = m.conns.find(id);
+  if (it == m.conns.end() || it->second.state != State::established) return EINVAL;
+  Conn& c = it->second;
+  m.fail_qp(c);
+  Dreq dreq;
+  dreq.local_comm_id = c.local_id;
+  dreq.remote_comm_id = c.remote_id;
+  dreq.remote_qpn = c.remote_qpn;
+  c.state = State::dreq_sent;
+  // The active side's DREQ reuses its REQ's TID; the passive side's is new.
+  const uint64_t tid = c.active ? c.tid : (uint64_t(2) << 32 | c.local_id);
+  const uint64_t retry = c.active ? 2 * cm_ms(kPacketLifetime) + cm_ms(kCmResponseTimeout) : cm_ms(kCmResponseTimeout);
+  m.send_and_retry(c, encode(dreq, tid), retry, kMaxCmRetries);
+  m.wake();
+  return 0;
+}
+
+int ConnectionManager::event_fd() const { return impl_->event_fd; }
+
+bool ConnectionManager::get_event(Event& out) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mu);
+  if (m.events.empty()) return false;
+  out = std::move(m.events.front());
+  m.events.pop_front();
+  if (m.events.empty()) {
+    uint64_t v;
+    if (read(m.event_fd, &v, sizeof v) < 0) {
+    }
+  }
+  return true;
+}
+
+}  // namespace uroce::cm

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Connections set up on the wire by the InfiniBand Communication Manager,
+// as Linux's rdma_cm does it over RoCE (docs/cm.md): a listener on a port,
+// connect(address, port, private data), REQ/REP/RTU, REJ, DREQ/DREP. The
+// manager owns the device's QP1 and a thread of its own that sleeps until
+// a CM message, a timer or a call needs it; the application learns of
+// requests, established connections, rejections and disconnections from
+// get_event(), or by watching event_fd() (poll, epoll, Boost.Asio).
+//
+// The device must run its engine on its own thread
+// (Device::start_engine_thread) before open(). The RC QPs handed to
+// connect() and accept() must be in the RESET state; the manager moves
+// them to RTS with the attributes the CM exchange settles (path MTU, PSNs,
+// read/atomic depths, timeouts, retry counts), as rdma_init_qp_attr does.
+#pragma once
+
+#include "uroce/api.h"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "uroce/wire/ip_addr.h"
+
+namespace uroce {
+
+class Device;
+class QueuePair;
+
+namespace cm {
+
+enum class EventType : uint8_t {
+  connect_request,  // a REQ reached a listening port: accept() or reject() it
+  established,      // the QP is in RTS, and so is the peer's
+  rejected,         // the peer answered REJ: status is its reason (8: no listener, 28: the application)
+  unreachable,      // no answer within the CM's retries (status -ETIMEDOUT)
+  disconnected,     // a DREQ or DREP: the QP is in the error state
+  connect_error,    // the QP could not be brought to RTS (status: the errno)
+};
+
+struct Event {
+  EventType type{};
+  uint64_t id = 0;  // the connection it is about
+  int status = 0;
+  // The peer's private data: a REQ's after rdma_cm's header (56 bytes), a
+  // REP's (196), a REJ's (148). The full field, zero-padded, as Linux
+  // reports it.
+  std::vector<uint8_t> private_data;
+  // connect_request: where it came from and what it asks for. The depths
+  // are as this side should take them: responder_resources is the peer's
+  // initiator depth.
+  uint16_t port = 0;  // the local port it was sent to
+  wire::IpAddr peer{};
+  uint16_t peer_port = 0;
+  uint32_t peer_qpn = 0;
+  uint8_t responder_resources = 0;
+  uint8_t initiator_depth = 0;
+};
+
+struct ConnParam {
+  // connect: up to 56 bytes; accept: up to 196.
+  std::vector<uint8_t> private_data;
+  uint8_t responder_resources = 0;  // this side's max_dest_rd_atomic (0: no READ or atomics served)
+  uint8_t initiator_depth = 0;      // this side's max_rd_atomic
+  uint8_t retry_count = 7;
+  uint8_t rnr_retry_count = 7;
+};
+
+class UROCE_API ConnectionManager {
+ public:
+  // nullptr and a message when the device runs no engine thread, is a
+  // client of uroced, or already has a manager (QP1 is taken).
+  static std::unique_ptr<ConnectionManager> open(Device& device, std::string& error);
+  ~ConnectionManager();
+  ConnectionManager(const ConnectionManager&) = delete;
+  ConnectionManager& operator=(const ConnectionManager&) = delete;
+
+  // Accept REQs for `port` (rdma_cm's TCP port space). 0, or EADDRINUSE.
+  int listen(uint16_t port);
+  int stop_listening(uint16_t port);
+
+  // Sends a REQ for `qp` to `peer`'s `port`; `id` names the connection in
+  // the events that follow. EINVAL for a QP that is not RC or UC or not in
+  // RESET, private data over 56 bytes, or an address of a family the
+  // device has no GID for.
+  int connect(QueuePair& qp, const wire::IpAddr& peer, uint16_t port, const ConnParam& param, uint64_t& id);
+  // Answers a connect_request: moves `qp` to RTS and sends the REP;
+  // established follows the peer's RTU. EINVAL for an unknown id.
+  int accept(uint64_t id, QueuePair& qp, const ConnParam& param);
+  // Answers a connect_request with REJ reason 28 and up to 148 bytes.
+  int reject(uint64_t id, std::span<const uint8_t> private_data);
+  // Moves the QP to the error state and sends a DREQ; disconnected
+  // follows the peer's DREP (or its DREQ).
+  int disconnect(uint64_t id);
+
+  // Readable while get_event() has an event.
+  int event_fd() const;
+  // The oldest event not yet taken, without blocking; false if none.
+  bool get_event(Event& out);
+
+ private:
+  struct Impl;
+  explicit ConnectionManager(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cm
+}  // namespace uroce

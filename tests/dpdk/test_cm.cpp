@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The connection manager between two devices on a ring-PMD pair, each with
+// its engine on a thread: a listener, connect with private data both ways,
+// data over the connected QPs (their PSNs, MTU and depths set by the CM
+// exchange), a disconnect, a REJ for a port nobody listens on, and a
+// rejection by the application; a's capture holds the CM frames in order,
+// each from QP1 to QP1 with the GSI Q_Key and rdma_cm's header in the REQ.
+#include <catch2/catch.hpp>
+
+#include <sys/epoll.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "cm/cm_messages.h"
+#include "cm/cma_header.h"
+#include "uroce/capture/pcap_file.h"
+#include "uroce/cm/connection_manager.h"
+#include "uroce/port/dpdk_port.h"
+#include "uroce/port/endpoint.h"
+#include "uroce/verbs/completion_queue.h"
+#include "uroce/verbs/device.h"
+#include "uroce/verbs/memory_region.h"
+#include "uroce/verbs/protection_domain.h"
+#include "uroce/verbs/queue_pair.h"
+#include "uroce/wire/parser.h"
+
+namespace uroce::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+// One side: an endpoint on its ring port, threaded, with a manager, a PD,
+// a CQ and a registered buffer.
+struct CmSide {
+  std::unique_ptr<Endpoint> ep;
+  std::unique_ptr<cm::ConnectionManager> cm;
+  std::unique_ptr<ProtectionDomain> pd;
+  std::unique_ptr<CompletionQueue> cq;
+  std::vector<uint8_t> buf = std::vector<uint8_t>(1 << 16);
+  std::unique_ptr<MemoryRegion> mr;
+
+  CmSide(std::unique_ptr<DpdkPort> port, const char* ip, const std::string& pcap = {}) {
+    std::string error;
+    EndpointConfig c;
+    c.ip = ip;
+    c.pcap = pcap;
+    ep = Endpoint::adopt(std::move(port), c, error);
+    INFO(error);
+    REQUIRE(ep);
+    REQUIRE(ep->device().start_engine_thread(-1, error));
+    cm = cm::ConnectionManager::open(ep->device(), error);
+    INFO(error);
+    REQUIRE(cm);
+    pd = ep->device().alloc_pd();
+    int err = 0;
+    cq = ep->device().create_cq(64, err);
+    REQUIRE(cq);
+    mr = pd->reg_mr(buf.data(), buf.size(),
+                    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, err);
+    REQUIRE(mr);
+  }
+  ~CmSide() {
+    cm.reset();
+    if (ep) ep->device().stop_engine_thread();
+  }
+
+  std::unique_ptr<QueuePair> qp() {
+    QpInitAttr init;
+    init.send_cq = init.recv_cq = cq.get();
+    init.cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1, .max_inline_data = 0};
+    int err = 0;
+    auto q = pd->create_qp(init, err);
+    REQUIRE(q);
+    return q;
+  }
+
+  // The next event within `limit`, waiting on the manager's descriptor.
+  cm::Event next_event(std::chrono::milliseconds limit = 5000ms) {
+    const int ep_fd = epoll_create1(EPOLL_CLOEXEC);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    epoll_ctl(ep_fd, EPOLL_CTL_ADD, cm->event_fd(), &ev);
+    cm::Event e;
+    const auto until = std::chrono::steady_clock::now() + limit;
+    bool got = false;
+    while (!(got = cm->get_event(e)) && std::chrono::steady_clock::now() < until) epoll_wait(ep_fd, &ev, 1, 100);
+    close(ep_fd);
+    INFO("no CM event within " << limit.count() << " ms");
+    REQUIRE(got);
+    return e;
+  }
+
+  wire::IpAddr addr() const { return ep->device().gids()[kAddressGidIndex]; }
+};
+
+struct CmPair {
+  std::unique_ptr<DpdkPort> pa, pb;
+  std::unique_ptr<CmSide> a, b;
+  explicit CmPair(const char* name, const std::string& pcap = {}) {
+    std::string error;
+    REQUIRE(open_ring_pair(name, 1500, pa, pb, error));
+    a = std::make_unique<CmSide>(std::move(pa), "10.40.0.1", pcap);
+    b = std::make_unique<CmSide>(std::move(pb), "10.40.0.2");
+  }
+};
+
+// The CM MADs a's port sent and received: each a UD SEND ONLY from QP1 to
+// QP1 with P_Key 0xFFFF and Q_Key 0x80010000, a whole MAD of class CM,
+// version 2, method Send. Returns their attributes in order.
+std::vector<cm::Attr> cm_frames(const std::string& pcap) {
+  std::string error;
+  auto r = capture::PcapReader::open(pcap, error);
+  INFO(error);
+  REQUIRE(r);
+  std::vector<cm::Attr> out;
+  capture::CapturedFrame f;
+  while (r->next(f)) {
+    wire::PacketView v;
+    if (wire::parse_frame(f.bytes, v) != wire::ParseError::ok || v.bth().dest_qp() != cm::kGsiQpn) continue;
+    CHECK(v.bth().opcode() == 0x64);
+    CHECK(v.bth().pkey() == 0xffff);
+    CHECK(v.deth().qkey() == cm::kGsiQkey);
+    CHECK(v.deth().src_qp() == cm::kGsiQpn);
+    REQUIRE(v.payload_len == cm::kMadSize);
+    cm::MadHeader h;
+    cm::Attr a{};
+    REQUIRE(cm::check_cm_header({v.payload, v.payload_len}, h, a) == cm::MadCheck::ok);
+    if (a == cm::Attr::req) {
+      const cm::Req req = cm::decode_req(v.payload + cm::kMadHeaderSize);
+      cm::CmaHeader cma;
+      REQUIRE(cm::decode_cma_header(req.private_data, cma));
+      CHECK(cma.src.to_string() == "10.40.0.1");
+      CHECK(cma.dst.to_string() == "10.40.0.2");
+      CHECK(req.primary.flow_label == cm::cma_flow_label(cma.src_port, cm::service_port(req.service_id)));
+      CHECK(req.primary.local_lid == 0xffff);
+    }
+    out.push_back(a);
+  }
+  return out;
+}
+
+std::vector<ibv_wc> drain(CompletionQueue& cq, size_t n) {
+  std::vector<ibv_wc> got;
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  ibv_wc wc[8];
+  while (got.size() < n && std::chrono::steady_clock::now() < until) {
+    const int k = cq.poll(8, wc);
+    if (k > 0) got.insert(got.end(), wc, wc + k);
+    else std::this_thread::yield();
+  }
+  return got;
+}
+
+}  // namespace
+
+TEST_CASE("cm: listen, connect, accept, data both ways, disconnect", "[cm-connect]") {
+  const std::string pcap = "cm_connect.pcap";
+  std::remove(pcap.c_str());
+  CmPair p("cm_conn", pcap);
+  CmSide& a = *p.a;
+  CmSide& b = *p.b;
+  REQUIRE(b.cm->listen(18515) == 0);
+  CHECK(b.cm->listen(18515) == EADDRINUSE);
+
+  auto qa = a.qp();
+  auto qb = b.qp();
+  cm::ConnParam cp;
+  cp.private_data = {'h', 'e', 'l', 'l', 'o'};
+  cp.responder_resources = 4;
+  cp.initiator_depth = 2;
+  uint64_t aid = 0;
+  REQUIRE(a.cm->connect(*qa, b.addr(), 18515, cp, aid) == 0);
+  CHECK(qa->state() == IBV_QPS_INIT);
+
+  const cm::Event req = b.next_event();
+  REQUIRE(req.type == cm::EventType::connect_request);
+  CHECK(req.port == 18515);
+  CHECK(req.peer == a.addr());
+  CHECK(req.peer_port >= 32768);
+  CHECK(req.peer_qpn == qa->qp_num());
+  REQUIRE(req.private_data.size() == 56);
+  CHECK(std::memcmp(req.private_data.data(), "hello", 5) == 0);
+  CHECK(req.private_data[5] == 0);
+  // The peer's depths, as this side takes them.
+  CHECK(req.responder_resources == 2);
+  CHECK(req.initiator_depth == 4);
+
+  cm::ConnParam ap;
+  ap.private_data = {'w', 'e', 'l', 'c', 'o', 'm', 'e'};
+  ap.responder_resources = req.responder_resources;
+  ap.initiator_depth = req.initiator_depth;
+  REQUIRE(b.cm->accept(req.id, *qb, ap) == 0);
+  CHECK(qb->state() == IBV_QPS_RTS);
+
+  const cm::Event est_a = a.next_event();
+  REQUIRE(est_a.type == cm::EventType::established);
+  CHECK(est_a.id == aid);
+  REQUIRE(est_a.private_data.size() == 196);
+  CHECK(std::memcmp(est_a.private_data.data(), "welcome", 7) == 0);
+  CHECK(qa->state() == IBV_QPS_RTS);
+  const cm::Event est_b = b.next_event();
+  REQUIRE(est_b.type == cm::EventType::established);
+  CHECK(est_b.id == req.id);
+
+  // What the exchange settled: each side sends at the PSN the other expects.
+  ibv_qp_attr attr_a{}, attr_b{};
+  QpInitAttr init;
+  REQUIRE(qa->query(attr_a, IBV_QP_SQ_PSN | IBV_QP_RQ_PSN | IBV_QP_DEST_QPN | IBV_QP_PATH_MTU |
+                                IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_TIMEOUT,
+                    init) == 0);
+  REQUIRE(qb->query(attr_b, IBV_QP_SQ_PSN | IBV_QP_RQ_PSN | IBV_QP_DEST_QPN | IBV_QP_PATH_MTU |
+                                IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_TIMEOUT,
+                    init) == 0);
+  CHECK(attr_a.sq_psn == attr_b.rq_psn);
+  CHECK(attr_b.sq_psn == attr_a.rq_psn);
+  CHECK(attr_a.dest_qp_num == qb->qp_num());
+  CHECK(attr_b.dest_qp_num == qa->qp_num());
+  CHECK(attr_a.path_mtu == IBV_MTU_1024);
+  CHECK(attr_b.path_mtu == IBV_MTU_1024);
+  CHECK(attr_a.max_rd_atomic == 2);
+  CHECK(attr_b.max_dest_rd_atomic == 2);
+  CHECK(attr_b.max_rd_atomic == 4);
+  CHECK(attr_a.max_dest_rd_atomic == 4);
+  CHECK(attr_a.timeout == 19);
+  CHECK(attr_b.timeout == 19);
+
+  // A WRITE from a and a READ from b move data.
+  for (size_t i = 0; i < 4096; ++i) a.buf[i] = uint8_t(i * 7 + 1);
+  ibv_sge sge{reinterpret_cast<uintptr_t>(a.buf.data()), 4096, a.mr->lkey()};
+  SendWr wr;
+  wr.wr_id = 1;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(b.buf.data() + 8192);
+  wr.wr.rdma.rkey = b.mr->rkey();
+  const SendWr* bad = nullptr;
+  REQUIRE(qa->post_send(&wr, &bad) == 0);
+  auto wc = drain(*a.cq, 1);
+  REQUIRE(wc.size() == 1);
+  CHECK(wc[0].status == IBV_WC_SUCCESS);
+  CHECK(std::memcmp(b.buf.data() + 8192, a.buf.data(), 4096) == 0);
+  for (size_t i = 0; i < 3000; ++i) a.buf[16384 + i] = uint8_t(i * 3 + 5);
+  ibv_sge rsge{reinterpret_cast<uintptr_t>(b.buf.data() + 32768), 3000, b.mr->lkey()};
+  wr.sg_list = &rsge;
+  wr.opcode = IBV_WR_RDMA_READ;
+  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(a.buf.data() + 16384);
+  wr.wr.rdma.rkey = a.mr->rkey();
+  REQUIRE(qb->post_send(&wr, &bad) == 0);
+  wc = drain(*b.cq, 1);
+  REQUIRE(wc.size() == 1);
+  CHECK(wc[0].status == IBV_WC_SUCCESS);
+  CHECK(std::memcmp(b.buf.data() + 32768, a.buf.data() + 16384, 3000) == 0);
+
+  // b disconnects: both sides hear of it, both QPs are in the error state.
+  REQUIRE(b.cm->disconnect(req.id) == 0);
+  CHECK(qb->state() == IBV_QPS_ERR);
+  const cm::Event da = a.next_event();
+  CHECK(da.type == cm::EventType::disconnected);
+  CHECK(da.id == aid);
+  CHECK(qa->state() == IBV_QPS_ERR);
+  const cm::Event db = b.next_event();
+  CHECK(db.type == cm::EventType::disconnected);
+  CHECK(db.status == 0);
+  CHECK(a.cm->disconnect(aid) == EINVAL);  // already down
+
+  // On a's wire: REQ, REP, RTU, then b's DREQ and a's DREP.
+  qa.reset();
+  qb.reset();
+  p.a.reset();  // closes the capture
+  p.b.reset();
+  const std::vector<cm::Attr> want = {cm::Attr::req, cm::Attr::rep, cm::Attr::rtu, cm::Attr::dreq, cm::Attr::drep};
+  CHECK(cm_frames(pcap) == want);
+}
+
+TEST_CASE("cm: a port nobody listens on is REJ reason 8; an application's reject is 28 with its data", "[cm-reject]") {
+  CmPair p("cm_rej");
+  CmSide& a = *p.a;
+  CmSide& b = *p.b;
+  auto qa = a.qp();
+  uint64_t aid = 0;
+  REQUIRE(a.cm->connect(*qa, b.addr(), 4420, {}, aid) == 0);
+  cm::Event e = a.next_event();
+  REQUIRE(e.type == cm::EventType::rejected);
+  CHECK(e.id == aid);
+  CHECK(e.status == 8);
+  CHECK(qa->state() == IBV_QPS_ERR);
+
+  REQUIRE(b.cm->listen(4420) == 0);
+  auto qa2 = a.qp();
+  REQUIRE(a.cm->connect(*qa2, b.addr(), 4420, {}, aid) == 0);
+  const cm::Event req = b.next_event();
+  REQUIRE(req.type == cm::EventType::connect_request);
+  const uint8_t why[] = {'b', 'u', 's', 'y'};
+  REQUIRE(b.cm->reject(req.id, why) == 0);
+  CHECK(b.cm->accept(req.id, *b.qp(), {}) == EINVAL);  // answered already
+  e = a.next_event();
+  REQUIRE(e.type == cm::EventType::rejected);
+  CHECK(e.status == 28);
+  REQUIRE(e.private_data.size() == 148);
+  CHECK(std::memcmp(e.private_data.data(), "busy", 4) == 0);
+
+  // Refusals before anything is sent.
+  auto qa3 = a.qp();
+  cm::ConnParam big;
+  big.private_data.resize(57);
+  CHECK(a.cm->connect(*qa3, b.addr(), 4420, big, aid) == EINVAL);
+  wire::IpAddr v6;
+  REQUIRE(wire::IpAddr::parse("fd00::2", v6));
+  CHECK(a.cm->connect(*qa3, v6, 4420, {}, aid) == EINVAL);  // no IPv6 GID here
+  CHECK(a.cm->accept(12345, *qa3, {}) == EINVAL);
+  std::string error;
+  CHECK(cm::ConnectionManager::open(a.ep->device(), error) == nullptr);  // QP1 is taken
+  CHECK_THAT(error, Catch::Contains("QP1"));
+}
+
+}  // namespace uroce::test
