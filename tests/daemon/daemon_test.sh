@@ -93,7 +93,13 @@ case $case_ in
   death)
     start_default
     run_peer death "$DPID"
-    wait "$DPID" 2>/dev/null; DPID= ;;
+    wait "$DPID" 2>/dev/null; DPID=
+    # A daemon started on the same path (the dead one's socket file is
+    # still there) serves new clients.
+    [ -S "$sock" ] || fail "the killed daemon's socket file is gone: the restart is not tested"
+    start_default
+    run_peer pair
+    stop ;;
   config)
     # The INI file, with the command line on top of it; the socket's mode.
     # (A daemon that wrongly accepts a bad setting is stopped by timeout.)
