@@ -298,8 +298,17 @@ void Session::dispatch(Op op, const void* msg, size_t len, Received& r) {
   }
 }
 
+int Session::over_quota(const char* key, uint64_t limit) {
+  if (std::find(quotas_logged_.begin(), quotas_logged_.end(), key) == quotas_logged_.end()) {
+    quotas_logged_.push_back(key);
+    std::fprintf(stderr, "uroced: client %u (pid %d): [limits] %s = %llu reached: refused with ENOMEM\n", id_,
+                 int(peer_.pid), key, static_cast<unsigned long long>(limit));
+  }
+  return ENOMEM;
+}
+
 int Session::alloc_pd(uint32_t& handle) {
-  if (pds_.size() >= limits_.max_pd) return ENOMEM;
+  if (pds_.size() >= limits_.max_pd) return over_quota("max_pd", limits_.max_pd);
   handle = next_handle_++;
   pds_[handle].pd = device_.alloc_pd();
   return 0;
@@ -338,7 +347,7 @@ int Session::destroy_channel(uint32_t handle) {
 }
 
 int Session::create_cq(const CreateCqReq& req, CreateCqRep& rep) {
-  if (cqs_.size() >= limits_.max_cq) return ENOMEM;
+  if (cqs_.size() >= limits_.max_cq) return over_quota("max_cq", limits_.max_cq);
   if (req.cqe == 0 || req.cqe > device_.limits().max_cqe) return EINVAL;
   Channel* channel = req.channel == 0 ? nullptr : find(channels_, req.channel);
   if (req.channel != 0 && channel == nullptr) return EINVAL;
@@ -347,7 +356,7 @@ int Session::create_cq(const CreateCqReq& req, CreateCqRep& rep) {
   cq.entries = pow2_at_least(req.cqe);
   cq.bytes = ring_bytes<CqSlot>(cq.entries);
   cq.offset = arena_.alloc(cq.bytes);
-  if (cq.offset == 0) return ENOMEM;
+  if (cq.offset == 0) return over_quota("arena_bytes", arena_.bytes());
   int err = 0;
   cq.cq = device_.create_cq(int(cq.entries), &channel_, 0, err);
   if (!cq.cq) {
@@ -377,7 +386,7 @@ int Session::create_qp(const CreateQpReq& req, CreateQpRep& rep) {
   Cq* scq = find(cqs_, req.send_cq);
   Cq* rcq = find(cqs_, req.recv_cq);
   if (pd == nullptr || scq == nullptr || rcq == nullptr || req.qp_type != IBV_QPT_RC) return EINVAL;
-  if (qps_.size() >= limits_.max_qp) return ENOMEM;
+  if (qps_.size() >= limits_.max_qp) return over_quota("max_qp", limits_.max_qp);
   const uint32_t max_wr = device_.limits().max_qp_wr;
   if (req.max_send_wr == 0 || req.max_send_wr > max_wr || req.max_recv_wr > max_wr || req.max_send_sge > kMaxSge ||
       req.max_recv_sge > kMaxSge || req.max_inline_data > kMaxInline)
@@ -394,7 +403,7 @@ int Session::create_qp(const CreateQpReq& req, CreateQpRep& rep) {
   qp.rq_offset = qp.sq_offset == 0 ? 0 : arena_.alloc(qp.rq_bytes);
   if (qp.rq_offset == 0) {
     if (qp.sq_offset != 0) arena_.release(qp.sq_offset, qp.sq_bytes);
-    return ENOMEM;
+    return over_quota("arena_bytes", arena_.bytes());
   }
   uroce::QpInitAttr init;
   init.send_cq = scq->cq.get();
@@ -483,11 +492,17 @@ int Session::register_mapping(uint32_t pd_handle, MappedMr&& m, void* addr, uint
   return 0;
 }
 
+int Session::mr_quota(uint64_t map_len) {
+  if (mrs_.size() >= limits_.max_mr) return over_quota("max_mr", limits_.max_mr);
+  if (map_len > limits_.max_mr_bytes - std::min(mr_bytes_, limits_.max_mr_bytes))
+    return over_quota("max_mr_bytes", limits_.max_mr_bytes);
+  return 0;
+}
+
 int Session::alloc_mr(const AllocMrReq& req, MrRep& rep, int& fd) {
   if (find(pds_, req.pd) == nullptr || (req.access & ~kAccessMask) != 0 || req.length == 0) return EINVAL;
   const uint64_t map_len = (req.length + page_size() - 1) & ~(page_size() - 1);
-  if (mrs_.size() >= limits_.max_mr || map_len > limits_.max_mr_bytes - std::min(mr_bytes_, limits_.max_mr_bytes))
-    return ENOMEM;
+  if (const int err = mr_quota(map_len); err != 0) return err;
   fd = memfd_create("uroced-mr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) return ENOMEM;
   void* p = MAP_FAILED;
@@ -518,8 +533,7 @@ int Session::reg_mr(const RegMrReq& req, MrRep& rep, Received& r) {
                         req.map_addr + req.map_length > req.map_addr && req.addr >= req.map_addr &&
                         req.length <= req.map_length && req.addr - req.map_addr <= req.map_length - req.length;
   if (!shape_ok) return EINVAL;
-  if (mrs_.size() >= limits_.max_mr || req.map_length > limits_.max_mr_bytes - std::min(mr_bytes_, limits_.max_mr_bytes))
-    return ENOMEM;
+  if (const int err = mr_quota(req.map_length); err != 0) return err;
   // A client that could shrink the file would make the daemon fault on
   // the pages it cut off.
   const int seals = fcntl(fd, F_GET_SEALS);

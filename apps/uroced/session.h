@@ -160,6 +160,11 @@ class Session {
   // has not made room for: the WQE stays in its ring until then.
   bool room_to_refuse(const Qp& qp, bool send) const;
   bool sge_ok(const Qp& qp, const ibv_sge& sge) const;
+  // ENOMEM, what a verbs program gets from a device out of room; the
+  // first refusal of each quota is logged so an operator sees which one.
+  int over_quota(const char* key, uint64_t limit);
+  // One more region of map_len bytes (whole pages): 0 or ENOMEM.
+  int mr_quota(uint64_t map_len);
 
   uroce::Device& device_;
   uroce::CompletionChannel& channel_;
@@ -180,6 +185,7 @@ class Session {
   // key -> its entry in mrs_ (whose nodes do not move): one lookup per SGE.
   std::unordered_map<uint32_t, const MappedMr*> mr_by_key_;
   bool broken_ = false;  // a ring index out of range: end the client
+  std::vector<const char*> quotas_logged_;
 };
 
 }  // namespace uroced

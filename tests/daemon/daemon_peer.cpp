@@ -7,7 +7,7 @@
 //   daemon_peer SOCKET isolation   another client's lkey, a bad rkey, malformed control messages and rings
 //   daemon_peer SOCKET fork        registered malloc'd memory: neighbours intact, a child gets a copy
 //   daemon_peer SOCKET events      a client asleep on a completion channel
-//   daemon_peer SOCKET quota       max_qp = 1 per client
+//   daemon_peer SOCKET quota       every [limits] quota: ENOMEM past it, per client
 //   daemon_peer SOCKET death PID   the daemon killed: posts fail with EIO, destroys succeed
 // Exit 0 when every check holds, 1 with a message otherwise.
 #include <fcntl.h>
@@ -647,19 +647,66 @@ int run_fork() {
   return 0;
 }
 
-// max_qp = 1 in the daemon's [limits]: a second QP of one client is ENOMEM,
-// while another client still gets its own.
-int run_quota() {
-  Side a;
-  a.open(4096, false);
+// Each [limits] quota of the config case's daemon (max_pd 2, max_cq 3,
+// max_qp 1, max_mr 3, max_mr_bytes 4 pages, arena_bytes 64 KiB) refuses
+// the object past it with ENOMEM, gives the room back when an object
+// goes, and holds per client.
+// err by reference: read after the call in the first argument has set it.
+void expect_enomem(bool refused, const int& err, const std::string& what) {
+  check(refused && err == ENOMEM, what + " was not refused with ENOMEM (err " + std::to_string(err) + ")");
+}
+
+void quota_objects(Side& a) {
   int err = 0;
   client::QpInitAttr attr;
   attr.send_cq = attr.recv_cq = a.cq.get();
   attr.cap.max_send_wr = attr.cap.max_recv_wr = 4;
-  check(a.pd->create_qp(attr, err) == nullptr && err == ENOMEM, "a second QP passed the quota");
+  expect_enomem(a.pd->create_qp(attr, err) == nullptr, err, "a second QP (max_qp)");
+  auto pd2 = a.conn->alloc_pd(err);
+  check(pd2 != nullptr, "a second PD " + std::to_string(err));
+  expect_enomem(a.conn->alloc_pd(err) == nullptr, err, "a third PD (max_pd)");
+  pd2.reset();
+  check(a.conn->alloc_pd(err) != nullptr, "a PD after one was freed " + std::to_string(err));
+  // Open's CQ and QP rings leave less than 48 KiB of the arena: a 1024-entry
+  // CQ does not fit, while the count would allow it.
+  expect_enomem(a.conn->create_cq(1024, err) == nullptr, err, "a CQ larger than the arena's room (arena_bytes)");
+  auto cq2 = a.conn->create_cq(16, err);
+  auto cq3 = a.conn->create_cq(16, err);
+  check(cq2 != nullptr && cq3 != nullptr, "two small CQs " + std::to_string(err));
+  expect_enomem(a.conn->create_cq(16, err) == nullptr, err, "a fourth CQ (max_cq)");
+  cq3.reset();
+  check(a.conn->create_cq(16, err) != nullptr, "a CQ after one was destroyed " + std::to_string(err));
+}
+
+void quota_memory(Side& a) {
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  const int access = IBV_ACCESS_LOCAL_WRITE;
+  int err = 0;
+  // Open's region holds one page: four more pages are past max_mr_bytes.
+  expect_enomem(a.pd->alloc_mr(4 * page, access, err) == nullptr, err, "alloc_mr of 4 more pages (max_mr_bytes)");
+  auto* heap = static_cast<uint8_t*>(std::malloc(5 * page));
+  std::memset(heap, 'm', 5 * page);
+  expect_enomem(a.pd->reg_mr(heap + 1, 4 * page, access, err) == nullptr, err, "reg_mr of 5 pages (max_mr_bytes)");
+  check(heap[0] == 'm' && heap[5 * page - 1] == 'm', "a refused reg_mr changed the bytes");
+  const pid_t child = spawn([&] { heap[0] = 'X'; });
+  check(child_ok(child) && heap[0] == 'm', "a refused reg_mr left the pages shared");
+  std::free(heap);
+  auto mr2 = a.pd->alloc_mr(page, access, err);
+  auto mr3 = a.pd->alloc_mr(page, access, err);
+  check(mr2 != nullptr && mr3 != nullptr, "two one-page regions " + std::to_string(err));
+  expect_enomem(a.pd->alloc_mr(page, access, err) == nullptr, err, "a fourth region (max_mr)");
+  check(a.pd->dereg_mr(mr3) == 0, "dereg_mr");
+  check(a.pd->alloc_mr(page, access, err) != nullptr, "a region after one was deregistered " + std::to_string(err));
+}
+
+int run_quota() {
+  Side a;
+  a.open(4096, false);
+  quota_objects(a);
+  quota_memory(a);
   Side b;
   b.open(4096, false);
-  std::printf("quota: max_qp holds per client\n");
+  std::printf("quota: max_pd, max_cq, max_qp, max_mr, max_mr_bytes and arena_bytes refuse with ENOMEM, per client\n");
   return 0;
 }
 

@@ -112,12 +112,20 @@ eal = --no-huge -m 512
 dev = net_ring0
 ip = 10.0.0.1
 [limits]
+max_pd = 2
+max_cq = 3
 max_qp = 1
+max_mr = 3
+max_mr_bytes = $((4 * $(getconf PAGESIZE)))
+arena_bytes = 65536
 CONF
     start --config "$work/uroced.conf" --socket "$sock"
     [ ! -e "$work/from-config.sock" ] || fail "--socket did not win over the file"
     [ "$(stat -c %a "$sock")" = 600 ] || fail "socket_mode not applied: $(stat -c %a "$sock")"
     run_peer quota
+    for key in max_pd max_cq max_qp max_mr max_mr_bytes arena_bytes; do
+      grep -q "\[limits\] $key = [0-9]* reached: refused with ENOMEM" "$log" || fail "no log line for the $key quota"
+    done
     stop
     "$uroced" --config "$work/missing.conf" >"$work/out" 2>&1 && fail "a missing config file was accepted"
     grep -q "cannot read the configuration file" "$work/out" || fail "no message for a missing config file"
