@@ -475,18 +475,18 @@ int Session::query_qp(uint32_t handle, ibv_qp_attr& attr) {
   return qp->qp->query(attr, -1, init);
 }
 
-int Session::register_mapping(uint32_t pd_handle, MappedMr&& m, void* addr, uint64_t length, int access,
-                              MrRep& rep) {
+int Session::register_mapping(uint32_t pd_handle, MappedMr&& m, void* host, uint64_t iova, uint64_t length,
+                              int access, MrRep& rep) {
   Pd* pd = find(pds_, pd_handle);
   int err = 0;
-  m.mr = pd->pd->reg_mr(addr, length, access, err);
+  m.mr = pd->pd->reg_mr_iova(host, length, iova, access, err);
   if (!m.mr) return err != 0 ? err : ENOMEM;
   m.pd = pd_handle;
   ++pd->children;
   mr_bytes_ += m.map_len;
   rep.mr = next_handle_++;
   rep.key = m.mr->lkey();
-  rep.addr = reinterpret_cast<uintptr_t>(addr);
+  rep.addr = iova;
   rep.length = length;
   mr_by_key_[rep.key] = &mrs_.emplace(rep.mr, std::move(m)).first->second;
   return 0;
@@ -516,7 +516,7 @@ int Session::alloc_mr(const AllocMrReq& req, MrRep& rep, int& fd) {
   MappedMr m;
   m.map = p;
   m.map_len = map_len;
-  const int err = register_mapping(req.pd, std::move(m), p, req.length, req.access, rep);
+  const int err = register_mapping(req.pd, std::move(m), p, reinterpret_cast<uintptr_t>(p), req.length, req.access, rep);
   if (err != 0) {
     close(fd);
     fd = -1;
@@ -540,17 +540,16 @@ int Session::reg_mr(const RegMrReq& req, MrRep& rep, Received& r) {
   struct stat st {};
   if (seals < 0 || (uint32_t(seals) & kRequiredSeals) != kRequiredSeals) return EPERM;
   if (fstat(fd, &st) != 0 || uint64_t(st.st_size) < req.map_length) return EINVAL;
-  void* want = reinterpret_cast<void*>(req.map_addr);
-  void* p = mmap(want, req.map_length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
-  if (p == MAP_FAILED) return errno == EEXIST ? EEXIST : ENOMEM;
-  if (p != want) {  // a kernel without MAP_FIXED_NOREPLACE
-    munmap(p, req.map_length);
-    return EEXIST;
-  }
+  // Wherever there is room: the region keeps the client's addresses as its
+  // IOVA, so clients whose buffers sit at the same addresses (forked
+  // workers) each register theirs.
+  void* p = mmap(nullptr, req.map_length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return ENOMEM;
   MappedMr m;
   m.map = p;
   m.map_len = req.map_length;
-  return register_mapping(req.pd, std::move(m), reinterpret_cast<void*>(req.addr), req.length, req.access, rep);
+  return register_mapping(req.pd, std::move(m), static_cast<uint8_t*>(p) + (req.addr - req.map_addr), req.addr,
+                          req.length, req.access, rep);
 }
 
 int Session::dereg_mr(uint32_t handle) {

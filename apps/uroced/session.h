@@ -146,7 +146,10 @@ class Session {
   int dereg_mr(uint32_t handle);
   int create_channel(uint32_t& handle, int& read_fd);
   int destroy_channel(uint32_t handle);
-  int register_mapping(uint32_t pd, MappedMr&& m, void* addr, uint64_t length, int access, uroce::daemon::MrRep& rep);
+  // Registers `length` bytes at `host` (in m's mapping) under the client's
+  // address `iova`.
+  int register_mapping(uint32_t pd, MappedMr&& m, void* host, uint64_t iova, uint64_t length, int access,
+                       uroce::daemon::MrRep& rep);
   bool reply(const void* rep, size_t len, int fd = -1);
 
   int service_sq(Qp& qp);

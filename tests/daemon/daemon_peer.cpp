@@ -3,6 +3,7 @@
 // connects), for tests/daemon/daemon_test.sh:
 //   daemon_peer SOCKET pair        two clients: WRITE, SEND, READ both ways, data checked
 //   daemon_peer SOCKET remote SOCKET2   the same with the second client on another daemon
+//   daemon_peer SOCKET many        eight clients in four pairs, all moving data at once
 //   daemon_peer SOCKET kill        a third client killed -9: its peer sees errors, the other pair goes on
 //   daemon_peer SOCKET isolation   another client's lkey, a bad rkey, malformed control messages and rings
 //   daemon_peer SOCKET fork        registered malloc'd memory: neighbours intact, a child gets a copy
@@ -283,8 +284,21 @@ void pair_passive(Side& s, const Info& peer, int ctl, uint8_t seed) {
   sync_wait(ctl);  // until the peer's READ is done
 }
 
-// The other client connects to `other_socket` (another daemon: a remote peer).
-int run_pair(const std::string& other_socket = g_socket) {
+// A start line for clients in several processes: each says it is ready
+// on one pipe and waits for a byte on another (both -1: no wait).
+struct Barrier {
+  int ready = -1, go = -1;
+  void wait() const {
+    if (ready < 0) return;
+    sync_send(ready);
+    sync_wait(go);
+  }
+};
+
+// Two clients, this process and a child: `rounds` exchanges of WRITE, SEND
+// and READ, data checked; the child connects to `other_socket` (another
+// daemon: a remote peer).
+void pair_rounds(const std::string& other_socket, uint8_t seed, int rounds, const Barrier& barrier = {}) {
   int sp[2];
   check(socketpair(AF_UNIX, SOCK_STREAM, 0, sp) == 0, "socketpair");
   const pid_t child = spawn([&] {
@@ -293,7 +307,7 @@ int run_pair(const std::string& other_socket = g_socket) {
     b.open(kBytes, false, false, other_socket);  // daemon-provided memory
     send_info(sp[1], b.info());
     b.connect_to(recv_info(sp[1]));
-    pair_passive(b, recv_info(sp[1]), sp[1], 0x21);
+    for (int r = 0; r < rounds; ++r) pair_passive(b, recv_info(sp[1]), sp[1], uint8_t(seed + 2 * r));
   });
   close(sp[1]);
   Side a;
@@ -301,10 +315,42 @@ int run_pair(const std::string& other_socket = g_socket) {
   const Info peer = recv_info(sp[0]);
   send_info(sp[0], a.info());
   a.connect_to(peer);
-  send_info(sp[0], a.info());
-  pair_active(a, peer, sp[0], 0x21);
+  barrier.wait();
+  for (int r = 0; r < rounds; ++r) {
+    send_info(sp[0], a.info());
+    pair_active(a, peer, sp[0], uint8_t(seed + 2 * r));
+  }
   check(child_ok(child), "the other client failed");
+}
+
+int run_pair(const std::string& other_socket = g_socket) {
+  pair_rounds(other_socket, 0x21, 1);
   std::printf("pair: data verified both ways (WRITE, SEND, READ)\n");
+  return 0;
+}
+
+// Four pairs of clients, eight processes, connected before any data moves
+// and then all moving it at once.
+int run_many() {
+  constexpr int kPairs = 4, kRounds = 8;
+  int ready[2], go[2];
+  check(pipe(ready) == 0 && pipe(go) == 0, "pipe");
+  std::vector<pid_t> leaders;
+  for (int p = 0; p < kPairs; ++p)
+    leaders.push_back(spawn([&, p] {
+      // Only this process writes `go`: a pair waiting there sees EOF if it dies.
+      close(go[1]);
+      close(ready[0]);
+      pair_rounds(g_socket, uint8_t(0x10 * (p + 1)), kRounds, {ready[1], go[0]});
+    }));
+  for (int p = 0; p < kPairs; ++p) {
+    check(readable(ready[0], 30000), "a pair did not connect within 30 s");
+    sync_wait(ready[0]);
+  }
+  for (int p = 0; p < kPairs; ++p) sync_send(go[1]);
+  for (pid_t pid : leaders) check(child_ok(pid), "a pair failed");
+  std::printf("many: %d clients in %d pairs, %d rounds each at once: data verified (WRITE, SEND, READ)\n",
+              2 * kPairs, kPairs, kRounds);
   return 0;
 }
 
@@ -798,6 +844,7 @@ int main(int argc, char** argv) {
   const std::string c = argv[2];
   if (c == "pair") return run_pair();
   if (c == "remote" && argc == 4) return run_pair(argv[3]);
+  if (c == "many") return run_many();
   if (c == "kill") return run_kill();
   if (c == "isolation") return run_isolation();
   if (c == "fork") return run_fork();

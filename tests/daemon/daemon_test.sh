@@ -66,6 +66,12 @@ case $case_ in
     start_default
     run_peer pair
     stop ;;
+  many)
+    # Eight clients of one daemon, in four pairs moving data at once.
+    start_default
+    run_peer many
+    [ "$(grep -c "client [0-9]* connected" "$log")" = 8 ] || fail "not eight clients"
+    stop ;;
   kill)
     start_default
     run_peer kill
