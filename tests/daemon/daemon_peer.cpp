@@ -8,6 +8,7 @@
 //   daemon_peer SOCKET isolation   another client's lkey, a bad rkey, malformed control messages and rings
 //   daemon_peer SOCKET fork        registered malloc'd memory: neighbours intact, a child gets a copy
 //   daemon_peer SOCKET events      a client asleep on a completion channel
+//   daemon_peer SOCKET qpn         QP numbers of destroyed QPs and dead clients are not reused at once
 //   daemon_peer SOCKET quota       every [limits] quota: ENOMEM past it, per client
 //   daemon_peer SOCKET death PID   the daemon killed: posts fail with EIO, destroys succeed
 // Exit 0 when every check holds, 1 with a message otherwise.
@@ -20,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -756,6 +758,60 @@ int run_quota() {
   return 0;
 }
 
+// A QP of the side's PD and CQ, beside its first.
+std::unique_ptr<client::QueuePair> another_qp(Side& s) {
+  client::QpInitAttr attr;
+  attr.send_cq = attr.recv_cq = s.cq.get();
+  attr.cap.max_send_wr = attr.cap.max_recv_wr = 4;
+  int err = 0;
+  auto qp = s.pd->create_qp(attr, err);
+  check(qp != nullptr, "create_qp " + std::to_string(err));
+  return qp;
+}
+
+// QP numbers are not handed out again right away, so a late packet for a
+// destroyed QP finds no QP rather than someone else's: create, destroy,
+// create gives another number, and the numbers of a client killed with
+// SIGKILL are not the next client's.
+int run_qpn() {
+  constexpr int kQps = 8;
+  Side a;
+  a.open(4096, false);
+  std::vector<uint32_t> used{a.qp->qp_num()};
+  a.qp.reset();
+  a.qp = another_qp(a);
+  check(a.qp->qp_num() != used[0], "a destroyed QP's number came back at once");
+  used.push_back(a.qp->qp_num());
+  int sp[2];
+  check(socketpair(AF_UNIX, SOCK_STREAM, 0, sp) == 0, "socketpair");
+  const pid_t dead = spawn([&] {
+    Side c;
+    c.open(4096, false);
+    std::vector<std::unique_ptr<client::QueuePair>> qps;
+    for (int i = 1; i < kQps; ++i) qps.push_back(another_qp(c));
+    std::vector<uint32_t> nums{c.qp->qp_num()};
+    for (const auto& q : qps) nums.push_back(q->qp_num());
+    check(write(sp[1], nums.data(), nums.size() * 4) == ssize_t(nums.size() * 4), "write the QPNs");
+    pause();  // killed here
+  });
+  std::vector<uint32_t> theirs(kQps);
+  check(read(sp[0], theirs.data(), theirs.size() * 4) == ssize_t(theirs.size() * 4), "read the QPNs");
+  kill(dead, SIGKILL);
+  waitpid(dead, nullptr, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the daemon tears the client down
+  used.insert(used.end(), theirs.begin(), theirs.end());
+  Side d;
+  d.open(4096, false);
+  std::vector<std::unique_ptr<client::QueuePair>> qps;
+  for (int i = 1; i < kQps; ++i) qps.push_back(another_qp(d));
+  qps.push_back(std::move(d.qp));
+  for (const auto& q : qps)
+    check(std::find(used.begin(), used.end(), q->qp_num()) == used.end(),
+          "QPN " + std::to_string(q->qp_num()) + " of a destroyed or dead client's QP was handed out again");
+  std::printf("qpn: destroyed and dead clients' QP numbers are not reused by the next QPs\n");
+  return 0;
+}
+
 // A client sleeping on a completion channel: an armed CQ wakes it, an
 // unarmed one does not.
 int run_events() {
@@ -849,6 +905,7 @@ int main(int argc, char** argv) {
   if (c == "isolation") return run_isolation();
   if (c == "fork") return run_fork();
   if (c == "quota") return run_quota();
+  if (c == "qpn") return run_qpn();
   if (c == "events") return run_events();
   if (c == "death" && argc == 4) return run_death(pid_t(std::atoi(argv[3])));
   std::fprintf(stderr, "unknown case %s\n", c.c_str());

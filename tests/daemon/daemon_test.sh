@@ -81,6 +81,10 @@ case $case_ in
     start_default
     run_peer isolation
     stop ;;
+  qpn)
+    start_default
+    run_peer qpn
+    stop ;;
   fork)
     start_default
     run_peer fork
