@@ -25,7 +25,7 @@ int parse(int argc, char** argv, uroced::Settings& s) {
       "uroced: owns a DPDK port and runs its RoCEv2 engine for client processes, which reach it over a Unix\n"
       "socket (control) and shared memory (rings and registered memory).\n"
       "  uroced --config FILE\n"
-      "  uroced --dev SPEC --ip ADDR [--mac MAC] [--socket PATH] [--eal \"ARGS\"]"};
+      "  uroced --dev SPEC --ip ADDR [--mac MAC] [--socket PATH] [--eal \"ARGS\"] [--pcap FILE]"};
   app.set_version_flag("--version", "uroced " UROCE_VERSION);
   std::string config, uids;
   uroced::Settings cli;
@@ -34,6 +34,7 @@ int parse(int argc, char** argv, uroced::Settings& s) {
   auto* ip = app.add_option("--ip", cli.ip, "the port's RoCE address (IPv4 or IPv6)");
   auto* mac = app.add_option("--mac", cli.mac, "override the port's MAC address");
   auto* mtu = app.add_option("--mtu", cli.mtu, "Ethernet MTU asked of the port (default 1500)");
+  auto* pcap = app.add_option("--pcap", cli.pcap, "write every frame the port sends and receives to this pcap file");
   auto* sock = app.add_option("--socket", cli.socket, "control socket (default /run/uroce/uroced.sock)");
   auto* mode = app.add_option("--socket-mode", cli.socket_mode, "the socket's permissions, octal (default 0660)");
   auto* group = app.add_option("--socket-group", cli.socket_group, "the socket's group (name or number)");
@@ -54,6 +55,7 @@ int parse(int argc, char** argv, uroced::Settings& s) {
   if (*ip) s.ip = cli.ip;
   if (*mac) s.mac = cli.mac;
   if (*mtu) s.mtu = cli.mtu;
+  if (*pcap) s.pcap = cli.pcap;
   if (*sock) s.socket = cli.socket;
   if (*mode) s.socket_mode = cli.socket_mode;
   if (*group) s.socket_group = cli.socket_group;
@@ -85,6 +87,7 @@ int main(int argc, char** argv) {
   ec.ip = settings.ip;
   ec.mac = settings.mac;
   ec.mtu = settings.mtu;
+  ec.pcap = settings.pcap;
   ec.eal_args = uroce::app::split_args(settings.eal);
   std::string error;
   auto endpoint = uroce::Endpoint::open(ec, error);
@@ -120,6 +123,12 @@ int main(int argc, char** argv) {
     }
     std::fprintf(stderr, "uroced: %s on %s, %s: listening on %s\n", endpoint->device().name().c_str(),
                  settings.dev.c_str(), settings.ip.c_str(), settings.socket.c_str());
+    // The capture is written out whenever the daemon goes idle, so it can
+    // be read while the daemon runs.
+    if (!settings.pcap.empty()) server.on_idle([&endpoint] {
+      std::string ignored;
+      endpoint->flush_capture(ignored);
+    });
     server.run(g_stop);
   }
   endpoint->device().stop_engine_thread();

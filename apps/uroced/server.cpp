@@ -237,6 +237,7 @@ void Server::run(const volatile std::sig_atomic_t& stop) {
       }
       // Leftover regions wait for frames the engine frees: look again soon.
       timeout = leftovers_.empty() ? 500 : 1;
+      if (on_idle_) on_idle_();
     }
     const int n = epoll_wait(epoll_fd_, evs, 32, timeout);
     wake_up();

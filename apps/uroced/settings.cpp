@@ -43,7 +43,7 @@ struct Reader {
 const std::vector<std::string>* known_keys(const std::string& section) {
   static const std::vector<std::pair<std::string, std::vector<std::string>>> kKeys = {
       {"daemon", {"socket", "socket_mode", "socket_group", "allow_uids", "eal", "engine_cpu"}},
-      {"port", {"dev", "ip", "mac", "mtu"}},
+      {"port", {"dev", "ip", "mac", "mtu", "pcap"}},
       {"limits", {"max_pd", "max_cq", "max_qp", "max_mr", "max_mr_bytes", "arena_bytes"}},
   };
   for (const auto& [name, keys] : kKeys)
@@ -114,6 +114,7 @@ bool load_config(const std::string& file, Settings& s, std::string& error) {
   r.text("port", "dev", s.dev);
   r.text("port", "ip", s.ip);
   r.text("port", "mac", s.mac);
+  r.text("port", "pcap", s.pcap);
   return r.number("daemon", "engine_cpu", s.engine_cpu) && r.number("port", "mtu", s.mtu) &&
          r.number("limits", "max_pd", s.limits.max_pd) && r.number("limits", "max_cq", s.limits.max_cq) &&
          r.number("limits", "max_qp", s.limits.max_qp) && r.number("limits", "max_mr", s.limits.max_mr) &&

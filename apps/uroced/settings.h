@@ -29,6 +29,7 @@ struct Settings {
   int engine_cpu = -1;
   std::string dev, ip, mac;
   uint16_t mtu = 1500;
+  std::string pcap;  // capture of the port's frames; empty: none
   Limits limits;
 };
 

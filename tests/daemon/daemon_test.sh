@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # uroced on a net_ring port (no NIC, no hugepages) and client processes
 # of it (daemon_peer). Needs root for the DPDK EAL; exit 77 (skip) otherwise.
-# usage: daemon_test.sh CASE UROCED DAEMON_PEER WORKDIR UROCE_PERF UROCE_RUN UROCE_PINGPONG
+# usage: daemon_test.sh CASE UROCED DAEMON_PEER WORKDIR UROCE_PERF UROCE_RUN UROCE_PINGPONG UROCE_DUMP
 set -u
-case_=$1 uroced=$2 peer=$3 work=$4 perf=$5 run=$6 pingpong=$7
+case_=$1 uroced=$2 peer=$3 work=$4 perf=$5 run=$6 pingpong=$7 dump=$8
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (the DPDK EAL)"; exit 77; }
 if { [ "$case_" = shim ] || [ "$case_" = pingpong ]; } && [ -z "${DAEMON_TEST_NETNS:-}" ]; then
   # The programs' TCP exchange on a loopback of its own: no port clashes
@@ -42,11 +42,12 @@ stop() {  # SIGTERM: the daemon tears down and removes its socket
 run_peer() { timeout 60 "$peer" "$sock" "$@" || fail "daemon_peer $* exited $?"; }
 start_default() { start --dev net_ring0 --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512"; }
 # Two daemons joined by a memif link: "$sock" (10.0.0.1) and "$sock2"
-# (10.0.0.2); a client of each reaches the other over the wire.
+# (10.0.0.2); a client of each reaches the other over the wire. ARGS go
+# to the first daemon.
 sock2=
 start_linked() {
   local link="role=%s,id=0,socket=$work/memif.sock,socket-abstract=no"
-  start --dev "net_memif0,$(printf "$link" server)" --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512"
+  start --dev "net_memif0,$(printf "$link" server)" --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512" "$@"
   sock2=$work/uroced2.sock
   "$uroced" --dev "net_memif0,$(printf "$link" client)" --ip 10.0.0.2 --socket "$sock2" --eal "--no-huge -m 512" \
     >"$work/second.log" 2>&1 &
@@ -96,6 +97,27 @@ case $case_ in
     timeout 60 "$peer" "$sock" remote "$sock2" || { rc=$?; cat "$work/second.log"; fail "daemon_peer remote exited $rc"; }
     stop_second
     stop ;;
+  pcap)
+    # The first of two linked daemons captures its port (--pcap, then
+    # [port] pcap): a pair across them is in the capture, which uroce-dump
+    # accepts while the daemon runs (written out when it goes idle) and
+    # after it stops.
+    printf '[port]\npcap = %s\n' "$work/conf.pcap" >"$work/pcap.conf"
+    for how in "--pcap $work/cli.pcap" "--config $work/pcap.conf"; do
+      cap=$work/cli.pcap
+      [ "${how%% *}" = --config ] && cap=$work/conf.pcap
+      start_linked $how
+      timeout 60 "$peer" "$sock" remote "$sock2" || { rc=$?; cat "$work/second.log"; fail "daemon_peer remote exited $rc"; }
+      sleep 1
+      for when in running stopped; do
+        "$dump" "$cap" >"$work/dump.out" 2>&1 || { tail "$work/dump.out"; fail "$how: uroce-dump rejects the capture ($when)"; }
+        for op in RC_RDMA_WRITE_FIRST RC_SEND_ONLY RC_RDMA_READ_REQUEST RC_ACKNOWLEDGE; do
+          grep -q "$op" "$work/dump.out" || { tail "$work/dump.out"; fail "$how: no $op in the capture ($when)"; }
+        done
+        [ $when = running ] && { stop_second; stop; }
+      done
+      echo "ok: $how: $(tail -1 "$work/dump.out")"
+    done ;;
   events)
     start_default
     run_peer events
