@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include "app_support.h"
+#include "log.h"
 #include "server.h"
 #include "settings.h"
 #include "uroce/port/endpoint.h"
@@ -41,6 +42,11 @@ int parse(int argc, char** argv, uroced::Settings& s) {
   auto* allow = app.add_option("--allow-uids", uids, "uids allowed besides root and the daemon's own (comma list)");
   auto* eal = app.add_option("--eal", cli.eal, "extra EAL arguments, in one string");
   auto* cpu = app.add_option("--engine-cpu", cli.engine_cpu, "pin the engine thread to this CPU (default: not pinned)");
+  auto* level = app.add_option("--log-level", cli.log_level, "uroced's messages: error, warning, notice, info (default), debug");
+  auto* lcores = app.add_option("--lcores", cli.lcores, "CPUs the daemon runs on, a list such as 2-3 (EAL's main lcore)");
+  auto* cc = app.add_option("--cc", cli.cc, "congestion control: none | dcqcn (ConnectX defaults) | dcqcn-paper");
+  auto* cc_config = app.add_option("--cc-config", cli.cc_config, "congestion-control settings file (config/dcqcn-*.conf)");
+  app.add_option("--cc-param", cli.cc_params, "one DCQCN parameter, NAME=VALUE with mlx5's names (repeatable)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -61,11 +67,20 @@ int parse(int argc, char** argv, uroced::Settings& s) {
   if (*group) s.socket_group = cli.socket_group;
   if (*eal) s.eal = cli.eal;
   if (*cpu) s.engine_cpu = cli.engine_cpu;
+  if (*level) s.log_level = cli.log_level;
+  if (*lcores) s.lcores = cli.lcores;
+  if (*cc) s.cc = cli.cc;
+  if (*cc_config) s.cc_config = cli.cc_config;
+  s.cc_params.insert(s.cc_params.end(), cli.cc_params.begin(), cli.cc_params.end());
   if (*allow && !uroced::parse_uids(uids, s.allow_uids)) {
     std::fprintf(stderr, "uroced: --allow-uids '%s' is not a list of uids\n", uids.c_str());
     return 2;
   }
   if (!uroced::check_settings(s, error)) {
+    std::fprintf(stderr, "uroced: %s\n", error.c_str());
+    return 2;
+  }
+  if (!uroced::congestion_control(s, s.cc_resolved, error)) {
     std::fprintf(stderr, "uroced: %s\n", error.c_str());
     return 2;
   }
@@ -88,11 +103,12 @@ int main(int argc, char** argv) {
   ec.mac = settings.mac;
   ec.mtu = settings.mtu;
   ec.pcap = settings.pcap;
-  ec.eal_args = uroce::app::split_args(settings.eal);
+  ec.eal_args = uroced::eal_args(settings);
+  ec.device.cc = settings.cc_resolved;
   std::string error;
   auto endpoint = uroce::Endpoint::open(ec, error);
   if (!endpoint) {
-    std::fprintf(stderr, "uroced: %s\n", error.c_str());
+    UROCED_LOG(ERR, "%s", error.c_str());
     uroce::app::exit_now(1);
   }
   // Two clients of this daemon talk to each other through the engine's
@@ -100,7 +116,7 @@ int main(int argc, char** argv) {
   for (const auto& gid : endpoint->device().gids())
     endpoint->device().add_neighbor(gid, endpoint->packet_port().mac());
   if (!endpoint->device().start_engine_thread(settings.engine_cpu, error)) {
-    std::fprintf(stderr, "uroced: engine thread: %s\n", error.c_str());
+    UROCED_LOG(ERR, "engine thread: %s", error.c_str());
     uroce::app::exit_now(1);
   }
   // Each client holds a few descriptors in the daemon (socket, arena,
@@ -118,10 +134,11 @@ int main(int argc, char** argv) {
   {
     uroced::Server server(endpoint->device(), settings);
     if (!server.listen(error)) {
-      std::fprintf(stderr, "uroced: %s\n", error.c_str());
+      UROCED_LOG(ERR, "%s", error.c_str());
       uroce::app::exit_now(1);
     }
-    std::fprintf(stderr, "uroced: %s on %s, %s: listening on %s\n", endpoint->device().name().c_str(),
+    UROCED_LOG(INFO, "congestion control: %s", uroce::cc::describe(settings.cc_resolved).c_str());
+    UROCED_LOG(NOTICE, "%s on %s, %s: listening on %s", endpoint->device().name().c_str(),
                  settings.dev.c_str(), settings.ip.c_str(), settings.socket.c_str());
     // The capture is written out whenever the daemon goes idle, so it can
     // be read while the daemon runs.

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <utility>
 
+#include "log.h"
+
 namespace uroced {
 
 using namespace uroce::daemon;
@@ -44,6 +46,15 @@ template <typename Map>
 auto* find(Map& m, uint32_t handle) {
   auto it = m.find(handle);
   return it == m.end() ? nullptr : &it->second;
+}
+
+// For the debug log.
+const char* op_name(Op op) {
+  static constexpr const char* kNames[] = {"hello",   "alloc_pd",  "dealloc_pd", "create_cq", "destroy_cq",
+                                           "create_qp", "destroy_qp", "modify_qp", "query_qp",  "alloc_mr",
+                                           "reg_mr",  "dereg_mr",  "create_comp_channel", "destroy_comp_channel"};
+  const auto i = uint32_t(op) - uint32_t(Op::hello);
+  return i < std::size(kNames) ? kNames[i] : "unknown";
 }
 
 }  // namespace
@@ -147,6 +158,8 @@ Session::~Session() {
 }
 
 bool Session::reply(const void* rep, size_t len, int fd) {
+  const auto* h = static_cast<const RepHeader*>(rep);
+  UROCED_LOG(DEBUG, "client %u: %s: %s", id_, op_name(h->op), h->status == 0 ? "done" : std::strerror(h->status));
   return send_datagram(sock_, rep, len, fd >= 0 ? &fd : nullptr, fd >= 0 ? 1 : 0) == 0;
 }
 
@@ -185,7 +198,7 @@ bool Session::hello(const void* msg, size_t len) {
   }
   std::string error;
   if (!arena_.create(limits_.arena_bytes, error)) {
-    std::fprintf(stderr, "uroced: client %u: %s\n", id_, error.c_str());
+    UROCED_LOG(ERR, "client %u: %s", id_, error.c_str());
     rep.h.status = ENOMEM;
     reply(&rep, sizeof rep);
     return false;
@@ -301,8 +314,8 @@ void Session::dispatch(Op op, const void* msg, size_t len, Received& r) {
 int Session::over_quota(const char* key, uint64_t limit) {
   if (std::find(quotas_logged_.begin(), quotas_logged_.end(), key) == quotas_logged_.end()) {
     quotas_logged_.push_back(key);
-    std::fprintf(stderr, "uroced: client %u (pid %d): [limits] %s = %llu reached: refused with ENOMEM\n", id_,
-                 int(peer_.pid), key, static_cast<unsigned long long>(limit));
+    UROCED_LOG(NOTICE, "client %u (pid %d): [limits] %s = %llu reached: refused with ENOMEM", id_, int(peer_.pid), key,
+               static_cast<unsigned long long>(limit));
   }
   return ENOMEM;
 }

@@ -133,16 +133,25 @@ case $case_ in
     run_peer pair
     stop ;;
   config)
-    # The INI file, with the command line on top of it; the socket's mode.
+    # The INI file, with the command line on top of it; the socket's mode;
+    # uroced's log level, its CPUs, congestion control.
     # (A daemon that wrongly accepts a bad setting is stopped by timeout.)
+    cpu=$(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status | cut -d, -f1 | cut -d- -f1)
+    printf 'cc = dcqcn-paper\nrpg_ai_rate = 9\n' >"$work/cc.conf"
     cat >"$work/uroced.conf" <<CONF
 [daemon]
 socket = $work/from-config.sock
 socket_mode = 0600
 eal = --no-huge -m 512
+log_level = debug
+lcores = $cpu
 [port]
 dev = net_ring0
 ip = 10.0.0.1
+cc = dcqcn
+cc_config = $work/cc.conf
+cc_param = rpg_time_reset=301
+cc_param = rpg_hai_rate=77
 [limits]
 max_pd = 2
 max_cq = 3
@@ -154,11 +163,44 @@ CONF
     start --config "$work/uroced.conf" --socket "$sock"
     [ ! -e "$work/from-config.sock" ] || fail "--socket did not win over the file"
     [ "$(stat -c %a "$sock")" = 600 ] || fail "socket_mode not applied: $(stat -c %a "$sock")"
+    # The main thread and the engine thread (EAL's control threads keep the
+    # other CPUs).
+    for t in /proc/$DPID/task/*; do
+      [ "$(cat "$t/comm")" = uroced ] || continue
+      a=$(awk '/^Cpus_allowed_list/ {print $2}' "$t/status")
+      [ "$a" = "$cpu" ] || fail "lcores = $cpu: thread ${t##*/} may run on CPUs $a"
+    done
+    grep -qE "congestion control: dcqcn .*rpg_time_reset=301 .*rpg_ai_rate=9 rpg_hai_rate=77 " "$log" ||
+      fail "cc, cc_config and cc_param not applied in that order"
     run_peer quota
+    grep -q "client 1: alloc_pd: done" "$log" || fail "log_level = debug: no debug line"
     for key in max_pd max_cq max_qp max_mr max_mr_bytes arena_bytes; do
       grep -q "\[limits\] $key = [0-9]* reached: refused with ENOMEM" "$log" || fail "no log line for the $key quota"
     done
     stop
+    # The command line: info hides the debug lines, --cc and --cc-param.
+    start --dev net_ring0 --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512" --log-level info \
+      --cc dcqcn-paper --cc-param rpg_min_rate=5
+    run_peer pair
+    grep -q "client 1 connected" "$log" || fail "--log-level info: no 'connected' line"
+    grep -q ": alloc_pd: done" "$log" && fail "--log-level info: debug lines logged"
+    grep -qE "congestion control: dcqcn .*rpg_min_rate=5 " "$log" || fail "--cc and --cc-param not applied"
+    stop
+    bad() {  # CONFIG-LINES MESSAGE: refused with exit 2 and the message
+      printf "$1" >"$work/bad.conf"
+      timeout 10 "$uroced" --config "$work/bad.conf" --dev net_ring0 --ip 10.0.0.1 --socket "$sock" >"$work/out" 2>&1
+      local rc=$?
+      [ $rc = 2 ] || { cat "$work/out"; fail "'$1' exited $rc, not 2"; }
+      grep -qF -- "$2" "$work/out" || { cat "$work/out"; fail "'$1': no message '$2'"; }
+    }
+    bad '[daemon]\nlog_level = loud\n' "log level 'loud' is none of emergency"
+    bad '[daemon]\nlcores = a-b\n' "lcores 'a-b' is not a CPU list"
+    bad '[daemon]\nlcores = 0\neal = -l 1\n' "lcores and an EAL -l, -c or --lcores in eal: give one of them"
+    bad '[port]\nvlan = 100\n' "[port] vlan: not supported: uroce's engine sends untagged frames only"
+    bad '[port]\npcp = 3\n' "[port] pcp: not supported"
+    bad '[port]\ncc = cubic\n' "cubic"
+    bad '[port]\ncc = dcqcn\ncc_param = rpg_nonsense=1\n' "rpg_nonsense"
+    bad "[port]\ncc_config = $work/none.conf\n" "$work/none.conf"
     "$uroced" --config "$work/missing.conf" >"$work/out" 2>&1 && fail "a missing config file was accepted"
     grep -q "cannot read the configuration file" "$work/out" || fail "no message for a missing config file"
     printf '[limits]\nmax_qp = many\n' >"$work/bad.conf"
