@@ -8,9 +8,11 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 
 #include "app_support.h"
 #include "log.h"
+#include "notify.h"
 #include "server.h"
 #include "settings.h"
 #include "uroce/port/endpoint.h"
@@ -140,6 +142,9 @@ int main(int argc, char** argv) {
     UROCED_LOG(INFO, "congestion control: %s", uroce::cc::describe(settings.cc_resolved).c_str());
     UROCED_LOG(NOTICE, "%s on %s, %s: listening on %s", endpoint->device().name().c_str(),
                  settings.dev.c_str(), settings.ip.c_str(), settings.socket.c_str());
+    // Type=notify: clients may connect from now on.
+    const std::string status = "READY=1\nSTATUS=listening on " + settings.socket;
+    if (!uroced::notify_service_manager(status.c_str())) UROCED_LOG(WARNING, "NOTIFY_SOCKET: %s", std::strerror(errno));
     // The capture is written out whenever the daemon goes idle, so it can
     // be read while the daemon runs.
     if (!settings.pcap.empty()) server.on_idle([&endpoint] {
@@ -147,6 +152,7 @@ int main(int argc, char** argv) {
       endpoint->flush_capture(ignored);
     });
     server.run(g_stop);
+    uroced::notify_service_manager("STOPPING=1\nSTATUS=stopping: tearing down the clients");
   }
   endpoint->device().stop_engine_thread();
   endpoint.reset();

@@ -118,6 +118,51 @@ case $case_ in
       done
       echo "ok: $how: $(tail -1 "$work/dump.out")"
     done ;;
+  systemd)
+    # READY=1 once the socket listens, STOPPING=1 on SIGTERM, to the
+    # datagram socket NOTIFY_SOCKET names: a path, then an abstract name.
+    for addr in "$work/notify" "@uroced-test-$$"; do
+      rm -f "$work/notify" "$work/notes"
+      python3 - "$addr" "$sock" >"$work/notes" 2>&1 <<'PY' &
+import os, socket, sys
+addr, sock = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind("\0" + addr[1:] if addr.startswith("@") else addr)
+s.settimeout(30)
+print("bound", flush=True)
+for _ in range(2):
+    msg = s.recv(4096).decode()
+    print(repr(msg), "socket exists" if os.path.exists(sock) else "no socket yet", flush=True)
+PY
+      listener=$!
+      for _ in $(seq 50); do grep -q bound "$work/notes" && break; sleep 0.1; done
+      NOTIFY_SOCKET=$addr start_default
+      for _ in $(seq 50); do grep -q READY "$work/notes" && break; sleep 0.1; done
+      grep -q "'READY=1.*' socket exists" "$work/notes" || { cat "$work/notes"; fail "$addr: no READY=1 after the socket listened"; }
+      run_peer pair
+      stop
+      wait $listener || { cat "$work/notes"; fail "$addr: the listener failed"; }
+      grep -q "'STOPPING=1" "$work/notes" || { cat "$work/notes"; fail "$addr: no STOPPING=1"; }
+      echo "ok: NOTIFY_SOCKET=$addr: $(tr '\n' ' ' <"$work/notes")"
+    done
+    # The example configuration loads (its port replaced by the ring).
+    start --config "$UROCED_EXAMPLE" --dev net_ring0 --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512"
+    stop
+    # The unit as installed for this build's prefix, and systemd's verdict
+    # on it (with ExecStart pointing at this build's daemon).
+    grep -qx "Type=notify" "$UROCED_UNIT" && grep -qx "LimitMEMLOCK=infinity" "$UROCED_UNIT" &&
+      grep -qx "RuntimeDirectory=uroce" "$UROCED_UNIT" && grep -qx "Restart=on-failure" "$UROCED_UNIT" &&
+      grep -qE "^ExecStart=/.*/uroced --config /.*etc/uroce/uroced.conf$" "$UROCED_UNIT" ||
+      { cat "$UROCED_UNIT"; fail "the unit lacks a setting"; }
+    if command -v systemd-analyze >/dev/null; then
+      sed "s|^ExecStart=[^ ]*|ExecStart=$(realpath "$uroced")|" "$UROCED_UNIT" >"$work/uroced.service"
+      systemd-analyze verify "$work/uroced.service" >"$work/verify.out" 2>&1 ||
+        { cat "$work/verify.out"; fail "systemd-analyze verify rejects the unit"; }
+      [ ! -s "$work/verify.out" ] || { cat "$work/verify.out"; fail "systemd-analyze verify complains"; }
+      echo "ok: systemd-analyze verify accepts the unit"
+    else
+      echo "note: systemd-analyze not installed: the unit is not verified"
+    fi ;;
   events)
     start_default
     run_peer events
