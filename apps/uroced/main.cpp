@@ -113,6 +113,9 @@ int main(int argc, char** argv) {
     UROCED_LOG(ERR, "%s", error.c_str());
     uroce::app::exit_now(1);
   }
+  // EAL writes its log to stderr and to syslog; under systemd both reach the
+  // journal, and every line would show twice. stderr only, unless asked.
+  if (settings.eal.find("--syslog") == std::string::npos) rte_openlog_stream(stderr);
   // Two clients of this daemon talk to each other through the engine's
   // loopback: its own addresses resolve to its own MAC.
   for (const auto& gid : endpoint->device().gids())
