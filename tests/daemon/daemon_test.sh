@@ -223,13 +223,23 @@ CONF
       grep -q "\[limits\] $key = [0-9]* reached: refused with ENOMEM" "$log" || fail "no log line for the $key quota"
     done
     stop
-    # The command line: info hides the debug lines, --cc and --cc-param.
-    start --dev net_ring0 --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512" --log-level info \
+    # The command line: info hides the debug lines, --cc and --cc-param;
+    # eal's --telemetry: DPDK's telemetry socket answers for the port
+    # (docs/operations.md).
+    start --dev net_ring0 --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512 --telemetry" --log-level info \
       --cc dcqcn-paper --cc-param rpg_min_rate=5
     run_peer pair
     grep -q "client 1 connected" "$log" || fail "--log-level info: no 'connected' line"
     grep -q ": alloc_pd: done" "$log" && fail "--log-level info: debug lines logged"
     grep -qE "congestion control: dcqcn .*rpg_min_rate=5 " "$log" || fail "--cc and --cc-param not applied"
+    python3 - "/var/run/dpdk/uroce-$DPID/dpdk_telemetry.v2" <<'PY' || fail "DPDK telemetry does not answer /ethdev/stats,0"
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+s.recv(4096)
+s.send(b"/ethdev/stats,0")
+assert "ipackets" in json.loads(s.recv(16384))["/ethdev/stats"]
+PY
     stop
     bad() {  # CONFIG-LINES MESSAGE: refused with exit 2 and the message
       printf "$1" >"$work/bad.conf"
