@@ -25,6 +25,9 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*"; echo "--- uroced log"; cat "$log"; exit 1; }
 
 start() {  # uroced ARGS...; waits for its socket
+  # Emptied here, not by the child's redirection: a previous daemon's
+  # "listening" must not be read as this one's (its socket file may be left).
+  : >"$log"
   "$uroced" "$@" >"$log" 2>&1 &
   DPID=$!
   for _ in $(seq 100); do
