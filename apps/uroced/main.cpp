@@ -8,8 +8,13 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstring>
+#include <functional>
+#include <vector>
 
 #include "app_support.h"
+#include "log.h"
+#include "notify.h"
 #include "server.h"
 #include "settings.h"
 #include "uroce/port/endpoint.h"
@@ -19,51 +24,49 @@ namespace {
 volatile std::sig_atomic_t g_stop = 0;
 void on_signal(int) { g_stop = 1; }
 
-// The configuration file first, then what the command line sets on top.
-int parse(int argc, char** argv, uroced::Settings& s) {
-  CLI::App app{
-      "uroced: owns a DPDK port and runs its RoCEv2 engine for client processes, which reach it over a Unix\n"
-      "socket (control) and shared memory (rings and registered memory).\n"
-      "  uroced --config FILE\n"
-      "  uroced --dev SPEC --ip ADDR [--mac MAC] [--socket PATH] [--eal \"ARGS\"]"};
-  app.set_version_flag("--version", "uroced " UROCE_VERSION);
-  std::string config, uids;
-  uroced::Settings cli;
-  app.add_option("--config", config, "INI file: [daemon], [port], [limits] (docs/daemon.md)");
-  auto* dev = app.add_option("--dev", cli.dev, "DPDK port: a PCI address or a vdev string (net_af_packet0,iface=eth1)");
-  auto* ip = app.add_option("--ip", cli.ip, "the port's RoCE address (IPv4 or IPv6)");
-  auto* mac = app.add_option("--mac", cli.mac, "override the port's MAC address");
-  auto* mtu = app.add_option("--mtu", cli.mtu, "Ethernet MTU asked of the port (default 1500)");
-  auto* sock = app.add_option("--socket", cli.socket, "control socket (default /run/uroce/uroced.sock)");
-  auto* mode = app.add_option("--socket-mode", cli.socket_mode, "the socket's permissions, octal (default 0660)");
-  auto* group = app.add_option("--socket-group", cli.socket_group, "the socket's group (name or number)");
-  auto* allow = app.add_option("--allow-uids", uids, "uids allowed besides root and the daemon's own (comma list)");
-  auto* eal = app.add_option("--eal", cli.eal, "extra EAL arguments, in one string");
-  auto* cpu = app.add_option("--engine-cpu", cli.engine_cpu, "pin the engine thread to this CPU (default: not pinned)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+// Command-line options that override a setting of the file when given.
+class Overrides {
+ public:
+  explicit Overrides(CLI::App& app) : app_(app) {}
+  template <typename T>
+  void add(const char* name, T uroced::Settings::*field, const char* help) {
+    CLI::Option* o = app_.add_option(name, cli_.*field, help);
+    apply_.push_back([this, o, field](uroced::Settings& s) {
+      if (*o) s.*field = cli_.*field;
+    });
   }
+  void apply(uroced::Settings& s) const {
+    for (const auto& f : apply_) f(s);
+  }
+
+ private:
+  CLI::App& app_;
+  uroced::Settings cli_;
+  std::vector<std::function<void(uroced::Settings&)>> apply_;
+};
+
+void add_options(Overrides& o) {
+  using S = uroced::Settings;
+  o.add("--dev", &S::dev, "DPDK port: a PCI address or a vdev string (net_af_packet0,iface=eth1)");
+  o.add("--ip", &S::ip, "the port's RoCE address (IPv4 or IPv6)");
+  o.add("--mac", &S::mac, "override the port's MAC address");
+  o.add("--mtu", &S::mtu, "Ethernet MTU asked of the port (default 1500)");
+  o.add("--pcap", &S::pcap, "write every frame the port sends and receives to this pcap file");
+  o.add("--socket", &S::socket, "control socket (default /run/uroce/uroced.sock)");
+  o.add("--socket-mode", &S::socket_mode, "the socket's permissions, octal (default 0660)");
+  o.add("--socket-group", &S::socket_group, "the socket's group (name or number)");
+  o.add("--eal", &S::eal, "extra EAL arguments, in one string");
+  o.add("--engine-cpu", &S::engine_cpu, "pin the engine thread to this CPU (default: not pinned)");
+  o.add("--log-level", &S::log_level, "uroced's messages: error, warning, notice, info (default), debug");
+  o.add("--lcores", &S::lcores, "CPUs the daemon runs on, a list such as 2-3 (EAL's main lcore)");
+  o.add("--cc", &S::cc, "congestion control: none | dcqcn (ConnectX defaults) | dcqcn-paper");
+  o.add("--cc-config", &S::cc_config, "congestion-control settings file (config/dcqcn-*.conf)");
+}
+
+// What no parser checks; 2 (with a message) or -1 to go on.
+int finish_settings(uroced::Settings& s) {
   std::string error;
-  if (!config.empty() && !uroced::load_config(config, s, error)) {
-    std::fprintf(stderr, "uroced: %s\n", error.c_str());
-    return 2;
-  }
-  if (*dev) s.dev = cli.dev;
-  if (*ip) s.ip = cli.ip;
-  if (*mac) s.mac = cli.mac;
-  if (*mtu) s.mtu = cli.mtu;
-  if (*sock) s.socket = cli.socket;
-  if (*mode) s.socket_mode = cli.socket_mode;
-  if (*group) s.socket_group = cli.socket_group;
-  if (*eal) s.eal = cli.eal;
-  if (*cpu) s.engine_cpu = cli.engine_cpu;
-  if (*allow && !uroced::parse_uids(uids, s.allow_uids)) {
-    std::fprintf(stderr, "uroced: --allow-uids '%s' is not a list of uids\n", uids.c_str());
-    return 2;
-  }
-  if (!uroced::check_settings(s, error)) {
+  if (!uroced::check_settings(s, error) || !uroced::congestion_control(s, s.cc_resolved, error)) {
     std::fprintf(stderr, "uroced: %s\n", error.c_str());
     return 2;
   }
@@ -74,32 +77,72 @@ int parse(int argc, char** argv, uroced::Settings& s) {
   return -1;
 }
 
-}  // namespace
+// The configuration file first, then what the command line sets on top:
+// -1 to go on, else the exit status.
+int parse(int argc, char** argv, uroced::Settings& s) {
+  CLI::App app{
+      "uroced: owns a DPDK port and runs its RoCEv2 engine for client processes, which reach it over a Unix\n"
+      "socket (control) and shared memory (rings and registered memory).\n"
+      "  uroced --config FILE\n"
+      "  uroced --dev SPEC --ip ADDR [--mac MAC] [--socket PATH] [--eal \"ARGS\"] [--pcap FILE]"};
+  app.set_version_flag("--version", "uroced " UROCE_VERSION);
+  std::string config, uids;
+  std::vector<std::string> cc_params;
+  app.add_option("--config", config, "INI file: [daemon], [port], [limits] (docs/operations.md)");
+  Overrides overrides(app);
+  add_options(overrides);
+  auto* allow = app.add_option("--allow-uids", uids, "uids allowed besides root and the daemon's own (comma list)");
+  app.add_option("--cc-param", cc_params, "one DCQCN parameter, NAME=VALUE with mlx5's names (repeatable)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  std::string error;
+  if (!config.empty() && !uroced::load_config(config, s, error)) {
+    std::fprintf(stderr, "uroced: %s\n", error.c_str());
+    return 2;
+  }
+  overrides.apply(s);
+  s.cc_params.insert(s.cc_params.end(), cc_params.begin(), cc_params.end());  // after the file's
+  if (*allow && !uroced::parse_uids(uids, s.allow_uids)) {
+    std::fprintf(stderr, "uroced: --allow-uids '%s' is not a list of uids\n", uids.c_str());
+    return 2;
+  }
+  return finish_settings(s);
+}
 
-int main(int argc, char** argv) {
-  uroced::Settings settings;
-  if (const int rc = parse(argc, argv, settings); rc >= 0) return rc;
-
+// The EAL, the port and the device, its engine running on its thread.
+std::unique_ptr<uroce::Endpoint> open_endpoint(const uroced::Settings& settings) {
   uroce::EndpointConfig ec;
   ec.dev = settings.dev;
   ec.ip = settings.ip;
   ec.mac = settings.mac;
   ec.mtu = settings.mtu;
-  ec.eal_args = uroce::app::split_args(settings.eal);
+  ec.pcap = settings.pcap;
+  ec.eal_args = uroced::eal_args(settings);
+  ec.device.cc = settings.cc_resolved;
   std::string error;
   auto endpoint = uroce::Endpoint::open(ec, error);
   if (!endpoint) {
-    std::fprintf(stderr, "uroced: %s\n", error.c_str());
-    uroce::app::exit_now(1);
+    UROCED_LOG(ERR, "%s", error.c_str());
+    return nullptr;
   }
+  // EAL writes its log to stderr and to syslog; under systemd both reach the
+  // journal, and every line would show twice. stderr only, unless asked.
+  if (settings.eal.find("--syslog") == std::string::npos) rte_openlog_stream(stderr);
   // Two clients of this daemon talk to each other through the engine's
   // loopback: its own addresses resolve to its own MAC.
   for (const auto& gid : endpoint->device().gids())
     endpoint->device().add_neighbor(gid, endpoint->packet_port().mac());
   if (!endpoint->device().start_engine_thread(settings.engine_cpu, error)) {
-    std::fprintf(stderr, "uroced: engine thread: %s\n", error.c_str());
-    uroce::app::exit_now(1);
+    UROCED_LOG(ERR, "engine thread: %s", error.c_str());
+    return nullptr;
   }
+  return endpoint;
+}
+
+void prepare_process() {
   // Each client holds a few descriptors in the daemon (socket, arena,
   // doorbell, event pipe, one per completion channel): the soft limit's
   // usual 1024 would run out at a few hundred clients.
@@ -112,16 +155,42 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
-  {
-    uroced::Server server(endpoint->device(), settings);
-    if (!server.listen(error)) {
-      std::fprintf(stderr, "uroced: %s\n", error.c_str());
-      uroce::app::exit_now(1);
-    }
-    std::fprintf(stderr, "uroced: %s on %s, %s: listening on %s\n", endpoint->device().name().c_str(),
-                 settings.dev.c_str(), settings.ip.c_str(), settings.socket.c_str());
-    server.run(g_stop);
+}
+
+// Listens, tells systemd, serves until a signal; false if it cannot listen.
+bool serve(uroce::Endpoint& endpoint, const uroced::Settings& settings) {
+  uroced::Server server(endpoint.device(), settings);
+  std::string error;
+  if (!server.listen(error)) {
+    UROCED_LOG(ERR, "%s", error.c_str());
+    return false;
   }
+  UROCED_LOG(INFO, "congestion control: %s", uroce::cc::describe(settings.cc_resolved).c_str());
+  UROCED_LOG(NOTICE, "%s on %s, %s: listening on %s", endpoint.device().name().c_str(), settings.dev.c_str(),
+             settings.ip.c_str(), settings.socket.c_str());
+  // Type=notify: clients may connect from now on.
+  const std::string status = "READY=1\nSTATUS=listening on " + settings.socket;
+  if (!uroced::notify_service_manager(status.c_str())) UROCED_LOG(WARNING, "NOTIFY_SOCKET: %s", std::strerror(errno));
+  // The capture is written out whenever the daemon goes idle, so it can be
+  // read while the daemon runs.
+  if (!settings.pcap.empty()) server.on_idle([&endpoint] {
+    std::string ignored;
+    endpoint.flush_capture(ignored);
+  });
+  server.run(g_stop);
+  uroced::notify_service_manager("STOPPING=1\nSTATUS=stopping: tearing down the clients");
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  uroced::Settings settings;
+  if (const int rc = parse(argc, argv, settings); rc >= 0) return rc;
+  auto endpoint = open_endpoint(settings);
+  if (!endpoint) uroce::app::exit_now(1);
+  prepare_process();
+  if (!serve(*endpoint, settings)) uroce::app::exit_now(1);
   endpoint->device().stop_engine_thread();
   endpoint.reset();
   uroce::app::exit_now(0);

@@ -16,6 +16,8 @@
 #include <cstring>
 #include <atomic>
 
+#include "log.h"
+
 namespace uroced {
 namespace {
 
@@ -124,7 +126,7 @@ void Server::accept_clients() {
     if (s < 0 && (errno == EMFILE || errno == ENFILE) && !accept_paused_) {
       // The connection waits in the backlog and the socket stays readable:
       // stop watching it until a client leaves, or the loop would spin.
-      std::fprintf(stderr, "uroced: out of descriptors: new clients wait until one leaves\n");
+      UROCED_LOG(WARNING, "out of descriptors: new clients wait until one leaves");
       epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
       accept_paused_ = true;
     }
@@ -132,14 +134,14 @@ void Server::accept_clients() {
     ucred peer{};
     socklen_t len = sizeof peer;
     if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || !peer_allowed(peer)) {
-      std::fprintf(stderr, "uroced: refused a client (uid %u, pid %d)\n", unsigned(peer.uid), int(peer.pid));
+      UROCED_LOG(WARNING, "refused a client (uid %u, pid %d)", unsigned(peer.uid), int(peer.pid));
       close(s);
       continue;
     }
     const uint32_t id = next_id_++;
     auto session = std::make_unique<Session>(device_, *channel_, settings_.limits, s, peer, id);
     if (!add_fd(epoll_fd_, s, tag(id, kSock))) continue;  // the session closes s
-    std::fprintf(stderr, "uroced: client %u connected (pid %d, uid %u)\n", id, int(peer.pid), unsigned(peer.uid));
+    UROCED_LOG(INFO, "client %u connected (pid %d, uid %u)", id, int(peer.pid), unsigned(peer.uid));
     sessions_.emplace(id, std::move(session));
   }
 }
@@ -153,7 +155,7 @@ void Server::drop(uint32_t id, const char* why) {
   Leftover left;
   s.teardown(left);
   if (!left.release()) leftovers_.push_back(std::move(left));
-  std::fprintf(stderr, "uroced: client %u (pid %d) %s: its objects are gone\n", id, int(s.peer().pid), why);
+  UROCED_LOG(INFO, "client %u (pid %d) %s: its objects are gone", id, int(s.peer().pid), why);
   sessions_.erase(it);
   if (accept_paused_ && add_fd(epoll_fd_, listen_fd_, kListen)) accept_paused_ = false;
 }
@@ -237,6 +239,7 @@ void Server::run(const volatile std::sig_atomic_t& stop) {
       }
       // Leftover regions wait for frames the engine frees: look again soon.
       timeout = leftovers_.empty() ? 500 : 1;
+      if (on_idle_) on_idle_();
     }
     const int n = epoll_wait(epoll_fd_, evs, 32, timeout);
     wake_up();

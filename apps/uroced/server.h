@@ -4,6 +4,7 @@
 #pragma once
 
 #include <csignal>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -22,6 +23,8 @@ class Server {
   bool listen(std::string& error);
   // Until `stop` becomes non-zero.
   void run(const volatile std::sig_atomic_t& stop);
+  // Called each time the service thread is about to sleep.
+  void on_idle(std::function<void()> fn) { on_idle_ = std::move(fn); }
 
  private:
   void accept_clients();
@@ -41,7 +44,8 @@ class Server {
   std::vector<Leftover> leftovers_;
   uint32_t next_id_ = 1;
   bool armed_ = false;
-  bool accept_paused_ = false;  // out of descriptors: the listening socket is out of the epoll set
+  bool accept_paused_ = false;
+  std::function<void()> on_idle_;  // out of descriptors: the listening socket is out of the epoll set
 };
 
 }  // namespace uroced

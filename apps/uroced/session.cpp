@@ -14,6 +14,8 @@
 #include <cstring>
 #include <utility>
 
+#include "log.h"
+
 namespace uroced {
 
 using namespace uroce::daemon;
@@ -44,6 +46,15 @@ template <typename Map>
 auto* find(Map& m, uint32_t handle) {
   auto it = m.find(handle);
   return it == m.end() ? nullptr : &it->second;
+}
+
+// For the debug log.
+const char* op_name(Op op) {
+  static constexpr const char* kNames[] = {"hello",   "alloc_pd",  "dealloc_pd", "create_cq", "destroy_cq",
+                                           "create_qp", "destroy_qp", "modify_qp", "query_qp",  "alloc_mr",
+                                           "reg_mr",  "dereg_mr",  "create_comp_channel", "destroy_comp_channel"};
+  const auto i = uint32_t(op) - uint32_t(Op::hello);
+  return i < std::size(kNames) ? kNames[i] : "unknown";
 }
 
 }  // namespace
@@ -147,6 +158,8 @@ Session::~Session() {
 }
 
 bool Session::reply(const void* rep, size_t len, int fd) {
+  const auto* h = static_cast<const RepHeader*>(rep);
+  UROCED_LOG(DEBUG, "client %u: %s: %s", id_, op_name(h->op), h->status == 0 ? "done" : std::strerror(h->status));
   return send_datagram(sock_, rep, len, fd >= 0 ? &fd : nullptr, fd >= 0 ? 1 : 0) == 0;
 }
 
@@ -185,7 +198,7 @@ bool Session::hello(const void* msg, size_t len) {
   }
   std::string error;
   if (!arena_.create(limits_.arena_bytes, error)) {
-    std::fprintf(stderr, "uroced: client %u: %s\n", id_, error.c_str());
+    UROCED_LOG(ERR, "client %u: %s", id_, error.c_str());
     rep.h.status = ENOMEM;
     reply(&rep, sizeof rep);
     return false;
@@ -298,8 +311,17 @@ void Session::dispatch(Op op, const void* msg, size_t len, Received& r) {
   }
 }
 
+int Session::over_quota(const char* key, uint64_t limit) {
+  if (std::find(quotas_logged_.begin(), quotas_logged_.end(), key) == quotas_logged_.end()) {
+    quotas_logged_.push_back(key);
+    UROCED_LOG(NOTICE, "client %u (pid %d): [limits] %s = %llu reached: refused with ENOMEM", id_, int(peer_.pid), key,
+               static_cast<unsigned long long>(limit));
+  }
+  return ENOMEM;
+}
+
 int Session::alloc_pd(uint32_t& handle) {
-  if (pds_.size() >= limits_.max_pd) return ENOMEM;
+  if (pds_.size() >= limits_.max_pd) return over_quota("max_pd", limits_.max_pd);
   handle = next_handle_++;
   pds_[handle].pd = device_.alloc_pd();
   return 0;
@@ -338,7 +360,7 @@ int Session::destroy_channel(uint32_t handle) {
 }
 
 int Session::create_cq(const CreateCqReq& req, CreateCqRep& rep) {
-  if (cqs_.size() >= limits_.max_cq) return ENOMEM;
+  if (cqs_.size() >= limits_.max_cq) return over_quota("max_cq", limits_.max_cq);
   if (req.cqe == 0 || req.cqe > device_.limits().max_cqe) return EINVAL;
   Channel* channel = req.channel == 0 ? nullptr : find(channels_, req.channel);
   if (req.channel != 0 && channel == nullptr) return EINVAL;
@@ -347,7 +369,7 @@ int Session::create_cq(const CreateCqReq& req, CreateCqRep& rep) {
   cq.entries = pow2_at_least(req.cqe);
   cq.bytes = ring_bytes<CqSlot>(cq.entries);
   cq.offset = arena_.alloc(cq.bytes);
-  if (cq.offset == 0) return ENOMEM;
+  if (cq.offset == 0) return over_quota("arena_bytes", arena_.bytes());
   int err = 0;
   cq.cq = device_.create_cq(int(cq.entries), &channel_, 0, err);
   if (!cq.cq) {
@@ -377,7 +399,7 @@ int Session::create_qp(const CreateQpReq& req, CreateQpRep& rep) {
   Cq* scq = find(cqs_, req.send_cq);
   Cq* rcq = find(cqs_, req.recv_cq);
   if (pd == nullptr || scq == nullptr || rcq == nullptr || req.qp_type != IBV_QPT_RC) return EINVAL;
-  if (qps_.size() >= limits_.max_qp) return ENOMEM;
+  if (qps_.size() >= limits_.max_qp) return over_quota("max_qp", limits_.max_qp);
   const uint32_t max_wr = device_.limits().max_qp_wr;
   if (req.max_send_wr == 0 || req.max_send_wr > max_wr || req.max_recv_wr > max_wr || req.max_send_sge > kMaxSge ||
       req.max_recv_sge > kMaxSge || req.max_inline_data > kMaxInline)
@@ -394,7 +416,7 @@ int Session::create_qp(const CreateQpReq& req, CreateQpRep& rep) {
   qp.rq_offset = qp.sq_offset == 0 ? 0 : arena_.alloc(qp.rq_bytes);
   if (qp.rq_offset == 0) {
     if (qp.sq_offset != 0) arena_.release(qp.sq_offset, qp.sq_bytes);
-    return ENOMEM;
+    return over_quota("arena_bytes", arena_.bytes());
   }
   uroce::QpInitAttr init;
   init.send_cq = scq->cq.get();
@@ -466,28 +488,34 @@ int Session::query_qp(uint32_t handle, ibv_qp_attr& attr) {
   return qp->qp->query(attr, -1, init);
 }
 
-int Session::register_mapping(uint32_t pd_handle, MappedMr&& m, void* addr, uint64_t length, int access,
-                              MrRep& rep) {
+int Session::register_mapping(uint32_t pd_handle, MappedMr&& m, void* host, uint64_t iova, uint64_t length,
+                              int access, MrRep& rep) {
   Pd* pd = find(pds_, pd_handle);
   int err = 0;
-  m.mr = pd->pd->reg_mr(addr, length, access, err);
+  m.mr = pd->pd->reg_mr_iova(host, length, iova, access, err);
   if (!m.mr) return err != 0 ? err : ENOMEM;
   m.pd = pd_handle;
   ++pd->children;
   mr_bytes_ += m.map_len;
   rep.mr = next_handle_++;
   rep.key = m.mr->lkey();
-  rep.addr = reinterpret_cast<uintptr_t>(addr);
+  rep.addr = iova;
   rep.length = length;
   mr_by_key_[rep.key] = &mrs_.emplace(rep.mr, std::move(m)).first->second;
+  return 0;
+}
+
+int Session::mr_quota(uint64_t map_len) {
+  if (mrs_.size() >= limits_.max_mr) return over_quota("max_mr", limits_.max_mr);
+  if (map_len > limits_.max_mr_bytes - std::min(mr_bytes_, limits_.max_mr_bytes))
+    return over_quota("max_mr_bytes", limits_.max_mr_bytes);
   return 0;
 }
 
 int Session::alloc_mr(const AllocMrReq& req, MrRep& rep, int& fd) {
   if (find(pds_, req.pd) == nullptr || (req.access & ~kAccessMask) != 0 || req.length == 0) return EINVAL;
   const uint64_t map_len = (req.length + page_size() - 1) & ~(page_size() - 1);
-  if (mrs_.size() >= limits_.max_mr || map_len > limits_.max_mr_bytes - std::min(mr_bytes_, limits_.max_mr_bytes))
-    return ENOMEM;
+  if (const int err = mr_quota(map_len); err != 0) return err;
   fd = memfd_create("uroced-mr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) return ENOMEM;
   void* p = MAP_FAILED;
@@ -501,7 +529,7 @@ int Session::alloc_mr(const AllocMrReq& req, MrRep& rep, int& fd) {
   MappedMr m;
   m.map = p;
   m.map_len = map_len;
-  const int err = register_mapping(req.pd, std::move(m), p, req.length, req.access, rep);
+  const int err = register_mapping(req.pd, std::move(m), p, reinterpret_cast<uintptr_t>(p), req.length, req.access, rep);
   if (err != 0) {
     close(fd);
     fd = -1;
@@ -518,25 +546,23 @@ int Session::reg_mr(const RegMrReq& req, MrRep& rep, Received& r) {
                         req.map_addr + req.map_length > req.map_addr && req.addr >= req.map_addr &&
                         req.length <= req.map_length && req.addr - req.map_addr <= req.map_length - req.length;
   if (!shape_ok) return EINVAL;
-  if (mrs_.size() >= limits_.max_mr || req.map_length > limits_.max_mr_bytes - std::min(mr_bytes_, limits_.max_mr_bytes))
-    return ENOMEM;
+  if (const int err = mr_quota(req.map_length); err != 0) return err;
   // A client that could shrink the file would make the daemon fault on
   // the pages it cut off.
   const int seals = fcntl(fd, F_GET_SEALS);
   struct stat st {};
   if (seals < 0 || (uint32_t(seals) & kRequiredSeals) != kRequiredSeals) return EPERM;
   if (fstat(fd, &st) != 0 || uint64_t(st.st_size) < req.map_length) return EINVAL;
-  void* want = reinterpret_cast<void*>(req.map_addr);
-  void* p = mmap(want, req.map_length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
-  if (p == MAP_FAILED) return errno == EEXIST ? EEXIST : ENOMEM;
-  if (p != want) {  // a kernel without MAP_FIXED_NOREPLACE
-    munmap(p, req.map_length);
-    return EEXIST;
-  }
+  // Wherever there is room: the region keeps the client's addresses as its
+  // IOVA, so clients whose buffers sit at the same addresses (forked
+  // workers) each register theirs.
+  void* p = mmap(nullptr, req.map_length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return ENOMEM;
   MappedMr m;
   m.map = p;
   m.map_len = req.map_length;
-  return register_mapping(req.pd, std::move(m), reinterpret_cast<void*>(req.addr), req.length, req.access, rep);
+  return register_mapping(req.pd, std::move(m), static_cast<uint8_t*>(p) + (req.addr - req.map_addr), req.addr,
+                          req.length, req.access, rep);
 }
 
 int Session::dereg_mr(uint32_t handle) {

@@ -146,7 +146,10 @@ class Session {
   int dereg_mr(uint32_t handle);
   int create_channel(uint32_t& handle, int& read_fd);
   int destroy_channel(uint32_t handle);
-  int register_mapping(uint32_t pd, MappedMr&& m, void* addr, uint64_t length, int access, uroce::daemon::MrRep& rep);
+  // Registers `length` bytes at `host` (in m's mapping) under the client's
+  // address `iova`.
+  int register_mapping(uint32_t pd, MappedMr&& m, void* host, uint64_t iova, uint64_t length, int access,
+                       uroce::daemon::MrRep& rep);
   bool reply(const void* rep, size_t len, int fd = -1);
 
   int service_sq(Qp& qp);
@@ -160,6 +163,11 @@ class Session {
   // has not made room for: the WQE stays in its ring until then.
   bool room_to_refuse(const Qp& qp, bool send) const;
   bool sge_ok(const Qp& qp, const ibv_sge& sge) const;
+  // ENOMEM, what a verbs program gets from a device out of room; the
+  // first refusal of each quota is logged so an operator sees which one.
+  int over_quota(const char* key, uint64_t limit);
+  // One more region of map_len bytes (whole pages): 0 or ENOMEM.
+  int mr_quota(uint64_t map_len);
 
   uroce::Device& device_;
   uroce::CompletionChannel& channel_;
@@ -180,6 +188,7 @@ class Session {
   // key -> its entry in mrs_ (whose nodes do not move): one lookup per SGE.
   std::unordered_map<uint32_t, const MappedMr*> mr_by_key_;
   bool broken_ = false;  // a ring index out of range: end the client
+  std::vector<const char*> quotas_logged_;
 };
 
 }  // namespace uroced

@@ -4,11 +4,15 @@
 #include <rte_cfgfile.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <string>
 #include <utility>
 #include <vector>
 #include <memory>
+
+#include "app_support.h"
+#include "log.h"
 
 namespace uroced {
 namespace {
@@ -42,12 +46,20 @@ struct Reader {
 // The keys of a section, or nullptr for a section the file may not have.
 const std::vector<std::string>* known_keys(const std::string& section) {
   static const std::vector<std::pair<std::string, std::vector<std::string>>> kKeys = {
-      {"daemon", {"socket", "socket_mode", "socket_group", "allow_uids", "eal", "engine_cpu"}},
-      {"port", {"dev", "ip", "mac", "mtu"}},
+      {"daemon", {"socket", "socket_mode", "socket_group", "allow_uids", "eal", "engine_cpu", "log_level", "lcores"}},
+      {"port", {"dev", "ip", "mac", "mtu", "pcap", "cc", "cc_config", "cc_param"}},
       {"limits", {"max_pd", "max_cq", "max_qp", "max_mr", "max_mr_bytes", "arena_bytes"}},
   };
   for (const auto& [name, keys] : kKeys)
     if (name == section) return &keys;
+  return nullptr;
+}
+
+// Keys an operator may expect that uroce cannot honour, and why.
+const char* unsupported(const std::string& section, const std::string& key) {
+  if (section == "port" && (key == "vlan" || key == "pcp"))
+    return "uroce's engine sends untagged frames only (no VLAN id or PCP): use an access port of the switch, "
+           "or af_packet on a kernel VLAN interface";
   return nullptr;
 }
 
@@ -59,9 +71,13 @@ bool only_known_keys(rte_cfgfile* cfg, std::string& error) {
     const int n = rte_cfgfile_section_entries_by_index(cfg, i, name, entries.data(), int(entries.size()));
     const std::vector<std::string>* keys = known_keys(name);
     if (keys == nullptr) return error = std::string("unknown section [") + name + "]", false;
-    for (int k = 0; k < n; ++k)
-      if (std::find(keys->begin(), keys->end(), entries[size_t(k)].name) == keys->end())
-        return error = std::string("[") + name + "] " + entries[size_t(k)].name + ": unknown key", false;
+    for (int k = 0; k < n; ++k) {
+      const std::string key = entries[size_t(k)].name;
+      if (const char* why = unsupported(name, key))
+        return error = std::string("[") + name + "] " + key + ": not supported: " + why, false;
+      if (std::find(keys->begin(), keys->end(), key) == keys->end())
+        return error = std::string("[") + name + "] " + key + ": unknown key", false;
+    }
   }
   return true;
 }
@@ -88,7 +104,44 @@ bool parse_mode(const std::string& text, mode_t& out) {
   return true;
 }
 
+namespace {
+
+// Every value of a key that may repeat, in file order.
+std::vector<std::string> all_values(rte_cfgfile* cfg, const char* section, const char* key) {
+  std::vector<rte_cfgfile_entry> entries(256);
+  const int n = rte_cfgfile_section_entries(cfg, section, entries.data(), int(entries.size()));
+  std::vector<std::string> out;
+  for (int k = 0; k < n; ++k)
+    if (std::string(entries[size_t(k)].name) == key) out.push_back(entries[size_t(k)].value);
+  return out;
+}
+
+// "2", "2-3", "0,4-7": what EAL takes as one lcore's CPU set.
+bool cpu_list(const std::string& text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c)) || c == ',' || c == '-';
+  });
+}
+
+bool eal_sets_lcores(const std::string& eal) {
+  for (const std::string& a : uroce::app::split_args(eal))
+    if (a == "-l" || a == "-c" || a.rfind("-l", 0) == 0 || a.rfind("-c", 0) == 0 || a.rfind("--lcores", 0) == 0)
+      return true;
+  return false;
+}
+
+}  // namespace
+
 bool check_settings(const Settings& s, std::string& error) {
+  uint32_t level;
+  if (!parse_log_level(s.log_level, level))
+    return error = "log level '" + s.log_level + "' is none of emergency, alert, critical, error, warning, notice, "
+                   "info, debug (or 1..8)",
+           false;
+  if (!s.lcores.empty() && !cpu_list(s.lcores))
+    return error = "lcores '" + s.lcores + "' is not a CPU list (such as 2 or 2-3 or 0,4)", false;
+  if (!s.lcores.empty() && eal_sets_lcores(s.eal))
+    return error = "lcores and an EAL -l, -c or --lcores in eal: give one of them", false;
   mode_t mode;
   if (!parse_mode(s.socket_mode, mode))
     return error = "socket mode '" + s.socket_mode + "' is not octal permission bits (such as 0660)", false;
@@ -97,6 +150,22 @@ bool check_settings(const Settings& s, std::string& error) {
                    std::to_string(kMinArenaBytes),
            false;
   return true;
+}
+
+bool congestion_control(const Settings& s, uroce::cc::CcConfig& out, std::string& error) {
+  bool ok = s.cc.empty() || uroce::cc::parse_cc(s.cc, out, error);
+  if (ok && !s.cc_config.empty()) ok = uroce::cc::load_cc_file(s.cc_config, out, error);
+  for (size_t i = 0; ok && i < s.cc_params.size(); ++i) ok = uroce::cc::apply_cc_param(s.cc_params[i], out, error);
+  return ok;
+}
+
+std::vector<std::string> eal_args(const Settings& s) {
+  // DPDK's own messages at error, as uroce's tools keep them; uroced's at
+  // the level asked for.
+  std::vector<std::string> v = {"--log-level=*:error", "--log-level=uroced:" + s.log_level};
+  if (!s.lcores.empty()) v.push_back("--lcores=0@(" + s.lcores + ")");
+  for (std::string& a : uroce::app::split_args(s.eal)) v.push_back(std::move(a));
+  return v;
 }
 
 bool load_config(const std::string& file, Settings& s, std::string& error) {
@@ -108,12 +177,18 @@ bool load_config(const std::string& file, Settings& s, std::string& error) {
   r.text("daemon", "socket_mode", s.socket_mode);
   r.text("daemon", "socket_group", s.socket_group);
   r.text("daemon", "eal", s.eal);
+  r.text("daemon", "log_level", s.log_level);
+  r.text("daemon", "lcores", s.lcores);
   std::string uids;
   r.text("daemon", "allow_uids", uids);
   if (!parse_uids(uids, s.allow_uids)) return error = "[daemon] allow_uids = '" + uids + "' is not a list of uids", false;
   r.text("port", "dev", s.dev);
   r.text("port", "ip", s.ip);
   r.text("port", "mac", s.mac);
+  r.text("port", "pcap", s.pcap);
+  r.text("port", "cc", s.cc);
+  r.text("port", "cc_config", s.cc_config);
+  s.cc_params = all_values(cfg.get(), "port", "cc_param");
   return r.number("daemon", "engine_cpu", s.engine_cpu) && r.number("port", "mtu", s.mtu) &&
          r.number("limits", "max_pd", s.limits.max_pd) && r.number("limits", "max_cq", s.limits.max_cq) &&
          r.number("limits", "max_qp", s.limits.max_qp) && r.number("limits", "max_mr", s.limits.max_mr) &&

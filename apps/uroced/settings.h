@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "uroce/cc/dcqcn.h"
+
 namespace uroced {
 
 struct Limits {  // per client
@@ -26,9 +28,17 @@ struct Settings {
   std::string socket_group;  // empty: leave the group as created
   std::vector<uid_t> allow_uids;  // empty: any peer the socket lets in
   std::string eal;
+  std::string log_level = "info";  // uroced's log type; DPDK's own stay at error
+  std::string lcores;              // CPUs of the EAL main lcore (and so the engine thread's); empty: all
   int engine_cpu = -1;
   std::string dev, ip, mac;
   uint16_t mtu = 1500;
+  std::string pcap;  // capture of the port's frames; empty: none
+  // Congestion control as uroce-perf takes it: the preset, then the file,
+  // then each NAME=VALUE; empty: the device's default (none).
+  std::string cc, cc_config;
+  std::vector<std::string> cc_params;
+  uroce::cc::CcConfig cc_resolved;  // what the above come to (congestion_control)
   Limits limits;
 };
 
@@ -40,6 +50,10 @@ bool parse_uids(const std::string& text, std::vector<uid_t>& out);
 bool parse_mode(const std::string& text, mode_t& out);
 // The values no parser catches; false with a message naming the setting.
 bool check_settings(const Settings& s, std::string& error);
+// [port] cc, cc_config and cc_param applied in that order.
+bool congestion_control(const Settings& s, uroce::cc::CcConfig& out, std::string& error);
+// What EAL gets: the log levels and lcores, then `eal` (which wins).
+std::vector<std::string> eal_args(const Settings& s);
 
 // An arena holds its header page and at least a few rings.
 inline constexpr uint64_t kMinArenaBytes = 64 << 10;

@@ -27,7 +27,7 @@ uint8_t* resolve(const MrTable& mrs, const ProtectionDomain* pd, uint32_t key, u
     err = AccessError::out_of_bounds;
     return nullptr;
   }
-  return reinterpret_cast<uint8_t*>(uintptr_t(va));
+  return mr->at(va);
 }
 
 uint8_t* resolve_remote(const MrTable& mrs, const ProtectionDomain* pd, uint32_t qpn, uint32_t key, uint64_t va,
@@ -52,7 +52,7 @@ uint8_t* resolve_remote(const MrTable& mrs, const ProtectionDomain* pd, uint32_t
     return nullptr;
   }
   err = AccessError::ok;
-  return reinterpret_cast<uint8_t*>(uintptr_t(va));
+  return mw->mr->at(va);
 }
 
 bool can_invalidate(const MrTable& mrs, const ProtectionDomain* pd, uint32_t key) {

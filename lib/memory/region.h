@@ -16,7 +16,11 @@ namespace uroce::memory {
 
 struct Region {
   const ProtectionDomain* pd = nullptr;  // compared with a QP's, never followed
-  uint8_t* addr = nullptr;
+  uint8_t* addr = nullptr;  // where the bytes are in this process
+  // The address work requests and peers name the first byte by: addr,
+  // unless registered under another (uroced maps a client's pages
+  // wherever it has room and keeps the client's addresses).
+  uint64_t iova = 0;
   size_t length = 0;
   int access = 0;           // ibv_access_flags
   uint32_t key = 0;         // lkey == rkey
@@ -31,11 +35,10 @@ struct Region {
   // segments point into this region (tx_extbuf.h).
   void* tx_shinfo = nullptr;
 
-  // True if [a, a+len) lies inside the region (no overflow).
-  bool contains(uint64_t a, uint64_t len) const {
-    const uint64_t base = reinterpret_cast<uintptr_t>(addr);
-    return a >= base && len <= length && a - base <= length - len;
-  }
+  // True if [a, a+len), in IOVA terms, lies inside the region (no overflow).
+  bool contains(uint64_t a, uint64_t len) const { return a >= iova && len <= length && a - iova <= length - len; }
+  // The byte named by IOVA a, which contains() accepted.
+  uint8_t* at(uint64_t a) const { return addr + (a - iova); }
 };
 
 inline void acquire(Region& r) { ++r.use_count; }

@@ -82,19 +82,26 @@ std::unique_ptr<MemoryRegion> ProtectionDomain::remote_region(std::unique_ptr<cl
 }
 
 std::unique_ptr<MemoryRegion> ProtectionDomain::reg_mr(void* addr, size_t length, int access, int& err) {
+  return reg_mr_iova(addr, length, reinterpret_cast<uintptr_t>(addr), access, err);
+}
+
+std::unique_ptr<MemoryRegion> ProtectionDomain::reg_mr_iova(void* addr, size_t length, uint64_t iova, int access,
+                                                            int& err) {
   if (remote_) {
     if (!access_ok(access)) return err = EINVAL, nullptr;
+    if (iova != reinterpret_cast<uintptr_t>(addr)) return err = EOPNOTSUPP, nullptr;
     auto rmr = remote_->reg_mr(addr, length, access, err);
     return rmr ? remote_region(std::move(rmr), access) : nullptr;
   }
   detail::Pause pause(detail::to_thread(*device_));
   const DeviceLimits& lim = device_->limits();
-  if (addr == nullptr || length == 0 || length > lim.max_mr_size || !access_ok(access)) {
+  if (addr == nullptr || length == 0 || length > lim.max_mr_size || !access_ok(access) || iova + length < iova) {
     err = EINVAL;
     return nullptr;
   }
   ++children_;  // balanced by ~MemoryRegion, also when registration fails below
   std::unique_ptr<MemoryRegion> mr(new MemoryRegion(this, addr, length, access));
+  mr->iova_ = mr->region_->iova = iova;
   const uint32_t key = detail::to_engine(*device_).mrs().insert(mr->region_.get());
   if (key == 0) {
     err = ENOMEM;  // key table full
@@ -302,6 +309,7 @@ MemoryRegion::MemoryRegion(ProtectionDomain* pd, void* addr, size_t length, int 
       region_(std::make_unique<memory::Region>()) {
   region_->pd = pd;
   region_->addr = addr_;
+  region_->iova = iova_ = reinterpret_cast<uintptr_t>(addr);
   region_->length = length;
   region_->access = access;
 }

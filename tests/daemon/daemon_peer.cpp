@@ -3,11 +3,13 @@
 // connects), for tests/daemon/daemon_test.sh:
 //   daemon_peer SOCKET pair        two clients: WRITE, SEND, READ both ways, data checked
 //   daemon_peer SOCKET remote SOCKET2   the same with the second client on another daemon
+//   daemon_peer SOCKET many        eight clients in four pairs, all moving data at once
 //   daemon_peer SOCKET kill        a third client killed -9: its peer sees errors, the other pair goes on
 //   daemon_peer SOCKET isolation   another client's lkey, a bad rkey, malformed control messages and rings
 //   daemon_peer SOCKET fork        registered malloc'd memory: neighbours intact, a child gets a copy
 //   daemon_peer SOCKET events      a client asleep on a completion channel
-//   daemon_peer SOCKET quota       max_qp = 1 per client
+//   daemon_peer SOCKET qpn         QP numbers of destroyed QPs and dead clients are not reused at once
+//   daemon_peer SOCKET quota       every [limits] quota: ENOMEM past it, per client
 //   daemon_peer SOCKET death PID   the daemon killed: posts fail with EIO, destroys succeed
 // Exit 0 when every check holds, 1 with a message otherwise.
 #include <fcntl.h>
@@ -19,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -283,8 +286,21 @@ void pair_passive(Side& s, const Info& peer, int ctl, uint8_t seed) {
   sync_wait(ctl);  // until the peer's READ is done
 }
 
-// The other client connects to `other_socket` (another daemon: a remote peer).
-int run_pair(const std::string& other_socket = g_socket) {
+// A start line for clients in several processes: each says it is ready
+// on one pipe and waits for a byte on another (both -1: no wait).
+struct Barrier {
+  int ready = -1, go = -1;
+  void wait() const {
+    if (ready < 0) return;
+    sync_send(ready);
+    sync_wait(go);
+  }
+};
+
+// Two clients, this process and a child: `rounds` exchanges of WRITE, SEND
+// and READ, data checked; the child connects to `other_socket` (another
+// daemon: a remote peer).
+void pair_rounds(const std::string& other_socket, uint8_t seed, int rounds, const Barrier& barrier = {}) {
   int sp[2];
   check(socketpair(AF_UNIX, SOCK_STREAM, 0, sp) == 0, "socketpair");
   const pid_t child = spawn([&] {
@@ -293,7 +309,7 @@ int run_pair(const std::string& other_socket = g_socket) {
     b.open(kBytes, false, false, other_socket);  // daemon-provided memory
     send_info(sp[1], b.info());
     b.connect_to(recv_info(sp[1]));
-    pair_passive(b, recv_info(sp[1]), sp[1], 0x21);
+    for (int r = 0; r < rounds; ++r) pair_passive(b, recv_info(sp[1]), sp[1], uint8_t(seed + 2 * r));
   });
   close(sp[1]);
   Side a;
@@ -301,10 +317,42 @@ int run_pair(const std::string& other_socket = g_socket) {
   const Info peer = recv_info(sp[0]);
   send_info(sp[0], a.info());
   a.connect_to(peer);
-  send_info(sp[0], a.info());
-  pair_active(a, peer, sp[0], 0x21);
+  barrier.wait();
+  for (int r = 0; r < rounds; ++r) {
+    send_info(sp[0], a.info());
+    pair_active(a, peer, sp[0], uint8_t(seed + 2 * r));
+  }
   check(child_ok(child), "the other client failed");
+}
+
+int run_pair(const std::string& other_socket = g_socket) {
+  pair_rounds(other_socket, 0x21, 1);
   std::printf("pair: data verified both ways (WRITE, SEND, READ)\n");
+  return 0;
+}
+
+// Four pairs of clients, eight processes, connected before any data moves
+// and then all moving it at once.
+int run_many() {
+  constexpr int kPairs = 4, kRounds = 8;
+  int ready[2], go[2];
+  check(pipe(ready) == 0 && pipe(go) == 0, "pipe");
+  std::vector<pid_t> leaders;
+  for (int p = 0; p < kPairs; ++p)
+    leaders.push_back(spawn([&, p] {
+      // Only this process writes `go`: a pair waiting there sees EOF if it dies.
+      close(go[1]);
+      close(ready[0]);
+      pair_rounds(g_socket, uint8_t(0x10 * (p + 1)), kRounds, {ready[1], go[0]});
+    }));
+  for (int p = 0; p < kPairs; ++p) {
+    check(readable(ready[0], 30000), "a pair did not connect within 30 s");
+    sync_wait(ready[0]);
+  }
+  for (int p = 0; p < kPairs; ++p) sync_send(go[1]);
+  for (pid_t pid : leaders) check(child_ok(pid), "a pair failed");
+  std::printf("many: %d clients in %d pairs, %d rounds each at once: data verified (WRITE, SEND, READ)\n",
+              2 * kPairs, kPairs, kRounds);
   return 0;
 }
 
@@ -647,19 +695,120 @@ int run_fork() {
   return 0;
 }
 
-// max_qp = 1 in the daemon's [limits]: a second QP of one client is ENOMEM,
-// while another client still gets its own.
-int run_quota() {
-  Side a;
-  a.open(4096, false);
+// Each [limits] quota of the config case's daemon (max_pd 2, max_cq 3,
+// max_qp 1, max_mr 3, max_mr_bytes 4 pages, arena_bytes 64 KiB) refuses
+// the object past it with ENOMEM, gives the room back when an object
+// goes, and holds per client.
+// err by reference: read after the call in the first argument has set it.
+void expect_enomem(bool refused, const int& err, const std::string& what) {
+  check(refused && err == ENOMEM, what + " was not refused with ENOMEM (err " + std::to_string(err) + ")");
+}
+
+void quota_objects(Side& a) {
   int err = 0;
   client::QpInitAttr attr;
   attr.send_cq = attr.recv_cq = a.cq.get();
   attr.cap.max_send_wr = attr.cap.max_recv_wr = 4;
-  check(a.pd->create_qp(attr, err) == nullptr && err == ENOMEM, "a second QP passed the quota");
+  expect_enomem(a.pd->create_qp(attr, err) == nullptr, err, "a second QP (max_qp)");
+  auto pd2 = a.conn->alloc_pd(err);
+  check(pd2 != nullptr, "a second PD " + std::to_string(err));
+  expect_enomem(a.conn->alloc_pd(err) == nullptr, err, "a third PD (max_pd)");
+  pd2.reset();
+  check(a.conn->alloc_pd(err) != nullptr, "a PD after one was freed " + std::to_string(err));
+  // Open's CQ and QP rings leave less than 48 KiB of the arena: a 1024-entry
+  // CQ does not fit, while the count would allow it.
+  expect_enomem(a.conn->create_cq(1024, err) == nullptr, err, "a CQ larger than the arena's room (arena_bytes)");
+  auto cq2 = a.conn->create_cq(16, err);
+  auto cq3 = a.conn->create_cq(16, err);
+  check(cq2 != nullptr && cq3 != nullptr, "two small CQs " + std::to_string(err));
+  expect_enomem(a.conn->create_cq(16, err) == nullptr, err, "a fourth CQ (max_cq)");
+  cq3.reset();
+  check(a.conn->create_cq(16, err) != nullptr, "a CQ after one was destroyed " + std::to_string(err));
+}
+
+void quota_memory(Side& a) {
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  const int access = IBV_ACCESS_LOCAL_WRITE;
+  int err = 0;
+  // Open's region holds one page: four more pages are past max_mr_bytes.
+  expect_enomem(a.pd->alloc_mr(4 * page, access, err) == nullptr, err, "alloc_mr of 4 more pages (max_mr_bytes)");
+  auto* heap = static_cast<uint8_t*>(std::malloc(5 * page));
+  std::memset(heap, 'm', 5 * page);
+  expect_enomem(a.pd->reg_mr(heap + 1, 4 * page, access, err) == nullptr, err, "reg_mr of 5 pages (max_mr_bytes)");
+  check(heap[0] == 'm' && heap[5 * page - 1] == 'm', "a refused reg_mr changed the bytes");
+  const pid_t child = spawn([&] { heap[0] = 'X'; });
+  check(child_ok(child) && heap[0] == 'm', "a refused reg_mr left the pages shared");
+  std::free(heap);
+  auto mr2 = a.pd->alloc_mr(page, access, err);
+  auto mr3 = a.pd->alloc_mr(page, access, err);
+  check(mr2 != nullptr && mr3 != nullptr, "two one-page regions " + std::to_string(err));
+  expect_enomem(a.pd->alloc_mr(page, access, err) == nullptr, err, "a fourth region (max_mr)");
+  check(a.pd->dereg_mr(mr3) == 0, "dereg_mr");
+  check(a.pd->alloc_mr(page, access, err) != nullptr, "a region after one was deregistered " + std::to_string(err));
+}
+
+int run_quota() {
+  Side a;
+  a.open(4096, false);
+  quota_objects(a);
+  quota_memory(a);
   Side b;
   b.open(4096, false);
-  std::printf("quota: max_qp holds per client\n");
+  std::printf("quota: max_pd, max_cq, max_qp, max_mr, max_mr_bytes and arena_bytes refuse with ENOMEM, per client\n");
+  return 0;
+}
+
+// A QP of the side's PD and CQ, beside its first.
+std::unique_ptr<client::QueuePair> another_qp(Side& s) {
+  client::QpInitAttr attr;
+  attr.send_cq = attr.recv_cq = s.cq.get();
+  attr.cap.max_send_wr = attr.cap.max_recv_wr = 4;
+  int err = 0;
+  auto qp = s.pd->create_qp(attr, err);
+  check(qp != nullptr, "create_qp " + std::to_string(err));
+  return qp;
+}
+
+// QP numbers are not handed out again right away, so a late packet for a
+// destroyed QP finds no QP rather than someone else's: create, destroy,
+// create gives another number, and the numbers of a client killed with
+// SIGKILL are not the next client's.
+int run_qpn() {
+  constexpr int kQps = 8;
+  Side a;
+  a.open(4096, false);
+  std::vector<uint32_t> used{a.qp->qp_num()};
+  a.qp.reset();
+  a.qp = another_qp(a);
+  check(a.qp->qp_num() != used[0], "a destroyed QP's number came back at once");
+  used.push_back(a.qp->qp_num());
+  int sp[2];
+  check(socketpair(AF_UNIX, SOCK_STREAM, 0, sp) == 0, "socketpair");
+  const pid_t dead = spawn([&] {
+    Side c;
+    c.open(4096, false);
+    std::vector<std::unique_ptr<client::QueuePair>> qps;
+    for (int i = 1; i < kQps; ++i) qps.push_back(another_qp(c));
+    std::vector<uint32_t> nums{c.qp->qp_num()};
+    for (const auto& q : qps) nums.push_back(q->qp_num());
+    check(write(sp[1], nums.data(), nums.size() * 4) == ssize_t(nums.size() * 4), "write the QPNs");
+    pause();  // killed here
+  });
+  std::vector<uint32_t> theirs(kQps);
+  check(read(sp[0], theirs.data(), theirs.size() * 4) == ssize_t(theirs.size() * 4), "read the QPNs");
+  kill(dead, SIGKILL);
+  waitpid(dead, nullptr, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the daemon tears the client down
+  used.insert(used.end(), theirs.begin(), theirs.end());
+  Side d;
+  d.open(4096, false);
+  std::vector<std::unique_ptr<client::QueuePair>> qps;
+  for (int i = 1; i < kQps; ++i) qps.push_back(another_qp(d));
+  qps.push_back(std::move(d.qp));
+  for (const auto& q : qps)
+    check(std::find(used.begin(), used.end(), q->qp_num()) == used.end(),
+          "QPN " + std::to_string(q->qp_num()) + " of a destroyed or dead client's QP was handed out again");
+  std::printf("qpn: destroyed and dead clients' QP numbers are not reused by the next QPs\n");
   return 0;
 }
 
@@ -751,10 +900,12 @@ int main(int argc, char** argv) {
   const std::string c = argv[2];
   if (c == "pair") return run_pair();
   if (c == "remote" && argc == 4) return run_pair(argv[3]);
+  if (c == "many") return run_many();
   if (c == "kill") return run_kill();
   if (c == "isolation") return run_isolation();
   if (c == "fork") return run_fork();
   if (c == "quota") return run_quota();
+  if (c == "qpn") return run_qpn();
   if (c == "events") return run_events();
   if (c == "death" && argc == 4) return run_death(pid_t(std::atoi(argv[3])));
   std::fprintf(stderr, "unknown case %s\n", c.c_str());

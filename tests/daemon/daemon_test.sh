@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # uroced on a net_ring port (no NIC, no hugepages) and client processes
 # of it (daemon_peer). Needs root for the DPDK EAL; exit 77 (skip) otherwise.
-# usage: daemon_test.sh CASE UROCED DAEMON_PEER WORKDIR UROCE_PERF UROCE_RUN UROCE_PINGPONG
+# usage: daemon_test.sh CASE UROCED DAEMON_PEER WORKDIR UROCE_PERF UROCE_RUN UROCE_PINGPONG UROCE_DUMP
 set -u
-case_=$1 uroced=$2 peer=$3 work=$4 perf=$5 run=$6 pingpong=$7
+case_=$1 uroced=$2 peer=$3 work=$4 perf=$5 run=$6 pingpong=$7 dump=$8
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (the DPDK EAL)"; exit 77; }
 if { [ "$case_" = shim ] || [ "$case_" = pingpong ]; } && [ -z "${DAEMON_TEST_NETNS:-}" ]; then
   # The programs' TCP exchange on a loopback of its own: no port clashes
@@ -25,6 +25,9 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*"; echo "--- uroced log"; cat "$log"; exit 1; }
 
 start() {  # uroced ARGS...; waits for its socket
+  # Emptied here, not by the child's redirection: a previous daemon's
+  # "listening" must not be read as this one's (its socket file may be left).
+  : >"$log"
   "$uroced" "$@" >"$log" 2>&1 &
   DPID=$!
   for _ in $(seq 100); do
@@ -42,11 +45,12 @@ stop() {  # SIGTERM: the daemon tears down and removes its socket
 run_peer() { timeout 60 "$peer" "$sock" "$@" || fail "daemon_peer $* exited $?"; }
 start_default() { start --dev net_ring0 --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512"; }
 # Two daemons joined by a memif link: "$sock" (10.0.0.1) and "$sock2"
-# (10.0.0.2); a client of each reaches the other over the wire.
+# (10.0.0.2); a client of each reaches the other over the wire. ARGS go
+# to the first daemon.
 sock2=
 start_linked() {
   local link="role=%s,id=0,socket=$work/memif.sock,socket-abstract=no"
-  start --dev "net_memif0,$(printf "$link" server)" --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512"
+  start --dev "net_memif0,$(printf "$link" server)" --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512" "$@"
   sock2=$work/uroced2.sock
   "$uroced" --dev "net_memif0,$(printf "$link" client)" --ip 10.0.0.2 --socket "$sock2" --eal "--no-huge -m 512" \
     >"$work/second.log" 2>&1 &
@@ -66,6 +70,12 @@ case $case_ in
     start_default
     run_peer pair
     stop ;;
+  many)
+    # Eight clients of one daemon, in four pairs moving data at once.
+    start_default
+    run_peer many
+    [ "$(grep -c "client [0-9]* connected" "$log")" = 8 ] || fail "not eight clients"
+    stop ;;
   kill)
     start_default
     run_peer kill
@@ -74,6 +84,10 @@ case $case_ in
   isolation)
     start_default
     run_peer isolation
+    stop ;;
+  qpn)
+    start_default
+    run_peer qpn
     stop ;;
   fork)
     start_default
@@ -86,6 +100,72 @@ case $case_ in
     timeout 60 "$peer" "$sock" remote "$sock2" || { rc=$?; cat "$work/second.log"; fail "daemon_peer remote exited $rc"; }
     stop_second
     stop ;;
+  pcap)
+    # The first of two linked daemons captures its port (--pcap, then
+    # [port] pcap): a pair across them is in the capture, which uroce-dump
+    # accepts while the daemon runs (written out when it goes idle) and
+    # after it stops.
+    printf '[port]\npcap = %s\n' "$work/conf.pcap" >"$work/pcap.conf"
+    for how in "--pcap $work/cli.pcap" "--config $work/pcap.conf"; do
+      cap=$work/cli.pcap
+      [ "${how%% *}" = --config ] && cap=$work/conf.pcap
+      start_linked $how
+      timeout 60 "$peer" "$sock" remote "$sock2" || { rc=$?; cat "$work/second.log"; fail "daemon_peer remote exited $rc"; }
+      sleep 1
+      for when in running stopped; do
+        "$dump" "$cap" >"$work/dump.out" 2>&1 || { tail "$work/dump.out"; fail "$how: uroce-dump rejects the capture ($when)"; }
+        for op in RC_RDMA_WRITE_FIRST RC_SEND_ONLY RC_RDMA_READ_REQUEST RC_ACKNOWLEDGE; do
+          grep -q "$op" "$work/dump.out" || { tail "$work/dump.out"; fail "$how: no $op in the capture ($when)"; }
+        done
+        [ $when = running ] && { stop_second; stop; }
+      done
+      echo "ok: $how: $(tail -1 "$work/dump.out")"
+    done ;;
+  systemd)
+    # READY=1 once the socket listens, STOPPING=1 on SIGTERM, to the
+    # datagram socket NOTIFY_SOCKET names: a path, then an abstract name.
+    for addr in "$work/notify" "@uroced-test-$$"; do
+      rm -f "$work/notify" "$work/notes"
+      python3 - "$addr" "$sock" >"$work/notes" 2>&1 <<'PY' &
+import os, socket, sys
+addr, sock = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind("\0" + addr[1:] if addr.startswith("@") else addr)
+s.settimeout(30)
+print("bound", flush=True)
+for _ in range(2):
+    msg = s.recv(4096).decode()
+    print(repr(msg), "socket exists" if os.path.exists(sock) else "no socket yet", flush=True)
+PY
+      listener=$!
+      for _ in $(seq 50); do grep -q bound "$work/notes" && break; sleep 0.1; done
+      NOTIFY_SOCKET=$addr start_default
+      for _ in $(seq 50); do grep -q READY "$work/notes" && break; sleep 0.1; done
+      grep -q "'READY=1.*' socket exists" "$work/notes" || { cat "$work/notes"; fail "$addr: no READY=1 after the socket listened"; }
+      run_peer pair
+      stop
+      wait $listener || { cat "$work/notes"; fail "$addr: the listener failed"; }
+      grep -q "'STOPPING=1" "$work/notes" || { cat "$work/notes"; fail "$addr: no STOPPING=1"; }
+      echo "ok: NOTIFY_SOCKET=$addr: $(tr '\n' ' ' <"$work/notes")"
+    done
+    # The example configuration loads (its port replaced by the ring).
+    start --config "$UROCED_EXAMPLE" --dev net_ring0 --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512"
+    stop
+    # The unit as installed for this build's prefix, and systemd's verdict
+    # on it (with ExecStart pointing at this build's daemon).
+    grep -qx "Type=notify" "$UROCED_UNIT" && grep -qx "LimitMEMLOCK=infinity" "$UROCED_UNIT" &&
+      grep -qx "RuntimeDirectory=uroce" "$UROCED_UNIT" && grep -qx "Restart=on-failure" "$UROCED_UNIT" &&
+      grep -qE "^ExecStart=/.*/uroced --config /.*etc/uroce/uroced.conf$" "$UROCED_UNIT" ||
+      { cat "$UROCED_UNIT"; fail "the unit lacks a setting"; }
+    if command -v systemd-analyze >/dev/null; then
+      sed "s|^ExecStart=[^ ]*|ExecStart=$(realpath "$uroced")|" "$UROCED_UNIT" >"$work/uroced.service"
+      systemd-analyze verify "$work/uroced.service" >"$work/verify.out" 2>&1 ||
+        { cat "$work/verify.out"; fail "systemd-analyze verify rejects the unit"; }
+      [ ! -s "$work/verify.out" ] || { cat "$work/verify.out"; fail "systemd-analyze verify complains"; }
+      echo "ok: systemd-analyze verify accepts the unit"
+    else
+      echo "note: systemd-analyze not installed: the unit is not verified"
+    fi ;;
   events)
     start_default
     run_peer events
@@ -93,26 +173,92 @@ case $case_ in
   death)
     start_default
     run_peer death "$DPID"
-    wait "$DPID" 2>/dev/null; DPID= ;;
+    wait "$DPID" 2>/dev/null; DPID=
+    # A daemon started on the same path (the dead one's socket file is
+    # still there) serves new clients.
+    [ -S "$sock" ] || fail "the killed daemon's socket file is gone: the restart is not tested"
+    start_default
+    run_peer pair
+    stop ;;
   config)
-    # The INI file, with the command line on top of it; the socket's mode.
+    # The INI file, with the command line on top of it; the socket's mode;
+    # uroced's log level, its CPUs, congestion control.
     # (A daemon that wrongly accepts a bad setting is stopped by timeout.)
+    cpu=$(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status | cut -d, -f1 | cut -d- -f1)
+    printf 'cc = dcqcn-paper\nrpg_ai_rate = 9\n' >"$work/cc.conf"
     cat >"$work/uroced.conf" <<CONF
 [daemon]
 socket = $work/from-config.sock
 socket_mode = 0600
 eal = --no-huge -m 512
+log_level = debug
+lcores = $cpu
 [port]
 dev = net_ring0
 ip = 10.0.0.1
+cc = dcqcn
+cc_config = $work/cc.conf
+cc_param = rpg_time_reset=301
+cc_param = rpg_hai_rate=77
 [limits]
+max_pd = 2
+max_cq = 3
 max_qp = 1
+max_mr = 3
+max_mr_bytes = $((4 * $(getconf PAGESIZE)))
+arena_bytes = 65536
 CONF
     start --config "$work/uroced.conf" --socket "$sock"
     [ ! -e "$work/from-config.sock" ] || fail "--socket did not win over the file"
     [ "$(stat -c %a "$sock")" = 600 ] || fail "socket_mode not applied: $(stat -c %a "$sock")"
+    # The main thread and the engine thread (EAL's control threads keep the
+    # other CPUs).
+    for t in /proc/$DPID/task/*; do
+      [ "$(cat "$t/comm")" = uroced ] || continue
+      a=$(awk '/^Cpus_allowed_list/ {print $2}' "$t/status")
+      [ "$a" = "$cpu" ] || fail "lcores = $cpu: thread ${t##*/} may run on CPUs $a"
+    done
+    grep -qE "congestion control: dcqcn .*rpg_time_reset=301 .*rpg_ai_rate=9 rpg_hai_rate=77 " "$log" ||
+      fail "cc, cc_config and cc_param not applied in that order"
     run_peer quota
+    grep -q "client 1: alloc_pd: done" "$log" || fail "log_level = debug: no debug line"
+    for key in max_pd max_cq max_qp max_mr max_mr_bytes arena_bytes; do
+      grep -q "\[limits\] $key = [0-9]* reached: refused with ENOMEM" "$log" || fail "no log line for the $key quota"
+    done
     stop
+    # The command line: info hides the debug lines, --cc and --cc-param;
+    # eal's --telemetry: DPDK's telemetry socket answers for the port
+    # (docs/operations.md).
+    start --dev net_ring0 --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512 --telemetry" --log-level info \
+      --cc dcqcn-paper --cc-param rpg_min_rate=5
+    run_peer pair
+    grep -q "client 1 connected" "$log" || fail "--log-level info: no 'connected' line"
+    grep -q ": alloc_pd: done" "$log" && fail "--log-level info: debug lines logged"
+    grep -qE "congestion control: dcqcn .*rpg_min_rate=5 " "$log" || fail "--cc and --cc-param not applied"
+    python3 - "/var/run/dpdk/uroce-$DPID/dpdk_telemetry.v2" <<'PY' || fail "DPDK telemetry does not answer /ethdev/stats,0"
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+s.recv(4096)
+s.send(b"/ethdev/stats,0")
+assert "ipackets" in json.loads(s.recv(16384))["/ethdev/stats"]
+PY
+    stop
+    bad() {  # CONFIG-LINES MESSAGE: refused with exit 2 and the message
+      printf "$1" >"$work/bad.conf"
+      timeout 10 "$uroced" --config "$work/bad.conf" --dev net_ring0 --ip 10.0.0.1 --socket "$sock" >"$work/out" 2>&1
+      local rc=$?
+      [ $rc = 2 ] || { cat "$work/out"; fail "'$1' exited $rc, not 2"; }
+      grep -qF -- "$2" "$work/out" || { cat "$work/out"; fail "'$1': no message '$2'"; }
+    }
+    bad '[daemon]\nlog_level = loud\n' "log level 'loud' is none of emergency"
+    bad '[daemon]\nlcores = a-b\n' "lcores 'a-b' is not a CPU list"
+    bad '[daemon]\nlcores = 0\neal = -l 1\n' "lcores and an EAL -l, -c or --lcores in eal: give one of them"
+    bad '[port]\nvlan = 100\n' "[port] vlan: not supported: uroce's engine sends untagged frames only"
+    bad '[port]\npcp = 3\n' "[port] pcp: not supported"
+    bad '[port]\ncc = cubic\n' "cubic"
+    bad '[port]\ncc = dcqcn\ncc_param = rpg_nonsense=1\n' "rpg_nonsense"
+    bad "[port]\ncc_config = $work/none.conf\n" "$work/none.conf"
     "$uroced" --config "$work/missing.conf" >"$work/out" 2>&1 && fail "a missing config file was accepted"
     grep -q "cannot read the configuration file" "$work/out" || fail "no message for a missing config file"
     printf '[limits]\nmax_qp = many\n' >"$work/bad.conf"

@@ -203,3 +203,47 @@ TEST_CASE("Path MTU 2048 and 4096 on a 9000-byte wire", "[verbs]") {
   exercise_mtu(IBV_MTU_2048, 2048, 9000, 68);
   exercise_mtu(IBV_MTU_4096, 4096, 9000, 69);
 }
+
+TEST_CASE("A region registered under another IOVA is named by it, locally and remotely", "[verbs]") {
+  Pair p(65);
+  std::vector<uint8_t> mem(8192);
+  const uint64_t iova = 0x7e5700000000ull;  // no mapping of this process
+  int err = -1;
+  auto mr = p.b.pd->reg_mr_iova(mem.data(), mem.size(), iova, kAllAccess, err);
+  REQUIRE(err == 0);
+  CHECK(mr->iova() == iova);
+  CHECK(mr->addr() == mem.data());
+  CHECK(mr->contains(iova + 100, 8092));
+  CHECK_FALSE(mr->contains(reinterpret_cast<uintptr_t>(mem.data()), 1));
+  // WRITE by the IOVA lands in the bytes; READ by it returns them.
+  fill(p.a.buf(), 3000, 5);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, 1, 0, 3000, iova + 1000, mr->rkey()) == 0);
+  auto wa = p.wait(p.a, 1);
+  REQUIRE(wa.size() == 1);
+  CHECK(wa[0].status == IBV_WC_SUCCESS);
+  CHECK(std::memcmp(p.a.buf(), mem.data() + 1000, 3000) == 0);
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_READ, 2, 5000, 3000, iova + 1000, mr->rkey()) == 0);
+  wa = p.wait(p.a, 1);
+  REQUIRE(wa.size() == 1);
+  CHECK(wa[0].status == IBV_WC_SUCCESS);
+  CHECK(std::memcmp(p.a.buf(5000), mem.data() + 1000, 3000) == 0);
+  // A local SGE names it by the IOVA too: b SENDs from it.
+  REQUIRE(post_recv(p.a, 3, 10000, 64) == 0);
+  ibv_sge s{iova + 1000, 64, mr->lkey()};
+  SendWr send = make_wr(IBV_WR_SEND, 4, &s);
+  REQUIRE(post(p.b, send) == 0);
+  auto wb = p.wait(p.b, 1);
+  REQUIRE(wb.size() == 1);
+  CHECK(wb[0].status == IBV_WC_SUCCESS);
+  wa = p.wait(p.a, 1);
+  REQUIRE(wa.size() == 1);
+  CHECK(std::memcmp(p.a.buf(10000), mem.data() + 1000, 64) == 0);
+  // The host address is not the region's name: a remote access error.
+  REQUIRE(post_wr(p.a, IBV_WR_RDMA_WRITE, 5, 0, 64, reinterpret_cast<uintptr_t>(mem.data()), mr->rkey()) == 0);
+  wa = p.wait(p.a, 1);
+  REQUIRE(wa.size() == 1);
+  CHECK(wa[0].status == IBV_WC_REM_ACCESS_ERR);
+  // An IOVA range that wraps: EINVAL.
+  CHECK(p.b.pd->reg_mr_iova(mem.data(), mem.size(), ~uint64_t(0) - 100, kAllAccess, err) == nullptr);
+  CHECK(err == EINVAL);
+}

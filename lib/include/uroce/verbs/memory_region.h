@@ -30,6 +30,9 @@ class UROCE_API MemoryRegion {
   MemoryRegion& operator=(const MemoryRegion&) = delete;
 
   void* addr() const { return addr_; }
+  // The address work requests and peers name the first byte by: addr()
+  // unless registered with ProtectionDomain::reg_mr_iova.
+  uint64_t iova() const { return iova_; }
   size_t length() const { return length_; }
   uint32_t lkey() const { return key_; }
   uint32_t rkey() const { return key_; }
@@ -41,10 +44,9 @@ class UROCE_API MemoryRegion {
   // NIC can DMA from it, so it can be sent from without a copy.
   bool dpdk_memory() const { return dpdk_memory_; }
 
-  // True if [addr, addr+len) lies inside the region (no overflow).
-  bool contains(uint64_t addr, uint64_t len) const {
-    const uint64_t base = reinterpret_cast<uintptr_t>(addr_);
-    return addr >= base && len <= length_ && addr - base <= length_ - len;
+  // True if [iova, iova+len) lies inside the region (no overflow).
+  bool contains(uint64_t iova, uint64_t len) const {
+    return iova >= iova_ && len <= length_ && iova - iova_ <= length_ - len;
   }
 
  private:
@@ -64,6 +66,7 @@ class UROCE_API MemoryRegion {
   // The data path's record of it (key table, use count, zero-copy frames).
   std::unique_ptr<memory::Region> region_;
   std::unique_ptr<client::MemoryRegion> remote_;  // a client of uroced
+  uint64_t iova_ = 0;
 };
 
 }  // namespace uroce

@@ -165,10 +165,10 @@ class ProtectionDomain {
   std::unique_ptr<MemoryRegion> alloc_mr(size_t length, int access, int& err);
   // The application's own private anonymous memory (malloc, mmap): the
   // pages around it are moved into a sealed memfd shared with the daemon,
-  // at the same address. EINVAL for other memory (files, the stack, a range
-  // that overlaps another registration); EEXIST if the daemon has the range
-  // taken. Other data in those pages must not be written by other threads
-  // meanwhile (docs/daemon.md).
+  // which keeps these addresses as the region's. EINVAL for other memory
+  // (files, the stack, a range that overlaps another registration). Other
+  // data in those pages must not be written by other threads meanwhile
+  // (docs/daemon.md).
   std::unique_ptr<MemoryRegion> reg_mr(void* addr, size_t length, int access, int& err);
   // EBUSY (mr kept) while posted work or frames in flight use it.
   int dereg_mr(std::unique_ptr<MemoryRegion>& mr);
