@@ -200,6 +200,11 @@ bool ports_open(std::string& error) {
   if (child == 0) {
     close(fds[0]);
     alarm(60);
+    // Quiet: the reason travels through the pipe, and notices are
+    // PROGRAM's to print when it opens the port. A state directory that
+    // cannot exist keeps the hugepage notice due for PROGRAM.
+    if (const int null = open("/dev/null", O_WRONLY | O_CLOEXEC); null >= 0) dup2(null, STDERR_FILENO);
+    setenv("UROCE_STATE_DIR", "/proc/self/uroce-port-check", 1);
     std::string why;
     for (const auto* d : ports) {
       uroce::EndpointConfig cfg;
