@@ -16,9 +16,11 @@ if { [ "$case_" = shim ] || [ "$case_" = pingpong ]; } && [ -z "${DAEMON_TEST_NE
 fi
 rm -rf "$work"; mkdir -p "$work"
 sock=$work/uroced.sock log=$work/uroced.log
-DPID= second=
+DPID= second= held= prefix=
 cleanup() {
+  [ -n "$held" ] && kill -9 "$held" 2>/dev/null
   [ -n "$DPID" ] && kill -9 "$DPID" 2>/dev/null
+  [ -n "$prefix" ] && rm -rf "/var/run/dpdk/$prefix"
   [ -n "$second" ] && kill -9 "$second" 2>/dev/null
 }
 trap cleanup EXIT
@@ -227,15 +229,16 @@ CONF
     done
     stop
     # The command line: info hides the debug lines, --cc and --cc-param;
-    # eal's --telemetry: DPDK's telemetry socket answers for the port
-    # (docs/operations.md).
-    start --dev net_ring0 --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512 --telemetry" --log-level info \
-      --cc dcqcn-paper --cc-param rpg_min_rate=5
+    # DPDK's telemetry socket (on by default) answers for the port under
+    # --file-prefix (docs/operations.md).
+    prefix=uroced-test-$$
+    start --dev net_ring0 --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512" --log-level info \
+      --cc dcqcn-paper --cc-param rpg_min_rate=5 --file-prefix "$prefix"
     run_peer pair
     grep -q "client 1 connected" "$log" || fail "--log-level info: no 'connected' line"
     grep -q ": alloc_pd: done" "$log" && fail "--log-level info: debug lines logged"
     grep -qE "congestion control: dcqcn .*rpg_min_rate=5 " "$log" || fail "--cc and --cc-param not applied"
-    python3 - "/var/run/dpdk/uroce-$DPID/dpdk_telemetry.v2" <<'PY' || fail "DPDK telemetry does not answer /ethdev/stats,0"
+    python3 - "/var/run/dpdk/$prefix/dpdk_telemetry.v2" <<'PY' || fail "DPDK telemetry does not answer /ethdev/stats,0"
 import json, socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.connect(sys.argv[1])
