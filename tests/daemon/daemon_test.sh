@@ -256,6 +256,7 @@ PY
     }
     bad '[daemon]\nlog_level = loud\n' "log level 'loud' is none of emergency"
     bad '[daemon]\nlcores = a-b\n' "lcores 'a-b' is not a CPU list"
+    bad '[daemon]\nfile_prefix = a/b\n' "file_prefix 'a/b' is empty or has a '/'"
     bad '[daemon]\nlcores = 0\neal = -l 1\n' "lcores and an EAL -l, -c or --lcores in eal: give one of them"
     bad '[port]\nvlan = 100\n' "[port] vlan: not supported: uroce's engine sends untagged frames only"
     bad '[port]\npcp = 3\n' "[port] pcp: not supported"
