@@ -16,6 +16,7 @@ packages=(
   python3-matplotlib              # scripts/plot_incast.py (docs/img/incast-*.png)
   qemu-system-x86 busybox-static rdma-core ibverbs-utils ibverbs-providers perftest tcpdump  # the rxe interop VM (docs/interop.md)
   ucx-utils                       # ucx_perftest and ucx_info through uroce-run (docs/verbs-abi.md)
+  dpdk-dev                        # dpdk-telemetry.py: uroced's telemetry commands (docs/operations.md)
 )
 
 missing=()

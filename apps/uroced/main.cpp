@@ -17,6 +17,8 @@
 #include "notify.h"
 #include "server.h"
 #include "settings.h"
+#include "telemetry.h"
+#include "uroce/port/dpdk_port.h"
 #include "uroce/port/endpoint.h"
 
 namespace {
@@ -58,6 +60,7 @@ void add_options(Overrides& o) {
   o.add("--eal", &S::eal, "extra EAL arguments, in one string");
   o.add("--engine-cpu", &S::engine_cpu, "pin the engine thread to this CPU (default: not pinned)");
   o.add("--log-level", &S::log_level, "uroced's messages: error, warning, notice, info (default), debug");
+  o.add("--file-prefix", &S::file_prefix, "EAL's file prefix, dpdk-telemetry.py's -f (default uroced)");
   o.add("--lcores", &S::lcores, "CPUs the daemon runs on, a list such as 2-3 (EAL's main lcore)");
   o.add("--cc", &S::cc, "congestion control: none | dcqcn (ConnectX defaults) | dcqcn-paper");
   o.add("--cc-config", &S::cc_config, "congestion-control settings file (config/dcqcn-*.conf)");
@@ -161,6 +164,21 @@ void prepare_process() {
 bool serve(uroce::Endpoint& endpoint, const uroced::Settings& settings) {
   uroced::Server server(endpoint.device(), settings);
   std::string error;
+  uroced::Telemetry& telemetry = uroced::Telemetry::instance();
+  if (!telemetry.start(error)) {
+    UROCED_LOG(ERR, "%s", error.c_str());
+    return false;
+  }
+  server.serve_telemetry(telemetry, [&endpoint, &settings](uroced::PortView& p) {
+    uroce::Device& dev = endpoint.device();
+    p.name = dev.name();
+    p.dev = settings.dev;
+    p.port_id = endpoint.dpdk_port().port_id();
+    p.mac = dev.mac().to_string();
+    p.mtu = dev.mtu();
+    for (const auto& gid : dev.gids()) p.gids.push_back(gid.to_string());
+    p.link_up = endpoint.dpdk_port().link_up();
+  });
   if (!server.listen(error)) {
     UROCED_LOG(ERR, "%s", error.c_str());
     return false;

@@ -22,7 +22,7 @@ namespace uroced {
 namespace {
 
 // epoll tags: the kind in the low 3 bits, a client id above.
-enum Tag : uint64_t { kListen = 0, kChannel = 1, kSock = 2, kDoorbell = 3, kAsync = 4 };
+enum Tag : uint64_t { kListen = 0, kChannel = 1, kSock = 2, kDoorbell = 3, kAsync = 4, kTelemetry = 5 };
 uint64_t tag(uint32_t id, Tag kind) { return (uint64_t(id) << 3) | kind; }
 
 constexpr uint64_t kIdleBeforeSleepNs = 200'000;
@@ -61,6 +61,7 @@ bool socket_in_use(const sockaddr_un& addr) {
 }  // namespace
 
 Server::~Server() {
+  if (telemetry_) telemetry_->close();
   for (auto& [id, s] : sessions_) {
     Leftover left;
     s->teardown(left);
@@ -110,7 +111,8 @@ bool Server::listen(std::string& error) {
   fcntl(channel_->fd(), F_SETFL, fcntl(channel_->fd(), F_GETFL) | O_NONBLOCK);
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd_ < 0 || !add_fd(epoll_fd_, listen_fd_, kListen) || !add_fd(epoll_fd_, channel_->fd(), kChannel) ||
-      !add_fd(epoll_fd_, device_.async_event_fd(), kAsync))
+      !add_fd(epoll_fd_, device_.async_event_fd(), kAsync) ||
+      (telemetry_ && !add_fd(epoll_fd_, telemetry_->fd(), kTelemetry)))
     return error = std::string("epoll: ") + std::strerror(errno), false;
   return true;
 }
@@ -173,6 +175,11 @@ void Server::on_event(uint64_t t, uint32_t events) {
       return;
     }
     case kChannel: return;  // drained by wake_up
+    case kTelemetry: {  // the request is served at the top of the loop
+      uint64_t v;
+      (void)!read(telemetry_->fd(), &v, sizeof v);
+      return;
+    }
     case kDoorbell: {
       auto it = sessions_.find(id);
       uint64_t v;
@@ -218,11 +225,30 @@ void Server::wake_up() {
   while (channel_->get_event(cq) == 0) cq->ack_events(1);
 }
 
+void Server::publish_telemetry(uint64_t request) {
+  Snapshot s;
+  if (port_view_) port_view_(s.port);
+  for (auto& [id, session] : sessions_) {
+    ClientView c;
+    session->describe(c, s.qps);
+    s.clients.push_back(c);
+  }
+  std::sort(s.clients.begin(), s.clients.end(), [](const ClientView& a, const ClientView& b) { return a.id < b.id; });
+  std::sort(s.qps.begin(), s.qps.end(), [](const QpView& a, const QpView& b) {
+    return a.client != b.client ? a.client < b.client : a.qpn < b.qpn;
+  });
+  s.counters = device_.counters();
+  s.cc = uroce::cc::describe(settings_.cc_resolved);
+  telemetry_->publish(std::move(s), request);
+}
+
 void Server::run(const volatile std::sig_atomic_t& stop) {
   uint64_t last_work = now_ns();
   unsigned busy_rounds = 0;
   epoll_event evs[32];
   while (!stop) {
+    if (telemetry_)
+      if (const uint64_t request = telemetry_->wanted()) publish_telemetry(request);
     const int work = service_all();
     if (!leftovers_.empty())
       leftovers_.erase(std::remove_if(leftovers_.begin(), leftovers_.end(), [](Leftover& l) { return l.release(); }),

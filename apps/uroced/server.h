@@ -25,6 +25,12 @@ class Server {
   void run(const volatile std::sig_atomic_t& stop);
   // Called each time the service thread is about to sleep.
   void on_idle(std::function<void()> fn) { on_idle_ = std::move(fn); }
+  // Answers telemetry's requests for snapshots (telemetry.h); `port` fills
+  // in the port's part. Before listen().
+  void serve_telemetry(Telemetry& telemetry, std::function<void(PortView&)> port) {
+    telemetry_ = &telemetry;
+    port_view_ = std::move(port);
+  }
 
  private:
   void accept_clients();
@@ -34,6 +40,7 @@ class Server {
   bool idle_round();  // arms, looks once more; true if it may sleep
   void wake_up();
   bool peer_allowed(const ucred& peer) const;
+  void publish_telemetry(uint64_t request);
 
   uroce::Device& device_;
   const Settings& settings_;
@@ -45,7 +52,9 @@ class Server {
   uint32_t next_id_ = 1;
   bool armed_ = false;
   bool accept_paused_ = false;
-  std::function<void()> on_idle_;  // out of descriptors: the listening socket is out of the epoll set
+  std::function<void()> on_idle_;
+  Telemetry* telemetry_ = nullptr;
+  std::function<void(PortView&)> port_view_;  // out of descriptors: the listening socket is out of the epoll set
 };
 
 }  // namespace uroced

@@ -590,6 +590,54 @@ bool Session::forward_event(const uroce::AsyncEvent& ev) {
   return true;
 }
 
+namespace {
+
+const char* qp_type_name(ibv_qp_type t) {
+  switch (t) {
+    case IBV_QPT_RC: return "RC";
+    case IBV_QPT_UC: return "UC";
+    case IBV_QPT_UD: return "UD";
+    default: return "other";
+  }
+}
+
+const char* qp_state_name(ibv_qp_state st) {
+  switch (st) {
+    case IBV_QPS_RESET: return "RESET";
+    case IBV_QPS_INIT: return "INIT";
+    case IBV_QPS_RTR: return "RTR";
+    case IBV_QPS_RTS: return "RTS";
+    case IBV_QPS_SQD: return "SQD";
+    case IBV_QPS_SQE: return "SQE";
+    case IBV_QPS_ERR: return "ERR";
+    default: return "unknown";
+  }
+}
+
+}  // namespace
+
+void Session::describe(ClientView& client, std::vector<QpView>& qps) const {
+  client.id = id_;
+  client.pid = peer_.pid;
+  client.uid = peer_.uid;
+  client.gid = peer_.gid;
+  client.pds = uint32_t(pds_.size());
+  client.cqs = uint32_t(cqs_.size());
+  client.qps = uint32_t(qps_.size());
+  client.mrs = uint32_t(mrs_.size());
+  client.channels = uint32_t(channels_.size());
+  client.mr_bytes = mr_bytes_;
+  for (const auto& [handle, q] : qps_) {
+    QpView v;
+    v.client = id_;
+    v.qpn = q.qp->qp_num();
+    v.type = qp_type_name(q.qp->qp_type());
+    v.state = qp_state_name(q.qp->state());
+    v.cc = q.qp->cc_stats();
+    qps.push_back(v);
+  }
+}
+
 void Session::teardown(Leftover& left) {
   // QPs to error first, so peers see errors at once, then gone.
   for (auto& [h, qp] : qps_) {

@@ -17,6 +17,7 @@
 #include "daemon/protocol.h"
 #include "daemon/socket_io.h"
 #include "settings.h"
+#include "telemetry.h"
 #include "uroce/verbs/verbs.h"
 
 namespace uroced {
@@ -127,6 +128,9 @@ class Session {
   // An event of one of this client's objects goes into its event pipe;
   // false if the object is not this client's.
   bool forward_event(const uroce::AsyncEvent& ev);
+  // What telemetry shows of this client and its QPs (each QP's state and
+  // congestion control read through the public API, which parks the engine).
+  void describe(ClientView& client, std::vector<QpView>& qps) const;
   // Destroys everything the client made; what cannot go yet goes to `left`.
   void teardown(Leftover& left);
 

@@ -46,7 +46,8 @@ struct Reader {
 // The keys of a section, or nullptr for a section the file may not have.
 const std::vector<std::string>* known_keys(const std::string& section) {
   static const std::vector<std::pair<std::string, std::vector<std::string>>> kKeys = {
-      {"daemon", {"socket", "socket_mode", "socket_group", "allow_uids", "eal", "engine_cpu", "log_level", "lcores"}},
+      {"daemon", {"socket", "socket_mode", "socket_group", "allow_uids", "eal", "engine_cpu", "log_level", "lcores",
+                  "file_prefix"}},
       {"port", {"dev", "ip", "mac", "mtu", "pcap", "cc", "cc_config", "cc_param"}},
       {"limits", {"max_pd", "max_cq", "max_qp", "max_mr", "max_mr_bytes", "arena_bytes"}},
   };
@@ -140,6 +141,8 @@ bool check_settings(const Settings& s, std::string& error) {
            false;
   if (!s.lcores.empty() && !cpu_list(s.lcores))
     return error = "lcores '" + s.lcores + "' is not a CPU list (such as 2 or 2-3 or 0,4)", false;
+  if (s.file_prefix.empty() || s.file_prefix.find('/') != std::string::npos)
+    return error = "file_prefix '" + s.file_prefix + "' is empty or has a '/'", false;
   if (!s.lcores.empty() && eal_sets_lcores(s.eal))
     return error = "lcores and an EAL -l, -c or --lcores in eal: give one of them", false;
   mode_t mode;
@@ -164,7 +167,16 @@ std::vector<std::string> eal_args(const Settings& s) {
   // the level asked for.
   std::vector<std::string> v = {"--log-level=*:error", "--log-level=uroced:" + s.log_level};
   if (!s.lcores.empty()) v.push_back("--lcores=0@(" + s.lcores + ")");
-  for (std::string& a : uroce::app::split_args(s.eal)) v.push_back(std::move(a));
+  // DPDK's telemetry socket at a path that does not change from one start
+  // to the next (/var/run/dpdk/PREFIX/dpdk_telemetry.v2), unless eal says
+  // otherwise.
+  std::vector<std::string> user = uroce::app::split_args(s.eal);
+  auto given = [&user](const std::string& flag) {
+    return std::any_of(user.begin(), user.end(), [&](const std::string& a) { return a == flag || a.rfind(flag + "=", 0) == 0; });
+  };
+  if (!given("--telemetry") && !given("--no-telemetry")) v.push_back("--telemetry");
+  if (!given("--file-prefix")) v.push_back("--file-prefix=" + s.file_prefix);
+  for (std::string& a : user) v.push_back(std::move(a));
   return v;
 }
 
@@ -179,6 +191,7 @@ bool load_config(const std::string& file, Settings& s, std::string& error) {
   r.text("daemon", "eal", s.eal);
   r.text("daemon", "log_level", s.log_level);
   r.text("daemon", "lcores", s.lcores);
+  r.text("daemon", "file_prefix", s.file_prefix);
   std::string uids;
   r.text("daemon", "allow_uids", uids);
   if (!parse_uids(uids, s.allow_uids)) return error = "[daemon] allow_uids = '" + uids + "' is not a list of uids", false;

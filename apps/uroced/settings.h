@@ -30,6 +30,7 @@ struct Settings {
   std::string eal;
   std::string log_level = "info";  // uroced's log type; DPDK's own stay at error
   std::string lcores;              // CPUs of the EAL main lcore (and so the engine thread's); empty: all
+  std::string file_prefix = "uroced";  // EAL's --file-prefix: where dpdk-telemetry.py -f finds the daemon
   int engine_cpu = -1;
   std::string dev, ip, mac;
   uint16_t mtu = 1500;

@@ -11,11 +11,14 @@
 //   daemon_peer SOCKET qpn         QP numbers of destroyed QPs and dead clients are not reused at once
 //   daemon_peer SOCKET quota       every [limits] quota: ENOMEM past it, per client
 //   daemon_peer SOCKET death PID   the daemon killed: posts fail with EIO, destroys succeed
+//   daemon_peer SOCKET hold        two connected clients, a WRITE each way, then both wait to be
+//                                  killed; prints "hold: PID_A PID_B" once the WRITEs completed
 // Exit 0 when every check holds, 1 with a message otherwise.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -888,6 +891,42 @@ int run_death(pid_t daemon_pid) {
   return 0;
 }
 
+// For the daemon's telemetry: a pair that stays connected until killed
+// (the second client goes with the first).
+int run_hold() {
+  int sb[2];
+  check(socketpair(AF_UNIX, SOCK_STREAM, 0, sb) == 0, "socketpair");
+  const pid_t b_pid = spawn([&] {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    close(sb[0]);
+    Side b;
+    b.open(kBytes, false);
+    send_info(sb[1], b.info());
+    const Info a = recv_info(sb[1]);
+    b.connect_to(a);
+    sync_send(sb[1]);
+    sync_wait(sb[1]);
+    b.post(IBV_WR_RDMA_WRITE, 0, 4096, a, 0);
+    b.expect(IBV_WC_SUCCESS, "WRITE from the second client");
+    sync_send(sb[1]);
+    pause();  // killed here
+  });
+  close(sb[1]);
+  Side a;
+  a.open(kBytes, false);
+  const Info b = recv_info(sb[0]);
+  send_info(sb[0], a.info());
+  a.connect_to(b);
+  sync_wait(sb[0]);
+  a.post(IBV_WR_RDMA_WRITE, 0, 4096, b, 0);
+  a.expect(IBV_WC_SUCCESS, "WRITE from the first client");
+  sync_send(sb[0]);
+  sync_wait(sb[0]);
+  std::printf("hold: %d %d\n", int(getpid()), int(b_pid));
+  std::fflush(stdout);
+  for (;;) pause();  // killed here
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -907,6 +946,7 @@ int main(int argc, char** argv) {
   if (c == "quota") return run_quota();
   if (c == "qpn") return run_qpn();
   if (c == "events") return run_events();
+  if (c == "hold") return run_hold();
   if (c == "death" && argc == 4) return run_death(pid_t(std::atoi(argv[3])));
   std::fprintf(stderr, "unknown case %s\n", c.c_str());
   return 2;

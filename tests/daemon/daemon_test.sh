@@ -16,9 +16,11 @@ if { [ "$case_" = shim ] || [ "$case_" = pingpong ]; } && [ -z "${DAEMON_TEST_NE
 fi
 rm -rf "$work"; mkdir -p "$work"
 sock=$work/uroced.sock log=$work/uroced.log
-DPID= second=
+DPID= second= held= prefix=
 cleanup() {
+  [ -n "$held" ] && kill -9 "$held" 2>/dev/null
   [ -n "$DPID" ] && kill -9 "$DPID" 2>/dev/null
+  [ -n "$prefix" ] && rm -rf "/var/run/dpdk/$prefix"
   [ -n "$second" ] && kill -9 "$second" 2>/dev/null
 }
 trap cleanup EXIT
@@ -227,15 +229,16 @@ CONF
     done
     stop
     # The command line: info hides the debug lines, --cc and --cc-param;
-    # eal's --telemetry: DPDK's telemetry socket answers for the port
-    # (docs/operations.md).
-    start --dev net_ring0 --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512 --telemetry" --log-level info \
-      --cc dcqcn-paper --cc-param rpg_min_rate=5
+    # DPDK's telemetry socket (on by default) answers for the port under
+    # --file-prefix (docs/operations.md).
+    prefix=uroced-test-$$
+    start --dev net_ring0 --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512" --log-level info \
+      --cc dcqcn-paper --cc-param rpg_min_rate=5 --file-prefix "$prefix"
     run_peer pair
     grep -q "client 1 connected" "$log" || fail "--log-level info: no 'connected' line"
     grep -q ": alloc_pd: done" "$log" && fail "--log-level info: debug lines logged"
     grep -qE "congestion control: dcqcn .*rpg_min_rate=5 " "$log" || fail "--cc and --cc-param not applied"
-    python3 - "/var/run/dpdk/uroce-$DPID/dpdk_telemetry.v2" <<'PY' || fail "DPDK telemetry does not answer /ethdev/stats,0"
+    python3 - "/var/run/dpdk/$prefix/dpdk_telemetry.v2" <<'PY' || fail "DPDK telemetry does not answer /ethdev/stats,0"
 import json, socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.connect(sys.argv[1])
@@ -253,6 +256,7 @@ PY
     }
     bad '[daemon]\nlog_level = loud\n' "log level 'loud' is none of emergency"
     bad '[daemon]\nlcores = a-b\n' "lcores 'a-b' is not a CPU list"
+    bad '[daemon]\nfile_prefix = a/b\n' "file_prefix 'a/b' is empty or has a '/'"
     bad '[daemon]\nlcores = 0\neal = -l 1\n' "lcores and an EAL -l, -c or --lcores in eal: give one of them"
     bad '[port]\nvlan = 100\n' "[port] vlan: not supported: uroce's engine sends untagged frames only"
     bad '[port]\npcp = 3\n' "[port] pcp: not supported"
@@ -407,6 +411,55 @@ PY
     grep -qE "^409600 bytes in " "$work/pp.cli.out" || { cat "$work/pp.cli.out"; fail "no bytes line (two daemons)"; }
     echo "ok: uroce-pingpong across two daemons: $(grep usec/iter "$work/pp.cli.out")"
     stop_second
+    stop ;;
+  telemetry)
+    # uroced's commands in DPDK's telemetry, through Debian's script
+    # (package dpdk-dev), which reads commands from stdin when it is not a
+    # terminal and prints one JSON line per command.
+    command -v dpdk-telemetry.py >/dev/null || { echo "SKIP: dpdk-telemetry.py not installed (package dpdk-dev)"; exit 77; }
+    prefix=uroced-test-$$
+    start --dev net_ring0 --ip 10.0.0.1 --mac 02:00:00:00:00:31 --mtu 4200 --socket "$sock" \
+      --eal "--no-huge -m 512" --file-prefix "$prefix"
+    # Not under timeout: $held is the client itself, killed at the end
+    # (its second client dies with it).
+    "$peer" "$sock" hold >"$work/hold.out" 2>&1 &
+    held=$!
+    for _ in $(seq 300); do grep -q "^hold:" "$work/hold.out" && break; kill -0 $held 2>/dev/null || break; sleep 0.1; done
+    read -r _ pid_a pid_b < <(grep "^hold:" "$work/hold.out") || { cat "$work/hold.out"; fail "the pair did not connect"; }
+    query() {  # COMMAND...: their answers, one JSON line each, into $work/tel.out
+      printf '%s\n' "$@" | timeout 20 dpdk-telemetry.py -f "$prefix" >"$work/tel.out" 2>&1 ||
+        { cat "$work/tel.out"; fail "dpdk-telemetry.py -f $prefix failed"; }
+    }
+    query /uroce/ports /uroce/clients /uroce/qps /uroce/counters /uroce/cc "/uroce/clients,1" "/uroce/qps,2"
+    python3 - "$work/tel.out" "$pid_a" "$pid_b" <<'PY' || { cat "$work/tel.out"; fail "telemetry's answers with two clients"; }
+import json, sys
+# In the order asked; an answer's key is the command without its parameter.
+port, c, q, counters, cc, one, q2 = [next(iter(json.loads(l).values())) for l in open(sys.argv[1]) if l.startswith("{")]
+pids = {int(sys.argv[2]), int(sys.argv[3])}
+assert port["mac"] == "02:00:00:00:00:31" and port["mtu"] == 4200, port
+assert "10.0.0.1" in port["gids"] and port["link_state"] == "up", port
+assert set(c["pid"]) == pids and len(c["id"]) == 2, c
+assert all(n == 1 for k in ("pds", "cqs", "qps", "mrs") for n in c[k]), c
+assert all(b > 0 for b in c["mr_bytes"]), c
+assert sorted(q["client"]) == sorted(c["id"]), q
+assert all(t == "RC" for t in q["type"]) and all(s == "RTS" for s in q["state"]), q
+assert counters["sent_pkts"] > 0 and counters["rcvd_pkts"] > 0, counters
+assert cc["algorithm"].startswith("none") and sorted(cc["qpn"]) == sorted(q["qpn"]), cc
+assert one["id"] == 1 and one["pid"] in pids and one["qps"] == 1, one
+assert q2["client"] == [2] and q2["qpn"][0] in q["qpn"], q2
+PY
+    # The second client killed: gone from the tables once the daemon has
+    # seen its socket close.
+    kill -9 "$pid_b"
+    for _ in $(seq 50); do grep -q "(pid $pid_b) disconnected" "$log" && break; sleep 0.1; done
+    query /uroce/clients /uroce/qps
+    python3 - "$work/tel.out" "$pid_a" <<'PY' || { cat "$work/tel.out"; fail "telemetry after a client was killed"; }
+import json, sys
+c, q = [next(iter(json.loads(l).values())) for l in open(sys.argv[1]) if l.startswith("{")]
+assert c["pid"] == [int(sys.argv[2])], c
+assert q["client"] == c["id"] and len(q["qpn"]) == 1, q
+PY
+    kill -9 "$held"; wait "$held" 2>/dev/null; held=
     stop ;;
   *) echo "unknown case $case_"; exit 2 ;;
 esac
