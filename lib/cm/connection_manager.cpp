@@ -175,6 +175,7 @@ struct __attribute__((visibility("hidden"))) ConnectionManager::Impl {
   void on_mra(const Mra& r);
   void on_dreq(const MadHeader& h, const Dreq& r, const wire::IpAddr& from, uint8_t sgid_index);
   void on_drep(const Drep& r);
+  void enter_timewait(Conn& c);
   void timers();
   int send(const wire::IpAddr& peer, uint8_t sgid_index, const Mad& mad);
   void send_and_retry(Conn& c, const Mad& mad, uint64_t retry_ms, int retries);
@@ -625,24 +626,24 @@ void ConnectionManager::Impl::on_dreq(const MadHeader& h, const Dreq& r, const w
   send(from, sgid, encode(drep, h.tid));
   if (!report) return;  // TimeWait: the DREP went out again
   fail_qp(*c);
-  c->state = State::timewait;
-  c->has_pending = false;
-  c->deadline = now_ms() + cm_ms(ack_timeout(kAckDelay, kPacketLifetime));
-  Event e;
-  e.type = EventType::disconnected;
-  e.id = c->id;
-  push_event(std::move(e));
+  enter_timewait(*c);
 }
 
 void ConnectionManager::Impl::on_drep(const Drep& r) {
   Conn* c = by_local(r.remote_comm_id);
   if (!c || c->state != State::dreq_sent || c->remote_id != r.local_comm_id) return;
-  c->state = State::timewait;
-  c->has_pending = false;
-  c->deadline = now_ms() + cm_ms(ack_timeout(kAckDelay, kPacketLifetime));
+  enter_timewait(*c);
+}
+
+// Disconnected: TimeWait keeps the connection's IDs (to answer a late
+// DREQ) for the time a packet may still be in flight, then frees them.
+void ConnectionManager::Impl::enter_timewait(Conn& c) {
+  c.state = State::timewait;
+  c.has_pending = false;
+  c.deadline = now_ms() + cm_ms(ack_timeout(kAckDelay, kPacketLifetime));
   Event e;
   e.type = EventType::disconnected;
-  e.id = c->id;
+  e.id = c.id;
   push_event(std::move(e));
 }
 
