@@ -343,7 +343,8 @@ case $case_ in
                 "UCX_TLS=rc_verbs,ud_verbs -t tag_bw -s 65536 -n 500|500" \
                 "UCX_TLS=rc_verbs,ud_verbs -t ucp_put_bw -s 65536 -n 500|500" \
                 "UCX_TLS=rc_verbs,ud_verbs -t ucp_get -s 65536 -n 500|500" \
-                "UCX_TLS=ud_verbs -t tag_lat -n 1000|1000" "UCX_TLS=ud_verbs -t tag_bw -s 65536 -n 200|200"; do
+                "UCX_TLS=ud_verbs -t tag_lat -n 1000|1000" "UCX_TLS=ud_verbs -t tag_bw -s 65536 -n 200|200" \
+                "UCX_TLS=ud_verbs -t ucp_put_bw -s 65536 -n 200|200" "UCX_TLS=ud_verbs -t ucp_get -s 65536 -n 200|200"; do
       args=${spec%%|*} iters=${spec#*|}
       tls=
       case $args in UCX_TLS=*) tls=${args%% *}; args=${args#* } ;; esac
