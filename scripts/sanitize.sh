@@ -5,7 +5,7 @@
 #
 # usage: scripts/sanitize.sh asan|tsan [MESON-TEST-ARGS...]
 #   asan: AddressSanitizer + UndefinedBehaviorSanitizer (build-asan) over the
-#         transport, dpdk and pingpong suites and a selection of netns.
+#         transport, dpdk and pingpong suites and a selection of netns and daemon.
 #   tsan: ThreadSanitizer (build-tsan) over the threaded-mode tests.
 #   BUILD_DIR overrides the build directory. Extra arguments go to
 #   `meson test` in place of the default selection (one test by name, -v).
@@ -35,7 +35,8 @@ case $mode in
     targets=(apps/uroce-perf/uroce-perf apps/uroce-pingpong/uroce-pingpong apps/uroce-dump/uroce-dump
              tests/transport/transport_test tests/transport/transport_property
              tests/dpdk/dpdk_test tests/dpdk/dpdk_eal_test tests/dpdk/dpdk_af_packet_test
-             tests/pingpong/pingpong_exchange_test tests/pingpong/wc_status_test)
+             tests/pingpong/pingpong_exchange_test tests/pingpong/wc_status_test
+             apps/uroced/uroced tests/daemon/daemon_peer)
     select=(--suite transport --suite dpdk --suite pingpong)
     # netns: one case per verb and per link fault, memif, UD and UC, and a
     # run ended by signals; the whole suite would add about as much again
@@ -46,6 +47,11 @@ case $mode in
              memif-write_bw teardown-afpacket-signals modes-bidir-write_bw modes-ud-send_bw modes-uc-send_bw \
              modes-qp-mismatch; do
       select2+=("netns-$c")
+    done
+    # uroced with its clients: data between two, eight at once, a client
+    # killed, hostile control messages and posts, fork, the daemon killed.
+    for c in pair many kill isolation fork death; do
+      select2+=("daemon-$c")
     done
     ;;
   tsan)

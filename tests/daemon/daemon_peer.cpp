@@ -91,6 +91,16 @@ struct Side {
   size_t bytes = 0;
   void* heap = nullptr;  // reg_mr's malloc'd block
 
+  Side() = default;
+  Side(const Side&) = delete;
+  Side& operator=(const Side&) = delete;
+  // The region goes before its memory; the rest in declaration order.
+  ~Side() {
+    qp.reset();
+    mr.reset();
+    std::free(heap);
+  }
+
   void open(size_t n, bool malloced, bool with_channel = false, const std::string& socket = g_socket) {
     std::string error;
     conn = Connection::connect(socket, error);
