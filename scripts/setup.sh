@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 packages=(
   meson ninja-build pkg-config g++ python3
-  libdpdk-dev libisal-dev zlib1g-dev libpcap-dev libibverbs-dev libboost-dev
+  libdpdk-dev libisal-dev zlib1g-dev libpcap-dev libibverbs-dev librdmacm-dev libboost-dev
   catch2 libcli11-dev nlohmann-json3-dev
   clang libclang-rt-14-dev        # libFuzzer + sanitizers
   tshark python3-scapy            # what the independent packet oracle runs on
@@ -15,6 +15,7 @@ packages=(
   iptables                        # the ECN marker of the DCQCN bottleneck test where the kernel has no sch_red
   python3-matplotlib              # scripts/plot_incast.py (docs/img/incast-*.png)
   qemu-system-x86 busybox-static rdma-core ibverbs-utils ibverbs-providers perftest tcpdump  # the rxe interop VM (docs/interop.md)
+  rdmacm-utils                    # rping, ucmatose, rdma_server/rdma_client through uroce-run (docs/cm.md)
   ucx-utils                       # ucx_perftest and ucx_info through uroce-run (docs/verbs-abi.md)
   dpdk-dev                        # dpdk-telemetry.py: uroced's telemetry commands (docs/operations.md)
 )

@@ -110,6 +110,7 @@ struct Conn {
   uint16_t port = 0;       // the service (listening) port
   uint16_t peer_port = 0;  // the active side's port
   QueuePair* qp = nullptr;
+  bool released = false;  // the application forgot it: no more events
   uint32_t remote_qpn = 0;
   uint32_t rq_psn = 0;  // this side's receive PSN: the StartingPSN it sends
   Req req{};            // as sent (active) or received (passive)
@@ -371,6 +372,7 @@ Conn* ConnectionManager::Impl::by_local(CommId id) {
 }
 
 void ConnectionManager::Impl::push_event(Event e) {
+  if (auto it = conns.find(e.id); it != conns.end() && it->second.released) return;
   events.push_back(std::move(e));
   const uint64_t one = 1;
   if (write(event_fd, &one, sizeof one) < 0) {
@@ -426,6 +428,16 @@ void ConnectionManager::Impl::send_and_retry(Conn& c, const Mad& mad, uint64_t r
   send(c.peer, c.sgid_index, mad);
 }
 
+// RESET to INIT, or INIT to INIT (a QP that librdmacm's rdma_create_qp
+// left in INIT): the access the connection's depths call for.
+static int to_init(QueuePair& qp, bool remote_read) {
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.port_num = 1;
+  a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | (remote_read ? IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC : 0);
+  return qp.modify(a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+}
+
 void ConnectionManager::Impl::fail_qp(Conn& c) {
   if (!c.qp) return;
   ibv_qp_attr a{};
@@ -436,13 +448,8 @@ void ConnectionManager::Impl::fail_qp(Conn& c) {
 int ConnectionManager::Impl::bring_up(Conn& c, QueuePair& qp, uint32_t sq_psn, uint8_t max_dest_rd_atomic,
                                        uint8_t max_rd_atomic, uint8_t timeout, uint8_t retry_count,
                                        uint8_t rnr_retry, const Path& path, bool remote_read) {
+  if (const int rc = to_init(qp, remote_read)) return rc;
   ibv_qp_attr a{};
-  if (qp.state() == IBV_QPS_RESET) {
-    a.qp_state = IBV_QPS_INIT;
-    a.port_num = 1;
-    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | (remote_read ? IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC : 0);
-    if (const int rc = qp.modify(a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) return rc;
-  }
   const bool rc_qp = qp.qp_type() == IBV_QPT_RC;
   a = {};
   a.qp_state = IBV_QPS_RTR;
@@ -512,6 +519,7 @@ void ConnectionManager::Impl::on_req(const MadHeader& h, const Req& r, const wir
   e.id = c.id;
   e.private_data.assign(r.private_data.begin() + kCmaHeaderSize, r.private_data.end());
   e.port = c.port;
+  e.local = cma.dst;
   e.peer = cma.src;
   e.peer_port = cma.src_port;
   e.peer_qpn = r.local_qpn;
@@ -725,8 +733,8 @@ int ConnectionManager::connect(QueuePair& qp, const wire::IpAddr& peer, uint16_t
                                uint64_t& id) {
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mu);
-  if ((qp.qp_type() != IBV_QPT_RC && qp.qp_type() != IBV_QPT_UC) || qp.state() != IBV_QPS_RESET ||
-      p.private_data.size() > kReqPrivate - kCmaHeaderSize || p.retry_count > 7 || p.rnr_retry_count > 7)
+  if ((qp.qp_type() != IBV_QPT_RC && qp.qp_type() != IBV_QPT_UC) ||
+      (qp.state() != IBV_QPS_RESET && qp.state() != IBV_QPS_INIT) || p.private_data.size() > kReqPrivate - kCmaHeaderSize || p.retry_count > 7 || p.rnr_retry_count > 7)
     return EINVAL;
   Conn c;
   if (!m.sgid_for(peer, c.sgid_index)) return EINVAL;
@@ -736,7 +744,7 @@ int ConnectionManager::connect(QueuePair& qp, const wire::IpAddr& peer, uint16_t
   c.local_id = m.new_comm_id();
   c.peer = peer;
   c.port = port;
-  c.peer_port = uint16_t(32768 + m.rng() % 28232);  // Linux's ephemeral port range
+  c.peer_port = p.local_port ? p.local_port : uint16_t(32768 + m.rng() % 28232);  // Linux's ephemeral range
   c.qp = &qp;
   c.rq_psn = m.rng() & 0xffffff;
   // TID: the CM agent's number in the high word, the comm ID below (Linux's form).
@@ -768,12 +776,7 @@ int ConnectionManager::connect(QueuePair& qp, const wire::IpAddr& peer, uint16_t
   encode_cma_header(cma, r.private_data.data());
   std::copy(p.private_data.begin(), p.private_data.end(), r.private_data.begin() + kCmaHeaderSize);
   // The QP reaches INIT now, as librdmacm's rdma_connect leaves it.
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_INIT;
-  a.port_num = 1;
-  a.qp_access_flags =
-      IBV_ACCESS_REMOTE_WRITE | (p.responder_resources ? IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC : 0);
-  if (const int rc = qp.modify(a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) return rc;
+  if (const int rc = to_init(qp, p.responder_resources > 0)) return rc;
   m.dev.resolve_neighbor(peer);
   id = c.id;
   Conn& stored = m.conns.emplace(c.id, c).first->second;
@@ -802,7 +805,8 @@ int ConnectionManager::accept(uint64_t id, QueuePair& qp, const ConnParam& p) {
   std::lock_guard<std::mutex> lock(m.mu);
   auto it = m.conns.find(id);
   if (it == m.conns.end() || it->second.state != State::req_rcvd || p.private_data.size() > kRepPrivate ||
-      qp.qp_type() != IBV_QPT_RC || qp.state() != IBV_QPS_RESET || p.rnr_retry_count > 7)
+      qp.qp_type() != IBV_QPT_RC || (qp.state() != IBV_QPS_RESET && qp.state() != IBV_QPS_INIT) ||
+      p.rnr_retry_count > 7)
     return EINVAL;
   Conn& c = it->second;
   c.qp = &qp;
@@ -851,7 +855,10 @@ int ConnectionManager::disconnect(uint64_t id) {
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mu);
   auto it = m.conns.find(id);
-  if (it == m.conns.end() || it->second.state != State::established) return EINVAL;
+  if (it == m.conns.end()) return EINVAL;
+  // Already disconnecting (a DREQ either way): nothing more to send.
+  if (it->second.state == State::dreq_sent || it->second.state == State::timewait) return 0;
+  if (it->second.state != State::established) return EINVAL;
   Conn& c = it->second;
   m.fail_qp(c);
   Dreq dreq;
@@ -864,6 +871,65 @@ int ConnectionManager::disconnect(uint64_t id) {
   const uint64_t retry = c.active ? 2 * cm_ms(kPacketLifetime) + cm_ms(kCmResponseTimeout) : cm_ms(kCmResponseTimeout);
   m.send_and_retry(c, encode(dreq, tid), retry, kMaxCmRetries);
   m.wake();
+  return 0;
+}
+
+void ConnectionManager::detach_qp(const QueuePair& qp) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  for (auto& [id, c] : impl_->conns)
+    if (c.qp == &qp) c.qp = nullptr;
+}
+
+// What Linux's ib_cm does when a CM ID is destroyed in each state
+// (cm_destroy_id): a REQ of ours is withdrawn with REJ "timeout", a REQ or
+// REP in progress is refused with REJ "consumer defined", an established
+// connection is disconnected; TimeWait and a DREQ run out on their timers.
+int ConnectionManager::release(uint64_t id) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mu);
+  auto it = m.conns.find(id);
+  if (it == m.conns.end()) return EINVAL;
+  Conn& c = it->second;
+  c.qp = nullptr;
+  c.released = true;
+  auto send_rej = [&](RejReason why, Msg rejected) {
+    Rej rej;
+    rej.local_comm_id = c.local_id;
+    rej.remote_comm_id = c.remote_id;
+    rej.message_rejected = rejected;
+    rej.reason = uint16_t(why);
+    if (why == RejReason::timeout) {
+      rej.ari_length = 8;
+      for (int i = 0; i < 8; ++i) rej.ari[i] = uint8_t(m.guid >> (56 - 8 * i));
+    }
+    m.send(c.peer, c.sgid_index, encode(rej, c.tid));
+  };
+  switch (c.state) {
+    case State::req_sent:
+      send_rej(RejReason::timeout, Msg::req);
+      break;
+    case State::req_rcvd:
+      send_rej(RejReason::consumer_defined, Msg::req);
+      break;
+    case State::rep_sent:
+      send_rej(RejReason::consumer_defined, Msg::rep);
+      break;
+    case State::established: {
+      Dreq dreq;
+      dreq.local_comm_id = c.local_id;
+      dreq.remote_comm_id = c.remote_id;
+      dreq.remote_qpn = c.remote_qpn;
+      c.state = State::dreq_sent;
+      const uint64_t tid = c.active ? c.tid : (uint64_t(2) << 32 | c.local_id);
+      m.send_and_retry(c, encode(dreq, tid), cm_ms(kCmResponseTimeout), kMaxCmRetries);
+      m.wake();
+      return 0;
+    }
+    case State::dreq_sent:
+    case State::timewait:
+      return 0;
+  }
+  m.conns.erase(it);
   return 0;
 }
 

@@ -3,15 +3,16 @@
 """Fails unless LIBRARY exports exactly the symbols and versions of EXPECTED.
 
 The version nodes and their parents must match EXPECTED's .verdefs twin
-(IBVERBS_1.0 <- 1.1 <- 1.5 ... <- 1.14, IBVERBS_PRIVATE_34 alone).
-EXPECTED is tests/data/abi/libibverbs1-44.0-2.symbols ("VERSION NAME KIND"
-per line, compat versions in parentheses); LIBRARY is read with objdump -T
+(IBVERBS_1.0 <- 1.1 <- 1.5 ... <- 1.14, IBVERBS_PRIVATE_34 alone; RDMACM_1.0
+<- 1.1 <- 1.2 <- 1.3). EXPECTED is tests/data/abi/libibverbs1-44.0-2.symbols
+or librdmacm1-44.0-2.symbols ("VERSION NAME KIND" per line, compat versions
+in parentheses); LIBRARY is read with objdump -T
 the same way. A difference that is meant must be listed in ALLOWED with its
 reason; none is today.
 
 With --installed it also compares EXPECTED with the system's own
-libibverbs.so.1 when that is Debian's 44.0 (exit 77 otherwise): a newer
-libibverbs shows up here first.
+library when that is Debian's 44.0 (exit 77 otherwise): a newer
+rdma-core shows up here first.
 
 usage: check_symbols.py EXPECTED LIBRARY [--installed]
 """
@@ -52,7 +53,8 @@ def main(argv):
     with open(expected_file) as f:
         expected = {tuple(l.split()) for l in f if l.strip()}
     if "--installed" in argv:
-        system = "/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0"
+        system = ("/usr/lib/x86_64-linux-gnu/librdmacm.so.1.3.44.0" if "librdmacm" in expected_file
+                  else "/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0")
         if not os.path.exists(system):
             print(f"SKIP: {system} not installed (another libibverbs version)")
             return 77

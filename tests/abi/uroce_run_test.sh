@@ -9,7 +9,7 @@
 # caller) on net_null, and needs no network namespace.
 #
 # usage: uroce_run_test.sh CASE UROCE_RUN WORKDIR
-#   CASE: usage | devinfo | pingpong | perftest | perftest-more | perftest-flags | ucx-view | ucx | user-view
+#   CASE: usage | devinfo | pingpong | perftest | perftest-more | perftest-flags | ucx-view | ucx | user-view | rdmacm
 set -u
 
 if [ "${1:-}" != --in-netns ]; then
@@ -409,6 +409,28 @@ case $case_ in
       echo "ok: user namespaces refused: $(cat "$work/user-refused.err")"
     fi
     echo "ok: as uid $uid, the program sees /dev/infiniband/uroce0 and RoCE v2 gid_attrs; UCX opens uroce0" ;;
+
+  rdmacm)
+    # rdma_cm programs (rdmacm-utils) on the drop-in librdmacm: the
+    # connection is set up by CM MADs on QP1 between the two processes, at
+    # the RoCE addresses; no TCP exchange.
+    need rping
+    setup_links
+    timeout 60 "$run" --dev net_af_packet0,iface=ra --ip 10.0.0.1 -- \
+      rping -s -a 10.0.0.1 -p 7174 -v -C 100 >"$work/rping.srv.out" 2>&1 &
+    SRV=$!
+    sleep 1
+    inb timeout 60 "$run" --dev net_af_packet0,iface=rb --ip 10.0.0.2 -- \
+      rping -c -a 10.0.0.1 -p 7174 -v -C 100 >"$work/rping.cli.out" 2>&1
+    CRC=$?
+    wait "$SRV"; SRC=$?; SRV=
+    [ $CRC = 0 ] || fail "rping client exited $CRC"
+    [ $SRC = 0 ] || fail "rping server exited $SRC"
+    n=$(grep -cE "^ping data: rdma-ping-[0-9]+: " "$work/rping.cli.out")
+    [ "$n" = 100 ] || fail "rping client: $n verified pings of 100"
+    n=$(grep -cE "^server ping data: rdma-ping-[0-9]+: " "$work/rping.srv.out")
+    [ "$n" = 100 ] || fail "rping server: $n pings of 100"
+    echo "ok: rping -v -C 100 between two uroce-run processes (connected by the CM)" ;;
 
   *) echo "unknown case $case_"; exit 2 ;;
 esac

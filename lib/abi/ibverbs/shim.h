@@ -60,6 +60,12 @@ struct DeviceRec {
   // is open (events.cpp); `router_stop` is an eventfd that ends it.
   std::thread router;
   int router_stop = -1;
+  // Called (under `control`) before one of this device's QPs is destroyed:
+  // the drop-in librdmacm's connection manager lets go of it there, since
+  // programs destroy a connected QP with ibv_destroy_qp as often as with
+  // rdma_destroy_qp.
+  void (*before_qp_destroy)(void* arg, QueuePair& qp) = nullptr;
+  void* before_qp_destroy_arg = nullptr;
 };
 
 // An event routed to a context, not yet handed out: its object is named

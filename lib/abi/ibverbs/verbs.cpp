@@ -444,6 +444,7 @@ UROCE_V11(ibv_destroy_qp) int uroce_v11_ibv_destroy_qp(ibv_qp* q) {
     std::lock_guard<std::mutex> lock(rec->control);
     erase_one(rec->qps, qp);
     withdraw_events(*rec, qp);
+    if (rec->before_qp_destroy) rec->before_qp_destroy(rec->before_qp_destroy_arg, *qp->impl);
   }
   wait_events_acked(q->mutex, q->cond, [&] { return q->events_completed == qp->events_reported; });
   {

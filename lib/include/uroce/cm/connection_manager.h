@@ -9,7 +9,7 @@
 //
 // The device must run its engine on its own thread
 // (Device::start_engine_thread) before open(). The RC QPs handed to
-// connect() and accept() must be in the RESET state; the manager moves
+// connect() and accept() must be in the RESET or INIT state; the manager moves
 // them to RTS with the attributes the CM exchange settles (path MTU, PSNs,
 // read/atomic depths, timeouts, retry counts), as rdma_init_qp_attr does.
 #pragma once
@@ -52,6 +52,7 @@ struct Event {
   // are as this side should take them: responder_resources is the peer's
   // initiator depth.
   uint16_t port = 0;  // the local port it was sent to
+  wire::IpAddr local{};  // the local address it was sent to
   wire::IpAddr peer{};
   uint16_t peer_port = 0;
   uint32_t peer_qpn = 0;
@@ -66,6 +67,9 @@ struct ConnParam {
   uint8_t initiator_depth = 0;      // this side's max_rd_atomic
   uint8_t retry_count = 7;
   uint8_t rnr_retry_count = 7;
+  // connect: the active side's port in rdma_cm's header (and the flow
+  // label); 0 picks one from Linux's ephemeral range.
+  uint16_t local_port = 0;
 };
 
 class UROCE_API ConnectionManager {
@@ -83,8 +87,8 @@ class UROCE_API ConnectionManager {
 
   // Sends a REQ for `qp` to `peer`'s `port`; `id` names the connection in
   // the events that follow. EINVAL for a QP that is not RC or UC or not in
-  // RESET, private data over 56 bytes, or an address of a family the
-  // device has no GID for.
+  // RESET or INIT, private data over 56 bytes, or an address of a family
+  // the device has no GID for.
   int connect(QueuePair& qp, const wire::IpAddr& peer, uint16_t port, const ConnParam& param, uint64_t& id);
   // Answers a connect_request: moves `qp` to RTS and sends the REP;
   // established follows the peer's RTU. EINVAL for an unknown id.
@@ -92,8 +96,16 @@ class UROCE_API ConnectionManager {
   // Answers a connect_request with REJ reason 28 and up to 148 bytes.
   int reject(uint64_t id, std::span<const uint8_t> private_data);
   // Moves the QP to the error state and sends a DREQ; disconnected
-  // follows the peer's DREP (or its DREQ).
+  // follows the peer's DREP (or its DREQ). 0 without effect when the
+  // connection is already being disconnected.
   int disconnect(uint64_t id);
+  // `qp` is about to be destroyed: the manager no longer touches it, in
+  // whichever connection it serves.
+  void detach_qp(const QueuePair& qp);
+  // The application forgets the connection: a request not yet answered is
+  // rejected (reason 28), an established connection disconnected, and no
+  // event names `id` any more. The QP is detached first.
+  int release(uint64_t id);
 
   // Readable while get_event() has an event.
   int event_fd() const;

@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Event channels, the devices the ids live on, and the dispatcher: a
+// thread that sleeps in epoll on the connection managers' event fds and
+// turns each manager event into the rdma_cm event of the id it concerns.
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <thread>
+
+#include "../ibverbs/shim.h"
+#include "cma.h"
+
+namespace uroce::abi::rdmacm {
+
+Registry& registry() {
+  // Never destroyed: the dispatcher thread may still run at exit.
+  static Registry* r = new Registry;
+  return *r;
+}
+
+std::vector<Id*>& ids() {
+  static auto* v = new std::vector<Id*>;
+  return *v;
+}
+
+void log_once(const std::string& key, const std::string& text) {
+  static std::mutex mu;
+  static std::set<std::string> said;
+  std::lock_guard<std::mutex> lock(mu);
+  if (said.insert(key).second) std::fprintf(stderr, "uroce librdmacm: %s\n", text.c_str());
+}
+
+bool load_devices(Registry& r) {
+  if (!r.devs.empty()) return true;
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  if (!list) return false;
+  for (int i = 0; i < n; ++i) {
+    auto d = std::make_unique<Dev>();
+    d->device = list[i];
+    // The configured addresses, known before the device opens.
+    const std::string& text = rec_of(list[i])->settings.ip;
+    size_t at = 0;
+    while (at < text.size()) {
+      size_t comma = text.find(',', at);
+      if (comma == std::string::npos) comma = text.size();
+      wire::IpAddr a;
+      if (wire::IpAddr::parse(text.substr(at, comma - at), a)) d->addresses.push_back(a);
+      at = comma + 1;
+    }
+    r.devs.push_back(std::move(d));
+  }
+  // The list stays allocated: the ibv_device pointers live as long.
+  return !r.devs.empty();
+}
+
+namespace {
+
+void dispatch(Registry& r);
+
+}  // namespace
+
+int open_dev(Registry& r, Dev& d) {
+  if (d.cm) return 0;
+  const char* name = ibv_get_device_name(d.device);
+  if (!rec_of(d.device)->settings.daemon.empty()) {
+    log_once("daemon", std::string("cannot run the connection manager on ") + name +
+                           ": rdma_cm through uroced is not supported");
+    return ENOSYS;
+  }
+  if (!d.verbs) {
+    d.verbs = ibv_open_device(d.device);
+    if (!d.verbs) return errno ? errno : ENODEV;
+  }
+  ibv_device_attr attr{};
+  if (ibv_query_device(d.verbs, &attr) == 0) {
+    d.max_responder_resources = uint8_t(std::min(attr.max_qp_rd_atom, 255));
+    d.max_initiator_depth = uint8_t(std::min(attr.max_qp_init_rd_atom, 255));
+  }
+  std::string error;
+  d.cm = cm::ConnectionManager::open(ctx_of(d.verbs)->device(), error);
+  if (!d.cm) {
+    log_once(std::string("cm:") + name, std::string("cannot run the connection manager on ") + name + ": " + error);
+    return EBUSY;
+  }
+  DeviceRec& rec = *ctx_of(d.verbs)->rec;
+  {
+    std::lock_guard<std::mutex> lock(rec.control);
+    rec.before_qp_destroy = [](void* cm, QueuePair& qp) { static_cast<cm::ConnectionManager*>(cm)->detach_qp(qp); };
+    rec.before_qp_destroy_arg = d.cm.get();
+  }
+  if (r.epoll_fd < 0) r.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = &d;
+  if (r.epoll_fd < 0 || epoll_ctl(r.epoll_fd, EPOLL_CTL_ADD, d.cm->event_fd(), &ev) != 0) {
+    d.cm.reset();
+    return errno;
+  }
+  if (!r.dispatching) {
+    r.dispatching = true;
+    std::thread(dispatch, std::ref(r)).detach();
+  }
+  return 0;
+}
+
+Dev* dev_for_address(Registry& r, const wire::IpAddr& addr) {
+  if (!load_devices(r)) return nullptr;
+  for (auto& d : r.devs)
+    if (std::find(d->addresses.begin(), d->addresses.end(), addr) != d->addresses.end())
+      return open_dev(r, *d) == 0 ? d.get() : nullptr;
+  return nullptr;
+}
+
+Dev* dev_for_family(Registry& r, bool v4) {
+  if (!load_devices(r)) return nullptr;
+  for (auto& d : r.devs)
+    for (const auto& a : d->addresses)
+      if (a.is_v4_mapped() == v4) return open_dev(r, *d) == 0 ? d.get() : nullptr;
+  return nullptr;
+}
+
+EventRec* new_event(Id& id, rdma_cm_event_type type, int status) {
+  auto* e = new EventRec;
+  e->ev.id = &id.id;
+  e->ev.event = type;
+  e->ev.status = status;
+  return e;
+}
+
+void deliver(Registry&, Id& owner, EventRec* e, rdma_event_channel* channel) {
+  Channel* ch = channel_of(channel ? channel : owner.id.channel);
+  {
+    std::lock_guard<std::mutex> lock(ch->mu);
+    ch->queue.push_back(e);
+  }
+  const uint64_t one = 1;
+  if (write(ch->ch.fd, &one, sizeof one) < 0) {
+  }
+}
+
+void withdraw(Id& id, rdma_event_channel* channel) {
+  if (!channel) return;
+  Channel* ch = channel_of(channel);
+  std::lock_guard<std::mutex> lock(ch->mu);
+  for (auto it = ch->queue.begin(); it != ch->queue.end();) {
+    if ((*it)->ev.id == &id.id) {
+      delete *it;
+      it = ch->queue.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+namespace {
+
+void set_private(EventRec& e, const std::vector<uint8_t>& data) {
+  const size_t n = std::min(data.size(), e.data.size());
+  std::memcpy(e.data.data(), data.data(), n);
+  e.ev.param.conn.private_data = n ? e.data.data() : nullptr;
+  e.ev.param.conn.private_data_len = uint8_t(n);
+}
+
+// A connection request for a port this process listens on: a new id,
+// reported to the listener's channel (rdma_get_request's, for a
+// synchronous listener).
+void on_request(Registry& r, Dev& d, const cm::Event& ce) {
+  auto l = d.listeners.find(ce.port);
+  if (l == d.listeners.end()) {
+    d.cm->reject(ce.id, {});
+    return;
+  }
+  Id& listener = *l->second;
+  Id* child = new Id;
+  rdma_cm_id& c = child->id;
+  c.verbs = d.verbs;
+  c.context = listener.id.context;
+  c.ps = listener.id.ps;
+  c.qp_type = listener.id.qp_type;
+  c.port_num = 1;
+  c.route.num_paths = 1;
+  c.route.path_rec = &child->path;
+  child->dev = &d;
+  child->conn = ce.id;
+  child->bound = true;
+  child->req_responder_resources = std::min(ce.responder_resources, d.max_responder_resources);
+  child->req_initiator_depth = std::min(ce.initiator_depth, d.max_initiator_depth);
+  const bool v4 = ce.peer.is_v4_mapped();
+  set_sockaddr(c.route.addr.src_storage, ce.local, ce.port, v4);
+  set_sockaddr(c.route.addr.dst_storage, ce.peer, ce.peer_port, v4);
+  if (listener.sync) {
+    child->sync = true;
+    c.channel = rdma_create_event_channel();
+  } else {
+    c.channel = listener.id.channel;
+  }
+  d.conns[ce.id] = child;
+  ids().push_back(child);
+  EventRec* e = new_event(*child, RDMA_CM_EVENT_CONNECT_REQUEST);
+  e->ev.listen_id = &listener.id;
+  set_private(*e, ce.private_data);
+  auto& p = e->ev.param.conn;
+  p.responder_resources = child->req_responder_resources;
+  p.initiator_depth = child->req_initiator_depth;
+  p.flow_control = 1;
+  p.retry_count = 7;
+  p.rnr_retry_count = 7;
+  p.qp_num = ce.peer_qpn;
+  deliver(r, *child, e, listener.id.channel);
+}
+
+void on_event(Registry& r, Dev& d, const cm::Event& ce) {
+  if (ce.type == cm::EventType::connect_request) return on_request(r, d, ce);
+  auto it = d.conns.find(ce.id);
+  if (it == d.conns.end()) return;
+  Id& id = *it->second;
+  EventRec* e = nullptr;
+  switch (ce.type) {
+    case cm::EventType::established:
+      e = new_event(id, RDMA_CM_EVENT_ESTABLISHED);
+      set_private(*e, ce.private_data);
+      e->ev.param.conn.qp_num = ce.peer_qpn;
+      break;
+    case cm::EventType::rejected:
+      e = new_event(id, RDMA_CM_EVENT_REJECTED, ce.status);
+      set_private(*e, ce.private_data);
+      break;
+    case cm::EventType::unreachable:
+      e = new_event(id, RDMA_CM_EVENT_UNREACHABLE, ce.status);
+      break;
+    case cm::EventType::disconnected:
+      e = new_event(id, RDMA_CM_EVENT_DISCONNECTED);
+      break;
+    case cm::EventType::connect_error:
+      e = new_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -ce.status);
+      break;
+    case cm::EventType::connect_request:
+      return;
+  }
+  // Only the disconnection of an established connection leaves the
+  // manager something to finish (TimeWait); any other end forgets it.
+  if (ce.type != cm::EventType::established && ce.type != cm::EventType::disconnected) {
+    d.conns.erase(it);
+    id.conn = 0;
+  }
+  deliver(r, id, e);
+}
+
+void dispatch(Registry& r) {
+  epoll_event evs[8];
+  for (;;) {
+    const int n = epoll_wait(r.epoll_fd, evs, 8, -1);
+    for (int i = 0; i < n; ++i) {
+      Dev& d = *static_cast<Dev*>(evs[i].data.ptr);
+      cm::Event ce;
+      while (d.cm->get_event(ce)) {
+        std::lock_guard<std::mutex> lock(r.mu);
+        on_event(r, d, ce);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int sync_wait(Id& id) {
+  if (id.id.event) {
+    rdma_ack_cm_event(id.id.event);
+    id.id.event = nullptr;
+  }
+  rdma_cm_event* e = nullptr;
+  if (rdma_get_cm_event(id.id.channel, &e) != 0) return -1;
+  id.id.event = e;
+  if (e->status == 0) return 0;
+  if (e->event == RDMA_CM_EVENT_REJECTED) return fail(ECONNREFUSED);
+  return fail(e->status < 0 ? -e->status : e->status);
+}
+
+}  // namespace uroce::abi::rdmacm
+
+using namespace uroce::abi::rdmacm;
+
+#define UROCE_EXPORT extern "C" __attribute__((visibility("default")))
+
+UROCE_EXPORT rdma_event_channel* rdma_create_event_channel(void) {
+  auto* c = new Channel;
+  c->ch.fd = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
+  if (c->ch.fd < 0) {
+    const int err = errno;
+    delete c;
+    errno = err;
+    return nullptr;
+  }
+  return &c->ch;
+}
+
+UROCE_EXPORT void rdma_destroy_event_channel(rdma_event_channel* channel) {
+  if (!channel) return;
+  Channel* c = channel_of(channel);
+  close(c->ch.fd);
+  for (EventRec* e : c->queue) delete e;
+  delete c;
+}
+
+UROCE_EXPORT int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
+  if (!channel || !event) return fail(EINVAL);
+  Channel* c = channel_of(channel);
+  Registry& r = registry();
+  for (;;) {
+    uint64_t v;
+    // Blocks, or says EAGAIN, as the fd's O_NONBLOCK has it.
+    if (read(c->ch.fd, &v, sizeof v) < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    std::lock_guard<std::mutex> lock(r.mu);
+    std::lock_guard<std::mutex> qlock(c->mu);
+    // Empty when rdma_destroy_id withdrew the event this count was for.
+    if (c->queue.empty()) continue;
+    EventRec* e = c->queue.front();
+    c->queue.pop_front();
+    ++id_of(e->ev.id)->events_out;
+    *event = &e->ev;
+    return 0;
+  }
+}
+
+UROCE_EXPORT int rdma_ack_cm_event(rdma_cm_event* event) {
+  if (!event) return fail(EINVAL);
+  Registry& r = registry();
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    Id* id = id_of(event->id);
+    --id->events_out;
+    id->acked.notify_all();
+  }
+  delete event_of(event);
+  return 0;
+}
+
+UROCE_EXPORT const char* rdma_event_str(rdma_cm_event_type event) {
+  switch (event) {
+    case RDMA_CM_EVENT_ADDR_RESOLVED: return "RDMA_CM_EVENT_ADDR_RESOLVED";
+    case RDMA_CM_EVENT_ADDR_ERROR: return "RDMA_CM_EVENT_ADDR_ERROR";
+    case RDMA_CM_EVENT_ROUTE_RESOLVED: return "RDMA_CM_EVENT_ROUTE_RESOLVED";
+    case RDMA_CM_EVENT_ROUTE_ERROR: return "RDMA_CM_EVENT_ROUTE_ERROR";
+    case RDMA_CM_EVENT_CONNECT_REQUEST: return "RDMA_CM_EVENT_CONNECT_REQUEST";
+    case RDMA_CM_EVENT_CONNECT_RESPONSE: return "RDMA_CM_EVENT_CONNECT_RESPONSE";
+    case RDMA_CM_EVENT_CONNECT_ERROR: return "RDMA_CM_EVENT_CONNECT_ERROR";
+    case RDMA_CM_EVENT_UNREACHABLE: return "RDMA_CM_EVENT_UNREACHABLE";
+    case RDMA_CM_EVENT_REJECTED: return "RDMA_CM_EVENT_REJECTED";
+    case RDMA_CM_EVENT_ESTABLISHED: return "RDMA_CM_EVENT_ESTABLISHED";
+    case RDMA_CM_EVENT_DISCONNECTED: return "RDMA_CM_EVENT_DISCONNECTED";
+    case RDMA_CM_EVENT_DEVICE_REMOVAL: return "RDMA_CM_EVENT_DEVICE_REMOVAL";
+    case RDMA_CM_EVENT_MULTICAST_JOIN: return "RDMA_CM_EVENT_MULTICAST_JOIN";
+    case RDMA_CM_EVENT_MULTICAST_ERROR: return "RDMA_CM_EVENT_MULTICAST_ERROR";
+    case RDMA_CM_EVENT_ADDR_CHANGE: return "RDMA_CM_EVENT_ADDR_CHANGE";
+    case RDMA_CM_EVENT_TIMEWAIT_EXIT: return "RDMA_CM_EVENT_TIMEWAIT_EXIT";
+  }
+  return "UNKNOWN EVENT";
+}
+
+UROCE_EXPORT int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channel) {
+  if (!id || !channel) return fail(EINVAL);
+  Registry& r = registry();
+  std::unique_lock<std::mutex> lock(r.mu);
+  Id* i = id_of(id);
+  // Events already queued stay on the old channel: wait until they are taken.
+  i->acked.wait(lock, [&] { return i->events_out == 0; });
+  if (i->sync && id->channel != channel) rdma_destroy_event_channel(id->channel);
+  id->channel = channel;
+  i->sync = false;
+  return 0;
+}
