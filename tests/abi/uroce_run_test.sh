@@ -430,7 +430,32 @@ case $case_ in
     [ "$n" = 100 ] || fail "rping client: $n verified pings of 100"
     n=$(grep -cE "^server ping data: rdma-ping-[0-9]+: " "$work/rping.srv.out")
     [ "$n" = 100 ] || fail "rping server: $n pings of 100"
-    echo "ok: rping -v -C 100 between two uroce-run processes (connected by the CM)" ;;
+    echo "ok: rping -v -C 100 between two uroce-run processes (connected by the CM)"
+    # A server and a client program, each in both roles of a pair: ARGS
+    # of the server, of the client, and a line each must print.
+    cm_pair() {
+      local name=$1 srv=$2 cli=$3 srv_ok=$4 cli_ok=$5
+      timeout 60 "$run" --dev net_af_packet0,iface=ra --ip 10.0.0.1 -- $srv >"$work/$name.srv.out" 2>&1 &
+      SRV=$!
+      sleep 1.5
+      inb timeout 60 "$run" --dev net_af_packet0,iface=rb --ip 10.0.0.2 -- $cli >"$work/$name.cli.out" 2>&1
+      CRC=$?
+      wait "$SRV"; SRC=$?; SRV=
+      [ $CRC = 0 ] || fail "$name: client exited $CRC"
+      [ $SRC = 0 ] || fail "$name: server exited $SRC"
+      grep -qE "$srv_ok" "$work/$name.srv.out" || fail "$name: the server did not print '$srv_ok'"
+      grep -qE "$cli_ok" "$work/$name.cli.out" || fail "$name: the client did not print '$cli_ok'"
+      echo "ok: $name"
+    }
+    cm_pair ucmatose "ucmatose -b 10.0.0.1 -C 20 -S 4000" "ucmatose -s 10.0.0.1 -C 20 -S 4000" \
+      "^return status 0" "^return status 0"
+    cm_pair ucmatose-c4 "ucmatose -b 10.0.0.1 -c 4" "ucmatose -s 10.0.0.1 -c 4" "^return status 0" "^return status 0"
+    cm_pair rdma_server-client "rdma_server -s 10.0.0.1 -p 7471" "rdma_client -s 10.0.0.1 -p 7471" \
+      "^rdma_server: end 0" "^rdma_client: end 0"
+    for t in write_bw read_bw send_bw send_lat; do
+      cm_pair "ib_$t-R" "ib_$t -R -d uroce0 -x 1 -n 200 -s 4096" "ib_$t -R -d uroce0 -x 1 -n 200 -s 4096 10.0.0.1" \
+        "^ *4096 +200 " "^ *4096 +200 "
+    done ;;
 
   *) echo "unknown case $case_"; exit 2 ;;
 esac

@@ -5,7 +5,7 @@
 
 The kernel comes from Debian's linux-image package, fetched with
 `apt-get download` and unpacked with `dpkg -x` into CACHE_DIR. The initramfs
-holds busybox-static, the rdma-core tools, perftest, ucx_perftest and ucx_info
+holds busybox-static, the rdma-core tools, rdmacm-utils, perftest, ucx_perftest and ucx_info
 (with every library `ldd` names), UCX's transport modules (dlopen'ed from
 LIBDIR/ucx, so added with their own libraries), the rxe provider, iproute2's `tc` (busybox's has no netem), the
 kernel modules (rdma_rxe and what it needs, netem/ifb/mirred for the loss
@@ -30,17 +30,21 @@ sys.path.insert(0, os.path.join(HERE, "..", "netns"))
 from harness import Skip  # noqa: E402
 
 HOST_PACKAGES = ["qemu-system-x86", "busybox-static", "rdma-core", "ibverbs-utils",
-                 "ibverbs-providers", "perftest", "iproute2", "tcpdump", "ucx-utils"]
+                 "ibverbs-providers", "perftest", "iproute2", "tcpdump", "ucx-utils", "rdmacm-utils"]
 TOOLS = ["ip", "rdma", "ibv_devinfo", "ibv_rc_pingpong", "ibv_uc_pingpong", "ibv_ud_pingpong", "ibv_srq_pingpong",
          "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw",
-         "ib_write_lat", "ib_read_lat", "ib_send_lat", "ib_atomic_lat", "ucx_perftest", "ucx_info"]
+         "ib_write_lat", "ib_read_lat", "ib_send_lat", "ib_atomic_lat", "ucx_perftest", "ucx_info",
+         "rping", "ucmatose", "udaddy", "rdma_server", "rdma_client"]
 SBIN_TOOLS = ["tc"]
 # Load order matters and the .deb has no modules.dep: these are resolved
 # through each module's own depends= list. crc32_generic: rxe's ICRC asks
 # for the "crc32" shash and nothing autoloads it. virtio_console: the
 # control channel (an emulated 8250 lost interrupts under load). sch_htb,
 # sch_red: the DCQCN bottleneck's router VM (tests/netns/dcqcn/vm_router.py).
+# rdma_ucm: the kernel's rdma_cm (with ib_cm) and its /dev/infiniband/rdma_cm,
+# for the rdmacm-utils programs and perftest -R.
 MODULES = ["virtio_pci", "virtio_net", "virtio_console", "crc32_generic", "ib_core", "ib_uverbs", "rdma_rxe",
+           "rdma_ucm",
            "sch_prio", "sch_netem", "cls_u32", "sch_ingress", "act_mirred", "ifb", "sch_htb", "sch_red"]
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
 
@@ -185,6 +189,9 @@ def build(cache, log=lambda s: print(f"[image] {s}", file=sys.stderr, flush=True
         # UCX loads its transports from the ucx/ directory next to libuct
         # (dlopen: ldd of ucx_perftest does not name them).
         ucx_modules = sorted(glob.glob(os.path.join(LIBDIR, "ucx", "libuct_*.so.0")))
+        # glibc dlopens libgcc_s for pthread_exit's unwinding (rping's
+        # threads end with it): no ldd names it.
+        ucx_modules += [os.path.join(LIBDIR, "libgcc_s.so.1")]
         missing = [b for b in bins + ["/bin/busybox"] if not os.path.exists(b)]
         if missing or not provider:
             raise RuntimeError(f"missing on the host: {' '.join(missing) or 'the rxe provider'}")

@@ -15,6 +15,7 @@ whose stderr is kept apart from the stdout that is compared.
 
 import os
 import re
+import subprocess
 import time
 from dataclasses import dataclass, field
 
@@ -45,10 +46,28 @@ class Outcome:
     notes: list = field(default_factory=list)
 
 
-def _tool_server(vm, tool, port):
+def _tool_server(vm, tool, port, cm=False):
+    listen = "uix-cm-listen" if cm else "uix-listen"
     vm.run("rm -f /tmp/tool.rc /tmp/tool.out /tmp/tool.err; "
            f"(timeout {TOOL_TIMEOUT_S} {tool} > /tmp/tool.out 2> /tmp/tool.err; echo $? > /tmp/tool.rc) & "
-           f"uix-listen {port} 20")
+           f"{listen} {port} 20")
+
+
+def wait_port_open(proc, ns, timeout_s):
+    """An rdma_cm server on uroce-run opens no TCP socket: waits until its
+    port is open (its AF_PACKET socket exists), then lets it reach
+    rdma_listen, which follows within milliseconds."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if not proc.running():
+            raise Failure(f"{proc.name} exited before its port opened:\n{proc.describe()}")
+        out = subprocess.run(["ip", "netns", "exec", ns, "ss", "-f", "link", "-p"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True).stdout
+        if f"pid={proc.p.pid}," in out:
+            time.sleep(1.0)
+            return
+        time.sleep(0.05)
+    raise Failure(f"{proc.name} did not open its port within {timeout_s} s:\n{proc.describe()}")
 
 
 def _tool_server_result(vm):
@@ -79,8 +98,15 @@ def shim_program(sc):
     return args[0]
 
 
+def cm_args(template, port):
+    return template.format(port=port, vm_ip=net.VM_IP, uroce_ip=net.UROCE_IP)
+
+
 def host_argv(sc, bins, n, port):
     app = bins[sc.uroce[0]]
+    if sc.kind == "cm":
+        return [app, "--dev", net.vdev(n), "--ip", net.UROCE_IP, "--mtu", str(net.LINK_MTU), "--"] + \
+            [cm_args(a, port) for a in sc.uroce[1:]]
     if is_shim(sc):
         # The port's MTU is the link's: uroce-run's default (1500) would be
         # a smaller port than the bridge carries; -m picks the path MTU.
@@ -106,7 +132,7 @@ def run(h, vm, n, sc, bins, dump, oracle_py, work, port):
     before = vm.counters()
     t_run = time.monotonic()
     argv = host_argv(sc, bins, n, port)
-    tool = f"{sc.tool} -p {port}"
+    tool = cm_args(sc.tool, port) if sc.kind == "cm" else f"{sc.tool} -p {port}"
     try:
         return _run(h, vm, n, sc, d, res, cap, argv, tool, port, before, t0, t_run, dump)
     finally:
@@ -119,17 +145,23 @@ def run(h, vm, n, sc, bins, dump, oracle_py, work, port):
 
 def _run(h, vm, n, sc, d, res, cap, argv, tool, port, before, t0, t_run, dump):
     err = os.path.join(d, "uroce.err") if is_shim(sc) else None
+    cm = sc.kind == "cm"
     if sc.vm == "server":
-        _tool_server(vm, tool, port)
-        up = Proc(h, "uroce", argv + [net.VM_IP], os.path.join(d, "uroce.out"), ns=n.ns, err_path=err)
+        _tool_server(vm, tool, port, cm)
+        up = Proc(h, "uroce", argv + ([] if cm else [net.VM_IP]), os.path.join(d, "uroce.out"), ns=n.ns,
+                  err_path=err)
         res.procs.append(up)
         wait_all([up], TOOL_TIMEOUT_S + 5)
         tool_rc, tool_out = _tool_server_result(vm)
     else:
         up = Proc(h, "uroce", argv, os.path.join(d, "uroce.out"), ns=n.ns, err_path=err)
         res.procs.append(up)
-        wait_listening(up, n.ns, port, 20)
-        cid = vm.send(f"timeout {TOOL_TIMEOUT_S} {tool} {net.BR_IP} 2> /tmp/tool.err; rc=$?; {STDERR_MARK}; exit $rc")
+        if cm:
+            wait_port_open(up, n.ns, 20)
+        else:
+            wait_listening(up, n.ns, port, 20)
+        target = "" if cm else net.BR_IP
+        cid = vm.send(f"timeout {TOOL_TIMEOUT_S} {tool} {target} 2> /tmp/tool.err; rc=$?; {STDERR_MARK}; exit $rc")
         tool_rc, tool_out = vm.result(cid, TOOL_TIMEOUT_S + 15, f"running {tool}")
         wait_all([up], 10)
     t_ran = time.monotonic()
@@ -200,6 +232,14 @@ def _check_output(sc, uroce_out, tool_out, up, tool_rc, tool):
         for side, out in (("uroce", uroce_out), ("rxe tool", tool_out)):
             if " UCX  ERROR " in out:
                 fail(f"{side} logged a UCX error")
+        return
+    if sc.kind == "cm":
+        for side, regex in sc.expect:
+            out = uroce_out if side == "uroce" else tool_out
+            got = len(re.findall(regex, out, re.M))
+            if got != sc.iters:
+                fail(f"{'uroce' if side == 'uroce' else 'the rxe tool'} printed {got} lines matching "
+                     f"'{regex}', not {sc.iters}")
         return
     if sc.kind in ("pingpong", "ud", "srq"):
         for who, out in (("uroce", uroce_out), ("rxe tool", tool_out)):

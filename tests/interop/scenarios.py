@@ -28,7 +28,7 @@ NETEM = "delay 1ms reorder 10% loss 4%"
 @dataclass
 class Scenario:
     name: str
-    kind: str              # pingpong | perf | ud | srq | ucx
+    kind: str              # pingpong | perf | ud | srq | ucx | cm
     vm: str                # the VM's role: server | client
     tool: str              # the rxe tool's command line, without the server address
     uroce: list            # uroce's app name and arguments (no --dev/--ip/server)
@@ -37,6 +37,11 @@ class Scenario:
     iters: int = 0         # what both sides must report (perftest's BW row: -n times -q)
     checks: list = field(default_factory=list)  # ucx: (name, BTH opcodes) the client must send
     uc: bool = False       # a UC run: every packet on the bridge must carry a UC opcode
+    # cm: (side, regex) pairs, side "uroce" or "tool": the side's output must
+    # match the regex `iters` times. A cm scenario's tool and uroce command
+    # lines are templates of {port}, {vm_ip} and {uroce_ip}: rdma_cm programs
+    # are given addresses, and their roles differ in flags.
+    expect: list = field(default_factory=list)
 
 
 def _both(name, kind, tool, uroce, pmtu, **kw):
@@ -255,6 +260,26 @@ def ucx():
     return out
 
 
+# rdma_cm programs, connected by the CM on the wire: Linux's rdma_cm on rxe
+# in the VM, uroce's librdmacm.so.1 through uroce-run on the host. Their
+# data moves at the path MTU the CM settles: 4096 between the jumbo VM and
+# uroce-run --mtu 9000.
+RPING_COUNT = 20
+
+
+def cm():
+    out = []
+    rping = f"-p {{port}} -v -C {RPING_COUNT}"
+    server_line, client_line = r"^server ping data: rdma-ping-\d+: ", r"^ping data: rdma-ping-\d+: "
+    out.append(Scenario("rping-vm_server", "cm", "server", f"rping -s -a {{vm_ip}} {rping}",
+                        ["uroce-run", "rping", "-c", "-a", "{vm_ip}"] + rping.split(), 4096, iters=RPING_COUNT,
+                        expect=[("uroce", client_line), ("tool", server_line)]))
+    out.append(Scenario("rping-vm_client", "cm", "client", f"rping -c -a {{uroce_ip}} {rping}",
+                        ["uroce-run", "rping", "-s", "-a", "{uroce_ip}"] + rping.split(), 4096, iters=RPING_COUNT,
+                        expect=[("uroce", server_line), ("tool", client_line)]))
+    return out
+
+
 GROUPS = {
     "rc_pingpong": rc_pingpong,
     "perf": perf,
@@ -265,6 +290,7 @@ GROUPS = {
     "verbs_perf": verbs_perf,
     "verbs_loss": verbs_loss,
     "ucx": ucx,
+    "cm": cm,
 }
 
 

@@ -60,6 +60,9 @@ struct Id {
   Dev* dev = nullptr;
   uint64_t conn = 0;  // the manager's id for this id's connection; 0: none
   bool bound = false;
+  // The id holds its source port against other binds: not an id made by a
+  // connection request, which shares its listener's (as Linux's do).
+  bool owns_port = false;
   bool listening = false;
   std::vector<Dev*> listen_on;  // the devices a listener listens on
   // Created without a channel: calls wait for their own outcome on a

@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <thread>
@@ -65,6 +67,33 @@ namespace {
 
 void dispatch(Registry& r);
 
+// At exit, before the drop-in libibverbs closes the devices (its atexit
+// handler, registered at the first open, runs after this one): each
+// manager's connections are released, as the kernel's rdma_cm does when a
+// process ends (established ones get their DREQ), and the managers stop
+// while their devices still run.
+void stop_at_exit() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  bool released = false;
+  for (auto& d : r.devs) {
+    if (!d->cm) continue;
+    for (auto& [conn, id] : d->conns) released |= d->cm->release(conn) == 0;
+  }
+  // The engine sends the DREQs and REJs the releases queued.
+  if (released) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (auto& d : r.devs) {
+    if (!d->cm) continue;
+    epoll_ctl(r.epoll_fd, EPOLL_CTL_DEL, d->cm->event_fd(), nullptr);
+    DeviceRec& rec = *ctx_of(d->verbs)->rec;
+    {
+      std::lock_guard<std::mutex> control(rec.control);
+      rec.before_qp_destroy = nullptr;
+    }
+    d->cm.reset();
+  }
+}
+
 }  // namespace
 
 int open_dev(Registry& r, Dev& d) {
@@ -107,6 +136,7 @@ int open_dev(Registry& r, Dev& d) {
   if (!r.dispatching) {
     r.dispatching = true;
     std::thread(dispatch, std::ref(r)).detach();
+    std::atexit(stop_at_exit);
   }
   return 0;
 }
@@ -261,10 +291,8 @@ void dispatch(Registry& r) {
     for (int i = 0; i < n; ++i) {
       Dev& d = *static_cast<Dev*>(evs[i].data.ptr);
       cm::Event ce;
-      while (d.cm->get_event(ce)) {
-        std::lock_guard<std::mutex> lock(r.mu);
-        on_event(r, d, ce);
-      }
+      std::lock_guard<std::mutex> lock(r.mu);
+      while (d.cm && d.cm->get_event(ce)) on_event(r, d, ce);
     }
   }
 }

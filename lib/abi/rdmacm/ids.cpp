@@ -59,7 +59,7 @@ socklen_t sockaddr_len(const sockaddr* sa) {
 
 bool port_in_use(Registry&, uint16_t port, const Id* except) {
   for (const Id* i : ids())
-    if (i != except && i->bound && port_of(&i->id.route.addr.src_addr) == port) return true;
+    if (i != except && i->owns_port && port_of(&i->id.route.addr.src_addr) == port) return true;
   return false;
 }
 
@@ -108,7 +108,7 @@ int bind_locked(Registry& r, Id& id, const sockaddr* addr) {
   }
   if (!port) port = ephemeral_port(r);
   set_sockaddr(id.id.route.addr.src_storage, ip, port, addr->sa_family == AF_INET);
-  id.bound = true;
+  id.bound = id.owns_port = true;
   return 0;
 }
 
@@ -215,7 +215,7 @@ UROCE_EXPORT int rdma_resolve_addr(rdma_cm_id* id, sockaddr* src_addr, sockaddr*
       const wire::IpAddr& local = *std::find_if(d->addresses.begin(), d->addresses.end(),
                                                 [&](const wire::IpAddr& a) { return a.is_v4_mapped() == dst.is_v4_mapped(); });
       set_sockaddr(id->route.addr.src_storage, local, port, dst_addr->sa_family == AF_INET);
-      i.bound = true;
+      i.bound = i.owns_port = true;
     }
     set_sockaddr(id->route.addr.dst_storage, dst, dport, dst_addr->sa_family == AF_INET);
     // The peer's MAC: asked now, so that the REQ need not wait for it.
@@ -571,6 +571,8 @@ UROCE_EXPORT int rdma_create_ep(rdma_cm_id** id, rdma_addrinfo* res, ibv_pd* pd,
     if (rc == 0) rc = rdma_resolve_route(cm_id, 2000);
   }
   if (rc == 0 && pd) cm_id->pd = pd;
+  // The QP's type is the address's (librdmacm overwrites the caller's).
+  if (qp_init_attr) qp_init_attr->qp_type = res->ai_qp_type ? ibv_qp_type(res->ai_qp_type) : cm_id->qp_type;
   if (rc == 0 && qp_init_attr && !(res->ai_flags & RAI_PASSIVE)) rc = rdma_create_qp(cm_id, pd, qp_init_attr);
   if (rc != 0) {
     const int err = errno;
