@@ -51,6 +51,12 @@ constexpr uint8_t kAckDelay = 15;
 // How long a MAD waits for its peer's MAC before it is dropped (the CM's
 // own retries then send it again).
 constexpr uint64_t kResolveMs = 3000;
+// A REQ for a port nobody listens on waits this long for a listener before
+// its REJ (reason 8). Linux rejects at once; here the CM's thread may take
+// a REQ while the process it serves is between its bind and its listen on
+// another core (perftest -R starts listening for its test connections
+// only after its sync with the client, which then connects at once).
+constexpr uint64_t kListenGraceMs = 100;
 constexpr uint64_t kResolveRetryMs = 5;
 
 uint64_t now_ms() {
@@ -122,6 +128,15 @@ struct Conn {
   uint64_t deadline = 0;
 };
 
+// A REQ held for kListenGraceMs, waiting for a listener on its port.
+struct HeldReq {
+  MadHeader h;
+  Req r;
+  wire::IpAddr from;
+  uint8_t sgid;
+  uint64_t until;
+};
+
 // A MAD waiting for its peer's MAC.
 struct Unsent {
   wire::IpAddr peer;
@@ -153,6 +168,7 @@ struct __attribute__((visibility("hidden"))) ConnectionManager::Impl {
   std::map<uint64_t, Conn> conns;  // by id
   std::set<uint16_t> listening;
   std::deque<Unsent> unsent;
+  std::deque<HeldReq> held;
   std::deque<Event> events;
   uint64_t next_id = 1;
   std::mt19937 rng{std::random_device{}()};
@@ -169,7 +185,8 @@ struct __attribute__((visibility("hidden"))) ConnectionManager::Impl {
   void run();
   void poll_cq();
   void on_mad(const uint8_t* grh, const uint8_t* mad, uint32_t len);
-  void on_req(const MadHeader& h, const Req& r, const wire::IpAddr& from, uint8_t sgid_index);
+  void on_req(const MadHeader& h, const Req& r, const wire::IpAddr& from, uint8_t sgid_index,
+              bool held_again = false);
   void on_rep(const Rep& r);
   void on_rtu(const Rtu& r);
   void on_rej(const Rej& r);
@@ -286,6 +303,7 @@ void ConnectionManager::Impl::run() {
       for (const auto& [id, c] : conns)
         if (c.deadline) next = std::min(next, c.deadline);
       if (!unsent.empty()) next = std::min(next, now_ms() + kResolveRetryMs);
+      for (const auto& q : held) next = std::min(next, q.until);
       if (next != UINT64_MAX) {
         const uint64_t now = now_ms();
         timeout = next > now ? int(std::min<uint64_t>(next - now, 1000)) : 0;
@@ -482,7 +500,8 @@ int ConnectionManager::Impl::bring_up(Conn& c, QueuePair& qp, uint32_t sq_psn, u
   return qp.modify(a, mask);
 }
 
-void ConnectionManager::Impl::on_req(const MadHeader& h, const Req& r, const wire::IpAddr& from, uint8_t sgid) {
+void ConnectionManager::Impl::on_req(const MadHeader& h, const Req& r, const wire::IpAddr& from, uint8_t sgid,
+                                     bool held_again) {
   // A REQ seen before (the peer's retry): the REP's own timer answers it.
   for (auto& [k, c] : conns)
     if (!c.active && c.remote_id == r.local_comm_id && c.req.local_ca_guid == r.local_ca_guid) return;
@@ -494,8 +513,15 @@ void ConnectionManager::Impl::on_req(const MadHeader& h, const Req& r, const wir
     send(from, sgid, encode(rej, h.tid));
   };
   PortSpace ps{};
-  if (!service_port_space(r.service_id, ps) || ps != PortSpace::tcp || !listening.count(service_port(r.service_id)))
-    return reject(RejReason::invalid_service_id);
+  if (!service_port_space(r.service_id, ps) || ps != PortSpace::tcp) return reject(RejReason::invalid_service_id);
+  if (!listening.count(service_port(r.service_id))) {
+    if (held_again) return reject(RejReason::invalid_service_id);
+    // The peer's retry of a REQ already held adds nothing.
+    for (const auto& q : held)
+      if (q.r.local_comm_id == r.local_comm_id && q.r.local_ca_guid == r.local_ca_guid) return;
+    held.push_back({h, r, from, sgid, now_ms() + kListenGraceMs});
+    return;
+  }
   CmaHeader cma;
   bool own = false;
   if (decode_cma_header(r.private_data, cma))
@@ -657,6 +683,16 @@ void ConnectionManager::Impl::enter_timewait(Conn& c) {
 
 void ConnectionManager::Impl::timers() {
   const uint64_t now = now_ms();
+  // Held REQs: taken by a listener that came, or rejected when their time is up.
+  for (auto it = held.begin(); it != held.end();) {
+    if (!listening.count(service_port(it->r.service_id)) && now < it->until) {
+      ++it;
+      continue;
+    }
+    const HeldReq q = *it;
+    it = held.erase(it);
+    on_req(q.h, q.r, q.from, q.sgid, true);
+  }
   for (auto it = unsent.begin(); it != unsent.end();) {
     Unsent u = *it;
     it = unsent.erase(it);
@@ -721,7 +757,9 @@ std::unique_ptr<ConnectionManager> ConnectionManager::open(Device& device, std::
 
 int ConnectionManager::listen(uint16_t port) {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->listening.insert(port).second ? 0 : EADDRINUSE;
+  if (!impl_->listening.insert(port).second) return EADDRINUSE;
+  if (!impl_->held.empty()) impl_->wake();  // a REQ may be waiting for this port
+  return 0;
 }
 
 int ConnectionManager::stop_listening(uint16_t port) {

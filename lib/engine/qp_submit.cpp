@@ -109,7 +109,8 @@ bool make_submit(QpSubmit& s, const transport::Qp& qp, std::string& error) {
   static std::atomic<unsigned> serial{0};
   const std::string name = "uroce_sq" + std::to_string(serial++);
   // Every WR the QP may hold fits: the caller checks room before enqueuing.
-  s.ring = rte_ring_create_elem(name.c_str(), s.esize, s.max_send_wr + s.max_recv_wr, SOCKET_ID_ANY,
+  // (At least one slot: a QP with neither queue still takes no post.)
+  s.ring = rte_ring_create_elem(name.c_str(), s.esize, std::max(1u, s.max_send_wr + s.max_recv_wr), SOCKET_ID_ANY,
                                 RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
   if (s.ring == nullptr) {
     error = "QP " + std::to_string(qp.qpn) + ": cannot create its submission ring of " +

@@ -42,10 +42,11 @@ bool access_ok(int access) {
 
 bool cap_ok(const QpInitAttr& a, const DeviceLimits& lim) {
   const ibv_qp_cap& c = a.cap;
-  if (c.max_send_wr == 0 || c.max_send_wr > lim.max_qp_wr || c.max_send_sge > lim.max_sge) return false;
+  if (c.max_send_wr > lim.max_qp_wr || c.max_send_sge > lim.max_sge) return false;
   if (c.max_inline_data > lim.max_inline_data) return false;
-  if (a.srq == nullptr && (c.max_recv_wr == 0 || c.max_recv_wr > lim.max_qp_wr || c.max_recv_sge > lim.max_sge))
-    return false;
+  // A queue of 0 WRs is allowed, as in Linux: a QP that only receives or
+  // only sends (qperf's); a SEND to one without receives meets RNR.
+  if (a.srq == nullptr && (c.max_recv_wr > lim.max_qp_wr || c.max_recv_sge > lim.max_sge)) return false;
   return true;
 }
 

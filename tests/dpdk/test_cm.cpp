@@ -265,7 +265,7 @@ TEST_CASE("cm: listen, connect, accept, data both ways, disconnect", "[cm-connec
   const cm::Event db = b.next_event();
   CHECK(db.type == cm::EventType::disconnected);
   CHECK(db.status == 0);
-  CHECK(a.cm->disconnect(aid) == EINVAL);  // already down
+  CHECK(a.cm->disconnect(aid) == 0);  // already down: nothing more is sent (the capture shows)
 
   // On a's wire: REQ, REP, RTU, then b's DREQ and a's DREP.
   qa.reset();
@@ -315,6 +315,86 @@ TEST_CASE("cm: a port nobody listens on is REJ reason 8; an application's reject
   std::string error;
   CHECK(cm::ConnectionManager::open(a.ep->device(), error) == nullptr);  // QP1 is taken
   CHECK_THAT(error, Catch::Contains("QP1"));
+}
+
+// What librdmacm's layer needs of the manager: QPs already in INIT, the
+// active side's own port, a REQ that arrives just before its listener, and
+// ids the application forgets (release) or whose QP it destroys (detach).
+TEST_CASE("cm: INIT QPs, a chosen port, a REQ held for a late listener, release and detach", "[cm-release]") {
+  CmPair p("cm_rel");
+  CmSide& a = *p.a;
+  CmSide& b = *p.b;
+  auto to_init = [](QueuePair& q) {
+    ibv_qp_attr at{};
+    at.qp_state = IBV_QPS_INIT;
+    at.port_num = 1;
+    at.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+    REQUIRE(q.modify(at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0);
+  };
+
+  // The REQ leaves before b listens; b's listen within the grace takes it.
+  auto qa = a.qp();
+  to_init(*qa);
+  cm::ConnParam cp;
+  cp.local_port = 40001;
+  cp.responder_resources = 1;
+  uint64_t aid = 0;
+  REQUIRE(a.cm->connect(*qa, b.addr(), 5000, cp, aid) == 0);
+  std::this_thread::sleep_for(20ms);
+  REQUIRE(b.cm->listen(5000) == 0);
+  const cm::Event req = b.next_event();
+  REQUIRE(req.type == cm::EventType::connect_request);
+  CHECK(req.peer_port == 40001);
+  CHECK(req.local == b.addr());
+  auto qb = b.qp();
+  to_init(*qb);
+  cm::ConnParam ap;
+  ap.initiator_depth = req.initiator_depth;
+  REQUIRE(b.cm->accept(req.id, *qb, ap) == 0);
+  REQUIRE(a.next_event().type == cm::EventType::established);
+  REQUIRE(b.next_event().type == cm::EventType::established);
+  CHECK(qa->state() == IBV_QPS_RTS);
+  // INIT to INIT gave the active side remote READ for its responder resources.
+  ibv_qp_attr at{};
+  QpInitAttr ia;
+  REQUIRE(qa->query(at, IBV_QP_ACCESS_FLAGS, ia) == 0);
+  CHECK((at.qp_access_flags & IBV_ACCESS_REMOTE_READ) != 0);
+
+  // b's QP is about to go: once detached, a's DREQ leaves it alone, and b
+  // still hears of the disconnection.
+  b.cm->detach_qp(*qb);
+  REQUIRE(a.cm->disconnect(aid) == 0);
+  REQUIRE(b.next_event().type == cm::EventType::disconnected);
+  CHECK(qb->state() == IBV_QPS_RTS);
+  REQUIRE(a.next_event().type == cm::EventType::disconnected);
+
+  // A request the application forgets is rejected (28) for the peer, and
+  // the forgotten id reports nothing more.
+  auto qa2 = a.qp();
+  REQUIRE(a.cm->connect(*qa2, b.addr(), 5000, {}, aid) == 0);
+  const cm::Event req2 = b.next_event();
+  REQUIRE(req2.type == cm::EventType::connect_request);
+  REQUIRE(b.cm->release(req2.id) == 0);
+  cm::Event e = a.next_event();
+  REQUIRE(e.type == cm::EventType::rejected);
+  CHECK(e.status == 28);
+  CHECK(b.cm->release(req2.id) == EINVAL);
+
+  // An established connection the application forgets is disconnected.
+  auto qa3 = a.qp();
+  REQUIRE(a.cm->connect(*qa3, b.addr(), 5000, {}, aid) == 0);
+  const cm::Event req3 = b.next_event();
+  auto qb3 = b.qp();
+  REQUIRE(b.cm->accept(req3.id, *qb3, {}) == 0);
+  REQUIRE(a.next_event().type == cm::EventType::established);
+  REQUIRE(b.next_event().type == cm::EventType::established);
+  REQUIRE(b.cm->release(req3.id) == 0);
+  e = a.next_event();
+  REQUIRE(e.type == cm::EventType::disconnected);
+  CHECK(e.id == aid);
+  CHECK(qa3->state() == IBV_QPS_ERR);
+  std::this_thread::sleep_for(100ms);
+  CHECK_FALSE(b.cm->get_event(e));  // nothing about the released id
 }
 
 }  // namespace uroce::test

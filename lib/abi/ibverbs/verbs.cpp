@@ -312,6 +312,8 @@ UROCE_V11(ibv_dealloc_pd) int uroce_v11_ibv_dealloc_pd(ibv_pd* p) {
   Pd* pd = pd_of(p);
   {
     std::lock_guard<std::mutex> lock(ctx_of_pd(p).rec->control);
+    // As Linux: a PD with objects in it stays, and says so.
+    if (pd->impl->in_use()) return EBUSY;
     pd->impl.reset();
   }
   delete pd;
@@ -372,6 +374,12 @@ UROCE_V11(ibv_create_cq) ibv_cq* uroce_v11_ibv_create_cq(ibv_context* c, int cqe
 UROCE_V11(ibv_destroy_cq) int uroce_v11_ibv_destroy_cq(ibv_cq* c) {
   Cq* cq = cq_of(c);
   DeviceRec* rec = ctx_of(c->context)->rec;
+  {
+    // As Linux: a CQ that a QP still uses stays, and says so.
+    std::lock_guard<std::mutex> lock(rec->control);
+    for (const Qp* q : rec->qps)
+      if (q->qp.send_cq == c || q->qp.recv_cq == c) return EBUSY;
+  }
   // Out of the lists first, so that no new event names it; then the wait
   // for those already handed out.
   if (c->channel) {

@@ -21,11 +21,35 @@ sockaddr* copy_addr(const sockaddr* sa, socklen_t len) {
   return c;
 }
 
+// No name to look up: the answer is the hints' addresses and settings
+// (libfabric's verbs provider passes the peer's address this way).
+int from_hints(const rdma_addrinfo& h, rdma_addrinfo** res) {
+  auto* ai = static_cast<rdma_addrinfo*>(std::calloc(1, sizeof(rdma_addrinfo)));
+  if (!ai) return fail(ENOMEM);
+  ai->ai_flags = h.ai_flags;
+  ai->ai_family = h.ai_family;
+  ai->ai_qp_type = h.ai_qp_type ? h.ai_qp_type : IBV_QPT_RC;
+  ai->ai_port_space = h.ai_port_space ? h.ai_port_space : RDMA_PS_TCP;
+  if (h.ai_src_addr && h.ai_src_len) {
+    ai->ai_src_addr = copy_addr(h.ai_src_addr, h.ai_src_len);
+    ai->ai_src_len = h.ai_src_len;
+  }
+  if (h.ai_dst_addr && h.ai_dst_len) {
+    ai->ai_dst_addr = copy_addr(h.ai_dst_addr, h.ai_dst_len);
+    ai->ai_dst_len = h.ai_dst_len;
+  }
+  if (!ai->ai_family) ai->ai_family = ai->ai_dst_addr ? ai->ai_dst_addr->sa_family
+                                      : ai->ai_src_addr ? ai->ai_src_addr->sa_family : AF_INET;
+  *res = ai;
+  return 0;
+}
+
 }  // namespace
 
 UROCE_EXPORT int rdma_getaddrinfo(const char* node, const char* service, const rdma_addrinfo* hints,
                                   rdma_addrinfo** res) {
-  if (!res || (!node && !service)) return fail(EINVAL);
+  if (!res || (!node && !service && !hints)) return fail(EINVAL);
+  if (!node && !service) return from_hints(*hints, res);
   addrinfo h{};
   h.ai_socktype = SOCK_STREAM;
   int flags = 0;

@@ -318,6 +318,17 @@ using namespace uroce::abi::rdmacm;
 
 #define UROCE_EXPORT extern "C" __attribute__((visibility("default")))
 
+namespace {
+
+// The channels handed out and not destroyed (under the registry's mutex):
+// destroying one twice, as perftest's error path does, is then harmless.
+std::vector<Channel*>& channels() {
+  static auto* v = new std::vector<Channel*>;
+  return *v;
+}
+
+}  // namespace
+
 UROCE_EXPORT rdma_event_channel* rdma_create_event_channel(void) {
   auto* c = new Channel;
   c->ch.fd = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
@@ -327,12 +338,21 @@ UROCE_EXPORT rdma_event_channel* rdma_create_event_channel(void) {
     errno = err;
     return nullptr;
   }
+  std::lock_guard<std::mutex> lock(registry().mu);
+  channels().push_back(c);
   return &c->ch;
 }
 
 UROCE_EXPORT void rdma_destroy_event_channel(rdma_event_channel* channel) {
   if (!channel) return;
   Channel* c = channel_of(channel);
+  {
+    std::lock_guard<std::mutex> lock(registry().mu);
+    auto& all = channels();
+    auto it = std::find(all.begin(), all.end(), c);
+    if (it == all.end()) return;
+    all.erase(it);
+  }
   close(c->ch.fd);
   for (EventRec* e : c->queue) delete e;
   delete c;
@@ -403,8 +423,10 @@ UROCE_EXPORT int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channel) {
   Id* i = id_of(id);
   // Events already queued stay on the old channel: wait until they are taken.
   i->acked.wait(lock, [&] { return i->events_out == 0; });
-  if (i->sync && id->channel != channel) rdma_destroy_event_channel(id->channel);
+  rdma_event_channel* own = i->sync && id->channel != channel ? id->channel : nullptr;
   id->channel = channel;
   i->sync = false;
+  lock.unlock();
+  rdma_destroy_event_channel(own);
   return 0;
 }

@@ -85,6 +85,15 @@ bool wildcard(const wire::IpAddr& a) {
   return a == wire::IpAddr{} || a == any4;
 }
 
+bool loopback(const wire::IpAddr& a) {
+  static const wire::IpAddr v6 = [] {
+    wire::IpAddr x;
+    x.bytes[15] = 1;
+    return x;
+  }();
+  return (a.is_v4_mapped() && a.v4_bytes()[0] == 127) || a == v6;
+}
+
 // The id's device and what goes with it: its context, port 1.
 void attach(Id& id, Dev& d) {
   id.dev = &d;
@@ -101,7 +110,13 @@ int bind_locked(Registry& r, Id& id, const sockaddr* addr) {
   if (!to_ip(addr, ip, &port)) return fail(EAFNOSUPPORT);
   if (id.bound) return fail(EINVAL);
   if (port && port_in_use(r, port, &id)) return fail(EADDRINUSE);
-  if (!wildcard(ip)) {
+  if (loopback(ip)) {
+    // As Linux's rdma_cm: a loopback address binds to the first device.
+    Dev* d = dev_for_family(r, true);
+    if (!d) d = dev_for_family(r, false);
+    if (!d) return fail(EADDRNOTAVAIL);
+    attach(id, *d);
+  } else if (!wildcard(ip)) {
     Dev* d = dev_for_address(r, ip);
     if (!d) return fail(EADDRNOTAVAIL);
     attach(id, *d);
@@ -138,6 +153,16 @@ bool param_fits(const Dev& d, const cm::ConnParam& c) {
 
 QueuePair& qp_impl(ibv_qp* qp) { return *abi::qp_of(qp)->impl; }
 
+// Whether `id` is one this library handed out and has not destroyed: a
+// call on anything else fails with EINVAL instead of reading through it
+// (perftest's error path resolves an id it destroyed).
+bool live(rdma_cm_id* id) {
+  if (!id) return false;
+  std::lock_guard<std::mutex> lock(registry().mu);
+  const auto& all = ids();
+  return std::find(all.begin(), all.end(), id_of(id)) != all.end();
+}
+
 }  // namespace
 
 UROCE_EXPORT int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** id, void* context, rdma_port_space ps) {
@@ -162,7 +187,7 @@ UROCE_EXPORT int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** id, vo
 }
 
 UROCE_EXPORT int rdma_destroy_id(rdma_cm_id* id) {
-  if (!id) return fail(EINVAL);
+  if (!live(id)) return fail(EINVAL);
   Registry& r = registry();
   Id* i = id_of(id);
   if (i->sync && id->event) {
@@ -191,14 +216,14 @@ UROCE_EXPORT int rdma_destroy_id(rdma_cm_id* id) {
 }
 
 UROCE_EXPORT int rdma_bind_addr(rdma_cm_id* id, sockaddr* addr) {
-  if (!id || !addr) return fail(EINVAL);
+  if (!live(id) || !addr) return fail(EINVAL);
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   return bind_locked(r, *id_of(id), addr);
 }
 
 UROCE_EXPORT int rdma_resolve_addr(rdma_cm_id* id, sockaddr* src_addr, sockaddr* dst_addr, int /*timeout_ms*/) {
-  if (!id || !dst_addr) return fail(EINVAL);
+  if (!live(id) || !dst_addr) return fail(EINVAL);
   Registry& r = registry();
   Id& i = *id_of(id);
   {
@@ -226,7 +251,7 @@ UROCE_EXPORT int rdma_resolve_addr(rdma_cm_id* id, sockaddr* src_addr, sockaddr*
 }
 
 UROCE_EXPORT int rdma_resolve_route(rdma_cm_id* id, int /*timeout_ms*/) {
-  if (!id) return fail(EINVAL);
+  if (!live(id)) return fail(EINVAL);
   Registry& r = registry();
   Id& i = *id_of(id);
   {
@@ -251,7 +276,7 @@ UROCE_EXPORT int rdma_resolve_route(rdma_cm_id* id, int /*timeout_ms*/) {
 }
 
 UROCE_EXPORT int rdma_listen(rdma_cm_id* id, int /*backlog*/) {
-  if (!id) return fail(EINVAL);
+  if (!live(id)) return fail(EINVAL);
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   Id& i = *id_of(id);
@@ -292,7 +317,7 @@ UROCE_EXPORT int rdma_listen(rdma_cm_id* id, int /*backlog*/) {
 }
 
 UROCE_EXPORT int rdma_connect(rdma_cm_id* id, rdma_conn_param* param) {
-  if (!id) return fail(EINVAL);
+  if (!live(id)) return fail(EINVAL);
   Registry& r = registry();
   Id& i = *id_of(id);
   {
@@ -324,7 +349,7 @@ UROCE_EXPORT int rdma_connect(rdma_cm_id* id, rdma_conn_param* param) {
 }
 
 UROCE_EXPORT int rdma_accept(rdma_cm_id* id, rdma_conn_param* param) {
-  if (!id) return fail(EINVAL);
+  if (!live(id)) return fail(EINVAL);
   Registry& r = registry();
   Id& i = *id_of(id);
   if (i.sync && id->event) {
@@ -348,7 +373,7 @@ UROCE_EXPORT int rdma_accept(rdma_cm_id* id, rdma_conn_param* param) {
 }
 
 UROCE_EXPORT int rdma_reject(rdma_cm_id* id, const void* private_data, uint8_t private_data_len) {
-  if (!id) return fail(EINVAL);
+  if (!live(id)) return fail(EINVAL);
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   Id& i = *id_of(id);
@@ -361,7 +386,7 @@ UROCE_EXPORT int rdma_reject(rdma_cm_id* id, const void* private_data, uint8_t p
 }
 
 UROCE_EXPORT int rdma_disconnect(rdma_cm_id* id) {
-  if (!id) return fail(EINVAL);
+  if (!live(id)) return fail(EINVAL);
   Registry& r = registry();
   Id& i = *id_of(id);
   {
@@ -434,7 +459,7 @@ UROCE_EXPORT int rdma_notify(rdma_cm_id* id, ibv_event_type /*event*/) {
 }
 
 UROCE_EXPORT int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
-  if (!id || !attr || !id->verbs || id->qp) return fail(EINVAL);
+  if (!id || !attr || !id->verbs || id->qp) { fprintf(stderr, "DEBUG early %p %p\n", (void*)id->verbs, (void*)id->qp); return fail(EINVAL); }
   Id& i = *id_of(id);
   ibv_pd* pd = (attr->comp_mask & IBV_QP_INIT_ATTR_PD) ? attr->pd : id->pd;
   if (!pd) {
@@ -458,7 +483,7 @@ UROCE_EXPORT int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
   attr->pd = pd;
   attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
   ibv_qp* qp = ibv_create_qp_ex(id->verbs, attr);
-  if (!qp) return -1;
+  if (!qp) { fprintf(stderr, "DEBUG create_qp_ex failed %d type %d sw %u rw %u ss %u rs %u il %u cm %x\n", errno, attr->qp_type, attr->cap.max_send_wr, attr->cap.max_recv_wr, attr->cap.max_send_sge, attr->cap.max_recv_sge, attr->cap.max_inline_data, attr->comp_mask); return -1; }
   // INIT at once, as librdmacm leaves it, so receives can be posted before
   // the connection (rping, fio); a UD QP goes on to RTS.
   ibv_qp_attr a{};
@@ -484,6 +509,7 @@ UROCE_EXPORT int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
     }
   }
   if (rc != 0) {
+    fprintf(stderr, "DEBUG modify failed %d\n", rc);
     ibv_destroy_qp(qp);
     return fail(rc);
   }

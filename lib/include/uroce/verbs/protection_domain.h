@@ -56,6 +56,11 @@ class UROCE_API ProtectionDomain {
   // later access. EINVAL for a window of another PD.
   int dealloc_mw(std::unique_ptr<MemoryWindow>& mw);
 
+  // Whether objects made in this PD (QPs, SRQs, regions, windows, address
+  // handles) are still alive: destroying it then is a programming error
+  // (the C ABI's ibv_dealloc_pd answers EBUSY instead).
+  bool in_use() const { return children_ != 0; }
+
   std::unique_ptr<QueuePair> create_qp(const QpInitAttr& attr, int& err);
   std::unique_ptr<SharedReceiveQueue> create_srq(const SrqInitAttr& attr, int& err);
   std::unique_ptr<AddressHandle> create_ah(const ibv_ah_attr& attr, int& err);
