@@ -57,6 +57,12 @@ int QueuePair::modify(const ibv_qp_attr& attr, int attr_mask) {
   if (remote_) return remote_->modify(attr, attr_mask);
   detail::EngineThread& thread = detail::to_thread(pd_->device());
   detail::Pause pause(thread);
+  // The ACKs still held for coalescing leave first: the peer's requests
+  // they answer have completed here (an application that got its last
+  // receive and disconnects at once), and from ERR or RESET nothing
+  // answers the peer's retries.
+  if ((attr_mask & IBV_QP_STATE) && (attr.qp_state == IBV_QPS_ERR || attr.qp_state == IBV_QPS_RESET))
+    detail::to_engine(pd_->device()).send_deferred_acks(impl_.get());
   const int err = transport::modify_qp(*impl_, attr, attr_mask);
   thread.after_control(sub_.get());
   return err;

@@ -277,6 +277,27 @@ def cm():
     out.append(Scenario("rping-vm_client", "cm", "client", f"rping -c -a {{uroce_ip}} {rping}",
                         ["uroce-run", "rping", "-s", "-a", "{uroce_ip}"] + rping.split(), 4096, iters=RPING_COUNT,
                         expect=[("uroce", server_line), ("tool", client_line)]))
+    # (name, server's command, client's command (the server's address
+    # appended), what each must print once)
+    pairs = [
+        ("ucmatose", "ucmatose -b {addr} -p {port} -c 2 -C 10 -S 3000", "ucmatose -s {addr} -p {port} -c 2 -C 10 -S 3000",
+         r"^return status 0$", r"^return status 0$"),
+        ("rdma_server-client", "rdma_server -s {addr} -p {port}", "rdma_client -s {addr} -p {port}",
+         r"^rdma_server: end 0$", r"^rdma_client: end 0$"),
+    ]
+    for test in ("write_bw", "read_bw", "send_lat"):
+        cmd = f"ib_{test} -R -F -n 100 -s 5000 -p {{port}}"
+        row = r"^ *5000 +100 "
+        pairs.append((f"{test}-R", cmd, cmd + " {addr}", row, row))
+    for name, srv, cli, srv_ok, cli_ok in pairs:
+        rxe_dev = lambda c: c.replace(" -R ", " -R -d rxe0 ")
+        own_dev = lambda c: c.replace(" -R ", " -R -d uroce0 ")
+        out.append(Scenario(f"{name}-vm_server", "cm", "server", rxe_dev(srv).replace("{addr}", "{vm_ip}"),
+                            ["uroce-run"] + own_dev(cli).replace("{addr}", "{vm_ip}").split(), 4096, iters=1,
+                            expect=[("uroce", cli_ok), ("tool", srv_ok)]))
+        out.append(Scenario(f"{name}-vm_client", "cm", "client", rxe_dev(cli).replace("{addr}", "{uroce_ip}"),
+                            ["uroce-run"] + own_dev(srv).replace("{addr}", "{uroce_ip}").split(), 4096, iters=1,
+                            expect=[("uroce", srv_ok), ("tool", cli_ok)]))
     return out
 
 

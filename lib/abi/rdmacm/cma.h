@@ -129,7 +129,11 @@ socklen_t sockaddr_len(const sockaddr* sa);
 uint16_t ephemeral_port(Registry& r);
 bool port_in_use(Registry& r, uint16_t port, const Id* except);
 
-// Live ids (under mu), to keep a port to one id at a time.
+// A new event channel, under mu (rdma_create_event_channel takes it).
+rdma_event_channel* create_channel_locked();
+// Live channels and ids (under mu): a port is held by one id at a time,
+// and a call on an object already destroyed fails.
+std::vector<Channel*>& channels();
 std::vector<Id*>& ids();
 
 // One line on stderr prefixed "uroce librdmacm: ", once per key.

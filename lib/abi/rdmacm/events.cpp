@@ -27,6 +27,13 @@ Registry& registry() {
   return *r;
 }
 
+// The channels handed out and not destroyed (under the registry's mutex):
+// destroying one twice, as perftest's error path does, is then harmless.
+std::vector<Channel*>& channels() {
+  static auto* v = new std::vector<Channel*>;
+  return *v;
+}
+
 std::vector<Id*>& ids() {
   static auto* v = new std::vector<Id*>;
   return *v;
@@ -228,7 +235,12 @@ void on_request(Registry& r, Dev& d, const cm::Event& ce) {
   set_sockaddr(c.route.addr.dst_storage, ce.peer, ce.peer_port, v4);
   if (listener.sync) {
     child->sync = true;
-    c.channel = rdma_create_event_channel();
+    c.channel = create_channel_locked();
+    if (!c.channel) {
+      delete child;
+      d.cm->reject(ce.id, {});
+      return;
+    }
   } else {
     c.channel = listener.id.channel;
   }
@@ -318,18 +330,9 @@ using namespace uroce::abi::rdmacm;
 
 #define UROCE_EXPORT extern "C" __attribute__((visibility("default")))
 
-namespace {
+namespace uroce::abi::rdmacm {
 
-// The channels handed out and not destroyed (under the registry's mutex):
-// destroying one twice, as perftest's error path does, is then harmless.
-std::vector<Channel*>& channels() {
-  static auto* v = new std::vector<Channel*>;
-  return *v;
-}
-
-}  // namespace
-
-UROCE_EXPORT rdma_event_channel* rdma_create_event_channel(void) {
+rdma_event_channel* create_channel_locked() {
   auto* c = new Channel;
   c->ch.fd = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
   if (c->ch.fd < 0) {
@@ -338,9 +341,15 @@ UROCE_EXPORT rdma_event_channel* rdma_create_event_channel(void) {
     errno = err;
     return nullptr;
   }
-  std::lock_guard<std::mutex> lock(registry().mu);
   channels().push_back(c);
   return &c->ch;
+}
+
+}  // namespace uroce::abi::rdmacm
+
+UROCE_EXPORT rdma_event_channel* rdma_create_event_channel(void) {
+  std::lock_guard<std::mutex> lock(registry().mu);
+  return create_channel_locked();
 }
 
 UROCE_EXPORT void rdma_destroy_event_channel(rdma_event_channel* channel) {

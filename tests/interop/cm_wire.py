@@ -1,0 +1,88 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The CM messages on the bridge, as Wireshark's dissector decodes them,
+against Linux's own in the reference capture.
+
+tests/data/rxe/send_bw_rdmacm.pcap holds the CM exchanges of `ib_send_bw -R`
+between two Linux rxe hosts. Every REQ and REP field below is one that does
+not depend on the connection (its IDs, QPN, PSN, GUID, addresses, ports,
+path MTU, depths or the application's retry counts): each REQ and REP of a
+scenario, uroce's and the kernel's alike, must carry Linux's value. The
+exchange itself must be complete: a REQ, REP and RTU, and a DREQ answered
+by a DREP.
+"""
+
+import os
+import subprocess
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REFERENCE = os.path.join(HERE, "..", "data", "rxe", "send_bw_rdmacm.pcap")
+
+REQ_FIELDS = [f"infiniband.cm.req.{f}" for f in (
+    "serviceid.prefix", "serviceid.protocol", "localqkey", "localeecn", "remoteeecn", "remoteresptout",
+    "transpsvctype", "e2eflowctrl", "localresptout", "pkey", "rdcexist", "maxcmretr", "srq", "ext_transport",
+    "prim_locallid", "prim_remotelid", "prim_tfcclass", "prim_hoplim", "prim_sl", "prim_subnetlocal",
+    "prim_localacktout", "alt_locallid", "alt_remotelid", "alt_localgid", "alt_remotegid", "alt_flowlabel",
+    "alt_pktrate", "alt_tfcclass", "alt_hoplim", "alt_sl", "alt_subnetlocal", "alt_localacktout")]
+REP_FIELDS = [f"infiniband.cm.rep.{f}" for f in (
+    "localqkey", "localeecn", "tgtackdelay", "failoveracc", "e2eflowctrl", "srq")]
+ATTRS = {"0x0010": "REQ", "0x0011": "MRA", "0x0012": "REJ", "0x0013": "REP", "0x0014": "RTU", "0x0015": "DREQ",
+         "0x0016": "DREP"}
+
+
+def _fields(pcap, attr, fields):
+    out = subprocess.run(["tshark", "-r", pcap, "-d", "udp.port==4791,infiniband", "-Y",
+                          f"infiniband.mad.attributeid == {attr}", "-T", "fields", "-E", "separator=|",
+                          "-e", "ip.src"] + [f"-e{f}" for f in fields],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, check=True).stdout
+    return [ln.split("|") for ln in out.splitlines() if ln]
+
+
+def messages(pcap):
+    """[(sender, name)] of the CM MADs in order."""
+    out = subprocess.run(["tshark", "-r", pcap, "-d", "udp.port==4791,infiniband", "-Y", "infiniband.mad",
+                          "-T", "fields", "-E", "separator=|", "-e", "ip.src", "-e", "infiniband.mad.attributeid"],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, check=True).stdout
+    return [(a, ATTRS.get(b, b)) for a, b in (ln.split("|") for ln in out.splitlines() if ln)]
+
+
+def reference():
+    """{field: Linux's value} for the fields above; each is the same in
+    every reference REQ (REP), or the reference is not what this expects."""
+    ref = {}
+    for attr, fields in (("0x0010", REQ_FIELDS), ("0x0013", REP_FIELDS)):
+        rows = _fields(REFERENCE, attr, fields)
+        assert rows, f"no {ATTRS[attr]} in {REFERENCE}"
+        for i, f in enumerate(fields):
+            values = {r[i + 1] for r in rows}
+            assert len(values) == 1, f"{f} differs between Linux's own {ATTRS[attr]}s: {values}"
+            ref[f] = values.pop()
+    return ref
+
+
+def check(pcap, client, server):
+    """Problems (strings) with the CM exchange in `pcap` between the active
+    side `client` and the passive side `server` (IPv4 addresses)."""
+    problems = []
+    ref = reference()
+    for attr, fields in (("0x0010", REQ_FIELDS), ("0x0013", REP_FIELDS)):
+        rows = _fields(pcap, attr, fields)
+        if not rows:
+            problems.append(f"no {ATTRS[attr]} on the bridge")
+        for r in rows:
+            for i, f in enumerate(fields):
+                if r[i + 1] != ref[f]:
+                    problems.append(f"{ATTRS[attr]} from {r[0]}: {f} is {r[i + 1] or '(absent)'}, Linux sends {ref[f]}")
+    seq = messages(pcap)
+    sent = {ip: [m for s, m in seq if s == ip] for ip in (client, server)}
+    for who, name in ((client, "REQ"), (server, "REP"), (client, "RTU")):
+        if name not in sent[who]:
+            problems.append(f"{who} sent no {name}: {seq}")
+    # A DREP answers a DREQ the other side sent before it. When both sides
+    # disconnect at once the DREQs cross, and Linux answers the one it
+    # receives while its own is out only when its application disconnects
+    # again: one answered DREQ is what every exchange has.
+    answered = any(m == "DREP" and any(m2 == "DREQ" and s2 != s for s2, m2 in seq[:k])
+                   for k, (s, m) in enumerate(seq))
+    if not answered:
+        problems.append(f"no DREQ answered by a DREP: {seq}")
+    return problems, seq
