@@ -54,17 +54,18 @@ def _tool_server(vm, tool, port, cm=False):
            f"{listen} {port} 20")
 
 
-def wait_port_open(proc, ns, timeout_s):
+def wait_port_open(proc, program, ns, timeout_s):
     """An rdma_cm server on uroce-run opens no TCP socket: waits until its
-    port is open (its AF_PACKET socket exists), then lets it reach
-    rdma_listen, which follows within milliseconds."""
+    port is open (an AF_PACKET socket of PROGRAM's, which may be a child
+    process: fio's jobs), then lets it reach rdma_listen, which follows
+    within milliseconds."""
     end = time.monotonic() + timeout_s
     while time.monotonic() < end:
         if not proc.running():
             raise Failure(f"{proc.name} exited before its port opened:\n{proc.describe()}")
         out = subprocess.run(["ip", "netns", "exec", ns, "ss", "-f", "link", "-p"], stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, text=True).stdout
-        if f"pid={proc.p.pid}," in out:
+        if f'(("{program}",' in out:
             time.sleep(1.0)
             return
         time.sleep(0.05)
@@ -125,21 +126,28 @@ def perf_test(sc):
 # connection its server starts listening for the test connections while its
 # client already connects, and a REQ that arrives first is rejected
 # (reason 8). Against the emulated VM, whose perftest runs many times
-# slower, uroce's client loses it now and then.
+# slower, uroce's client loses it about every other time (its REQ leaves
+# within a millisecond of the server's last sync message; the emulated
+# kernel takes longer to listen): up to ten attempts, each a few seconds.
 PERFTEST_CM_RACE = "RDMA_CM_EVENT_REJECTED; error: 8."
 
 
 def run(h, vm, n, sc, bins, dump, oracle_py, work, port):
     """One scenario; a perftest -R scenario that lost perftest's connect race
-    (above) runs once more, on another port, and says so."""
-    try:
-        return _run_once(h, vm, n, sc, bins, dump, oracle_py, work, port)
-    except Failure as e:
-        if sc.kind != "cm" or not sc.tool.startswith("ib_") or PERFTEST_CM_RACE not in str(e):
-            raise
-        vm.run(f"pkill {sc.tool.split()[0]}; sleep 0.5; true", check=False)
-        res = _run_once(h, vm, n, sc, bins, dump, oracle_py, work + "-again", port + 1000)
-        res.notes.append("perftest's connect race lost once (REJ 8 before its server listened); passed again")
+    (above) runs again, on another port, and says so."""
+    lost = 0
+    while True:
+        try:
+            res = _run_once(h, vm, n, sc, bins, dump, oracle_py, work + ("-again" * lost), port + 1000 * lost)
+        except Failure as e:
+            if sc.kind != "cm" or not sc.tool.startswith("ib_") or PERFTEST_CM_RACE not in str(e) or lost == 9:
+                raise
+            vm.run(f"pkill {sc.tool.split()[0]}; sleep 0.5; true", check=False)
+            lost += 1
+            continue
+        if lost:
+            res.notes.append(f"perftest's connect race lost {lost} time(s) (REJ 8 before its server listened), "
+                             "then passed")
         return res
 
 
@@ -175,12 +183,14 @@ def _run(h, vm, n, sc, d, res, cap, argv, tool, port, before, t0, t_run, dump):
                   err_path=err)
         res.procs.append(up)
         wait_all([up], TOOL_TIMEOUT_S + 5)
+        if cm and up.returncode != 0 and PERFTEST_CM_RACE in up.output() + up.errors():
+            vm.run(f"pkill {tool.split()[0]}; true", check=False)  # it would wait for the lost connection
         tool_rc, tool_out = _tool_server_result(vm)
     else:
         up = Proc(h, "uroce", argv, os.path.join(d, "uroce.out"), ns=n.ns, err_path=err)
         res.procs.append(up)
         if cm:
-            wait_port_open(up, n.ns, 20)
+            wait_port_open(up, sc.uroce[1], n.ns, 20)
         else:
             wait_listening(up, n.ns, port, 20)
         target = "" if cm else net.BR_IP
