@@ -475,6 +475,33 @@ case $case_ in
     cm_pair ucmatose-c4 "ucmatose -b 10.0.0.1 -c 4" "ucmatose -s 10.0.0.1 -c 4" "^return status 0" "^return status 0"
     cm_pair rdma_server-client "rdma_server -s 10.0.0.1 -p 7471" "rdma_client -s 10.0.0.1 -p 7471" \
       "^rdma_server: end 0" "^rdma_client: end 0"
+    # Failure paths. A port nobody listens on: REJ reason 8, reported to
+    # the client as RDMA_CM_EVENT_REJECTED with that status.
+    timeout -k 5 60 "$run" --dev net_af_packet0,iface=ra --ip 10.0.0.1 -- rping -s -a 10.0.0.1 -p 7175 \
+      >"$work/rej.srv.out" 2>&1 &
+    SRV=$!
+    wait_port_open rping
+    inb timeout -k 5 60 "$run" --dev net_af_packet0,iface=rb --ip 10.0.0.2 -- rping -c -a 10.0.0.1 -p 7176 -C 1 \
+      >"$work/rej.cli.out" 2>&1 && fail "rping to a port nobody listens on succeeded"
+    grep -q "RDMA_CM_EVENT_REJECTED, error 8" "$work/rej.cli.out" || fail "no REJECTED event with reason 8"
+    echo "ok: a port nobody listens on: RDMA_CM_EVENT_REJECTED, error 8"
+    # The server stopped by SIGTERM in the middle of a long run: its
+    # connection is released on the way out (a DREQ, as Linux's rdma_cm
+    # sends for a process that ends), and the client ends at once instead
+    # of waiting for a peer that is gone.
+    inb timeout -k 5 60 "$run" --dev net_af_packet0,iface=rb --ip 10.0.0.2 -- rping -c -a 10.0.0.1 -p 7175 -C 1000000 \
+      >"$work/kill.cli.out" 2>&1 &
+    CLI=$!
+    sleep 2
+    pkill -TERM -f "^rping -s -a 10.0.0.1 -p 7175" || fail "no rping server to stop"
+    start=$(now_ms)
+    wait $CLI; CRC=$?
+    wait $SRV 2>/dev/null; SRV=
+    took=$(( $(now_ms) - start ))
+    [ $CRC != 124 ] && [ $CRC != 137 ] || fail "rping's client was killed by its timeout"
+    [ $took -lt 5000 ] || fail "rping's client took $took ms to end after its server was stopped"
+    grep -q "DISCONNECT EVENT" "$work/kill.cli.out" || fail "the client heard no disconnection"
+    echo "ok: the server stopped mid-run (SIGTERM): the client hears DISCONNECTED and ends (exit $CRC) in $took ms"
     for t in write_bw read_bw send_bw send_lat; do
       cm_pair "ib_$t-R" "ib_$t -R -d uroce0 -x 1 -n 200 -s 4096" "ib_$t -R -d uroce0 -x 1 -n 200 -s 4096 10.0.0.1" \
         "^ *4096 +200 " "^ *4096 +200 "

@@ -5,10 +5,13 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
+#include <dlfcn.h>
+#include <signal.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -73,15 +76,14 @@ bool load_devices(Registry& r) {
 namespace {
 
 void dispatch(Registry& r);
+void watch_signals(Registry& r);
 
 // At exit, before the drop-in libibverbs closes the devices (its atexit
 // handler, registered at the first open, runs after this one): each
 // manager's connections are released, as the kernel's rdma_cm does when a
 // process ends (established ones get their DREQ), and the managers stop
 // while their devices still run.
-void stop_at_exit() {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
+void release_all(Registry& r) {
   bool released = false;
   for (auto& d : r.devs) {
     if (!d->cm) continue;
@@ -89,6 +91,12 @@ void stop_at_exit() {
   }
   // The engine sends the DREQs and REJs the releases queued.
   if (released) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
+void stop_at_exit() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  release_all(r);
   for (auto& d : r.devs) {
     if (!d->cm) continue;
     epoll_ctl(r.epoll_fd, EPOLL_CTL_DEL, d->cm->event_fd(), nullptr);
@@ -142,6 +150,7 @@ int open_dev(Registry& r, Dev& d) {
   }
   if (!r.dispatching) {
     r.dispatching = true;
+    watch_signals(r);
     std::thread(dispatch, std::ref(r)).detach();
     std::atexit(stop_at_exit);
   }
@@ -296,11 +305,73 @@ void on_event(Registry& r, Dev& d, const cm::Event& ce) {
   deliver(r, id, e);
 }
 
+// A process ended by SIGINT, SIGTERM or SIGHUP runs no exit handler, yet
+// its peers must hear that its connections end, as Linux's rdma_cm tells
+// them when the process's descriptor closes. Where the signal would end the
+// process (its default action, or uroce's own handler, which undoes the
+// port's kernel state and then ends it), the handler only wakes the
+// dispatcher, which releases the connections and then hands the signal to
+// what was there before. A program's own handler is left alone: it may
+// carry on, and if it exits, the exit handler releases.
+int signal_fd = -1;
+std::atomic<int> caught{0};
+struct sigaction previous[NSIG];
+
+bool ends_process(const struct sigaction& a) {
+  if (a.sa_flags & SA_SIGINFO) return false;
+  if (a.sa_handler == SIG_DFL) return true;
+  if (a.sa_handler == SIG_IGN) return false;
+  Dl_info info{};
+  return dladdr(reinterpret_cast<void*>(a.sa_handler), &info) != 0 && info.dli_fname &&
+         std::strstr(info.dli_fname, "/liburoce.so") != nullptr;
+}
+
+void on_signal(int sig) {
+  caught.store(sig);
+  const uint64_t one = 1;
+  if (write(signal_fd, &one, sizeof one) < 0) {
+  }
+}
+
+void watch_signals(Registry& r) {
+  signal_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = nullptr;
+  if (signal_fd < 0 || epoll_ctl(r.epoll_fd, EPOLL_CTL_ADD, signal_fd, &ev) != 0) return;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) != 0 || !ends_process(old)) continue;
+    previous[sig] = old;
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, nullptr);
+  }
+}
+
+void end_by_signal() {
+  const int sig = caught.load();
+  Registry& r = registry();
+  {
+    // The managers stay: the program's threads run on until the signal
+    // ends the process, and may still call in.
+    std::lock_guard<std::mutex> lock(r.mu);
+    release_all(r);
+  }
+  sigaction(sig, &previous[sig], nullptr);
+  raise(sig);
+}
+
 void dispatch(Registry& r) {
   epoll_event evs[8];
   for (;;) {
     const int n = epoll_wait(r.epoll_fd, evs, 8, -1);
     for (int i = 0; i < n; ++i) {
+      if (!evs[i].data.ptr) {
+        end_by_signal();
+        continue;
+      }
       Dev& d = *static_cast<Dev*>(evs[i].data.ptr);
       cm::Event ce;
       std::lock_guard<std::mutex> lock(r.mu);

@@ -459,7 +459,7 @@ UROCE_EXPORT int rdma_notify(rdma_cm_id* id, ibv_event_type /*event*/) {
 }
 
 UROCE_EXPORT int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
-  if (!id || !attr || !id->verbs || id->qp) { fprintf(stderr, "DEBUG early %p %p\n", (void*)id->verbs, (void*)id->qp); return fail(EINVAL); }
+  if (!id || !attr || !id->verbs || id->qp) return fail(EINVAL);
   Id& i = *id_of(id);
   ibv_pd* pd = (attr->comp_mask & IBV_QP_INIT_ATTR_PD) ? attr->pd : id->pd;
   if (!pd) {
@@ -483,7 +483,7 @@ UROCE_EXPORT int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
   attr->pd = pd;
   attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
   ibv_qp* qp = ibv_create_qp_ex(id->verbs, attr);
-  if (!qp) { fprintf(stderr, "DEBUG create_qp_ex failed %d type %d sw %u rw %u ss %u rs %u il %u cm %x\n", errno, attr->qp_type, attr->cap.max_send_wr, attr->cap.max_recv_wr, attr->cap.max_send_sge, attr->cap.max_recv_sge, attr->cap.max_inline_data, attr->comp_mask); return -1; }
+  if (!qp) return -1;
   // INIT at once, as librdmacm leaves it, so receives can be posted before
   // the connection (rping, fio); a UD QP goes on to RTS.
   ibv_qp_attr a{};
@@ -509,7 +509,6 @@ UROCE_EXPORT int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
     }
   }
   if (rc != 0) {
-    fprintf(stderr, "DEBUG modify failed %d\n", rc);
     ibv_destroy_qp(qp);
     return fail(rc);
   }
