@@ -59,9 +59,14 @@ ls "$libdir"/liburoce.so.* >/dev/null 2>&1 || fail "liburoce.so.* is not install
 [ -e "$libdir/libibverbs.so.1" ] && fail "a libibverbs.so.1 is installed in $libdir itself"
 python3 "$src/tests/abi/check_symbols.py" "$src/tests/data/abi/libibverbs1-44.0-2.symbols" \
   "$libdir/uroce/libibverbs.so.1" >"$work/abi.log" 2>&1 || { cat "$work/abi.log"; fail "installed libibverbs.so.1 exports"; }
+# The drop-in librdmacm beside it, never over the system's either.
+[ -e "$libdir/uroce/librdmacm.so.1" ] || fail "librdmacm.so.1 is not installed in $libdir/uroce"
+[ -e "$libdir/librdmacm.so.1" ] && fail "a librdmacm.so.1 is installed in $libdir itself"
+python3 "$src/tests/abi/check_symbols.py" "$src/tests/data/abi/librdmacm1-44.0-2.symbols" \
+  "$libdir/uroce/librdmacm.so.1" >"$work/abi.log" 2>&1 || { cat "$work/abi.log"; fail "installed librdmacm.so.1 exports"; }
 path=$(UROCE_RUN_LIBDIR=$libdir/uroce "$root/bin/uroce-run" --dev x --ip 10.0.0.1 --no-port-check -- sh -c 'echo "$LD_LIBRARY_PATH"')
 [ "${path%%:*}" = "$libdir/uroce" ] || fail "installed uroce-run: LD_LIBRARY_PATH is $path"
-echo "ok: library, pkg-config file, headers, tools, example, docs, config presets and the drop-in libibverbs installed"
+echo "ok: library, pkg-config file, headers, tools, example, docs, config presets and the drop-in libibverbs and librdmacm installed"
 
 # --- 2. uroce.pc ----------------------------------------------------------
 cflags=$(pkg-config --cflags uroce) || fail "pkg-config --cflags uroce"
