@@ -199,6 +199,7 @@ struct __attribute__((visibility("hidden"))) ConnectionManager::Impl {
   void send_and_retry(Conn& c, const Mad& mad, uint64_t retry_ms, int retries);
   void push_event(Event e);
   void fail_qp(Conn& c);
+  void send_dreq(Conn& c);
   int bring_up(Conn& c, QueuePair& qp, uint32_t sq_psn, uint8_t max_dest_rd_atomic, uint8_t max_rd_atomic,
                uint8_t timeout, uint8_t retry_count, uint8_t rnr_retry, const Path& path, bool remote_read);
   CommId new_comm_id();
@@ -454,6 +455,18 @@ static int to_init(QueuePair& qp, bool remote_read) {
   a.port_num = 1;
   a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | (remote_read ? IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC : 0);
   return qp.modify(a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+}
+
+void ConnectionManager::Impl::send_dreq(Conn& c) {
+  Dreq dreq;
+  dreq.local_comm_id = c.local_id;
+  dreq.remote_comm_id = c.remote_id;
+  dreq.remote_qpn = c.remote_qpn;
+  c.state = State::dreq_sent;
+  // The active side's DREQ reuses its REQ's TID; the passive side's is new.
+  const uint64_t tid = c.active ? c.tid : (uint64_t(2) << 32 | c.local_id);
+  const uint64_t retry = c.active ? 2 * cm_ms(kPacketLifetime) + cm_ms(kCmResponseTimeout) : cm_ms(kCmResponseTimeout);
+  send_and_retry(c, encode(dreq, tid), retry, kMaxCmRetries);
 }
 
 void ConnectionManager::Impl::fail_qp(Conn& c) {
@@ -899,15 +912,7 @@ int ConnectionManager::disconnect(uint64_t id) {
   if (it->second.state != State::established) return EINVAL;
   Conn& c = it->second;
   m.fail_qp(c);
-  Dreq dreq;
-  dreq.local_comm_id = c.local_id;
-  dreq.remote_comm_id = c.remote_id;
-  dreq.remote_qpn = c.remote_qpn;
-  c.state = State::dreq_sent;
-  // The active side's DREQ reuses its REQ's TID; the passive side's is new.
-  const uint64_t tid = c.active ? c.tid : (uint64_t(2) << 32 | c.local_id);
-  const uint64_t retry = c.active ? 2 * cm_ms(kPacketLifetime) + cm_ms(kCmResponseTimeout) : cm_ms(kCmResponseTimeout);
-  m.send_and_retry(c, encode(dreq, tid), retry, kMaxCmRetries);
+  m.send_dreq(c);
   m.wake();
   return 0;
 }
@@ -952,17 +957,10 @@ int ConnectionManager::release(uint64_t id) {
     case State::rep_sent:
       send_rej(RejReason::consumer_defined, Msg::rep);
       break;
-    case State::established: {
-      Dreq dreq;
-      dreq.local_comm_id = c.local_id;
-      dreq.remote_comm_id = c.remote_id;
-      dreq.remote_qpn = c.remote_qpn;
-      c.state = State::dreq_sent;
-      const uint64_t tid = c.active ? c.tid : (uint64_t(2) << 32 | c.local_id);
-      m.send_and_retry(c, encode(dreq, tid), cm_ms(kCmResponseTimeout), kMaxCmRetries);
+    case State::established:
+      m.send_dreq(c);
       m.wake();
       return 0;
-    }
     case State::dreq_sent:
     case State::timewait:
       return 0;
