@@ -109,10 +109,10 @@ Dev* dev_for_address(Registry& r, const wire::IpAddr& addr);
 // The first device with an address of `addr`'s family (opened), or nullptr.
 Dev* dev_for_family(Registry& r, bool v4);
 
-// Queues `e` on the channel that `owner` reports to (under mu).
+// Queues `e` on `channel`, by default the one `owner` reports to (under mu).
+void deliver(Id& owner, EventRec* e, rdma_event_channel* channel = nullptr);
 // Withdraws the events about `id` still queued on `channel` (under mu).
 void withdraw(Id& id, rdma_event_channel* channel);
-void deliver(Registry& r, Id& owner, EventRec* e, rdma_event_channel* channel = nullptr);
 // A new event about `id`, with no parameters.
 EventRec* new_event(Id& id, rdma_cm_event_type type, int status = 0);
 // Waits for the next event of a synchronous id and keeps it in id->event;
@@ -124,7 +124,6 @@ int sync_wait(Id& id);
 bool to_ip(const sockaddr* sa, wire::IpAddr& out, uint16_t* port = nullptr);
 void set_sockaddr(sockaddr_storage& ss, const wire::IpAddr& ip, uint16_t port, bool v4);
 uint16_t port_of(const sockaddr* sa);
-socklen_t sockaddr_len(const sockaddr* sa);
 // A port no id of this process uses, from Linux's ephemeral range.
 uint16_t ephemeral_port(Registry& r);
 bool port_in_use(Registry& r, uint16_t port, const Id* except);

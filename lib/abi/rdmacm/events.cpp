@@ -78,11 +78,8 @@ namespace {
 void dispatch(Registry& r);
 void watch_signals(Registry& r);
 
-// At exit, before the drop-in libibverbs closes the devices (its atexit
-// handler, registered at the first open, runs after this one): each
-// manager's connections are released, as the kernel's rdma_cm does when a
-// process ends (established ones get their DREQ), and the managers stop
-// while their devices still run.
+// Each manager's connections are released, as the kernel's rdma_cm does
+// when a process ends (established ones get their DREQ). Under mu.
 void release_all(Registry& r) {
   bool released = false;
   for (auto& d : r.devs) {
@@ -93,6 +90,10 @@ void release_all(Registry& r) {
   if (released) std::this_thread::sleep_for(std::chrono::milliseconds(20));
 }
 
+// At exit, before the drop-in libibverbs closes the devices (its atexit
+// handler, registered at the first open, runs after this one): the
+// connections are released and the managers stop while their devices
+// still run.
 void stop_at_exit() {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
@@ -134,19 +135,21 @@ int open_dev(Registry& r, Dev& d) {
     log_once(std::string("cm:") + name, std::string("cannot run the connection manager on ") + name + ": " + error);
     return EBUSY;
   }
-  DeviceRec& rec = *ctx_of(d.verbs)->rec;
-  {
-    std::lock_guard<std::mutex> lock(rec.control);
-    rec.before_qp_destroy = [](void* cm, QueuePair& qp) { static_cast<cm::ConnectionManager*>(cm)->detach_qp(qp); };
-    rec.before_qp_destroy_arg = d.cm.get();
-  }
   if (r.epoll_fd < 0) r.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.ptr = &d;
   if (r.epoll_fd < 0 || epoll_ctl(r.epoll_fd, EPOLL_CTL_ADD, d.cm->event_fd(), &ev) != 0) {
+    const int err = errno;
     d.cm.reset();
-    return errno;
+    return err;
+  }
+  // Only a manager that stays is told of QPs about to be destroyed.
+  DeviceRec& rec = *ctx_of(d.verbs)->rec;
+  {
+    std::lock_guard<std::mutex> lock(rec.control);
+    rec.before_qp_destroy = [](void* cm, QueuePair& qp) { static_cast<cm::ConnectionManager*>(cm)->detach_qp(qp); };
+    rec.before_qp_destroy_arg = d.cm.get();
   }
   if (!r.dispatching) {
     r.dispatching = true;
@@ -181,7 +184,7 @@ EventRec* new_event(Id& id, rdma_cm_event_type type, int status) {
   return e;
 }
 
-void deliver(Registry&, Id& owner, EventRec* e, rdma_event_channel* channel) {
+void deliver(Id& owner, EventRec* e, rdma_event_channel* channel) {
   Channel* ch = channel_of(channel ? channel : owner.id.channel);
   {
     std::lock_guard<std::mutex> lock(ch->mu);
@@ -218,7 +221,7 @@ void set_private(EventRec& e, const std::vector<uint8_t>& data) {
 // A connection request for a port this process listens on: a new id,
 // reported to the listener's channel (rdma_get_request's, for a
 // synchronous listener).
-void on_request(Registry& r, Dev& d, const cm::Event& ce) {
+void on_request(Dev& d, const cm::Event& ce) {
   auto l = d.listeners.find(ce.port);
   if (l == d.listeners.end()) {
     d.cm->reject(ce.id, {});
@@ -265,11 +268,11 @@ void on_request(Registry& r, Dev& d, const cm::Event& ce) {
   p.retry_count = 7;
   p.rnr_retry_count = 7;
   p.qp_num = ce.peer_qpn;
-  deliver(r, *child, e, listener.id.channel);
+  deliver(*child, e, listener.id.channel);
 }
 
-void on_event(Registry& r, Dev& d, const cm::Event& ce) {
-  if (ce.type == cm::EventType::connect_request) return on_request(r, d, ce);
+void on_event(Dev& d, const cm::Event& ce) {
+  if (ce.type == cm::EventType::connect_request) return on_request(d, ce);
   auto it = d.conns.find(ce.id);
   if (it == d.conns.end()) return;
   Id& id = *it->second;
@@ -302,7 +305,7 @@ void on_event(Registry& r, Dev& d, const cm::Event& ce) {
     d.conns.erase(it);
     id.conn = 0;
   }
-  deliver(r, id, e);
+  deliver(id, e);
 }
 
 // A process ended by SIGINT, SIGTERM or SIGHUP runs no exit handler, yet
@@ -375,7 +378,7 @@ void dispatch(Registry& r) {
       Dev& d = *static_cast<Dev*>(evs[i].data.ptr);
       cm::Event ce;
       std::lock_guard<std::mutex> lock(r.mu);
-      while (d.cm && d.cm->get_event(ce)) on_event(r, d, ce);
+      while (d.cm && d.cm->get_event(ce)) on_event(d, ce);
     }
   }
 }

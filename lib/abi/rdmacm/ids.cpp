@@ -53,10 +53,6 @@ uint16_t port_of(const sockaddr* sa) {
   return 0;
 }
 
-socklen_t sockaddr_len(const sockaddr* sa) {
-  return sa->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
-}
-
 bool port_in_use(Registry&, uint16_t port, const Id* except) {
   for (const Id* i : ids())
     if (i != except && i->owns_port && port_of(&i->id.route.addr.src_addr) == port) return true;
@@ -129,7 +125,7 @@ int bind_locked(Registry& r, Id& id, const sockaddr* addr) {
 
 ibv_qp_type qp_type_of(rdma_port_space ps) { return ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB ? IBV_QPT_UD : IBV_QPT_RC; }
 
-cm::ConnParam conn_param(const Dev& d, const rdma_conn_param* p, uint8_t default_rr, uint8_t default_id) {
+cm::ConnParam conn_param(const rdma_conn_param* p, uint8_t default_rr, uint8_t default_id) {
   cm::ConnParam c;
   if (!p) {
     c.responder_resources = default_rr;
@@ -245,7 +241,7 @@ UROCE_EXPORT int rdma_resolve_addr(rdma_cm_id* id, sockaddr* src_addr, sockaddr*
     set_sockaddr(id->route.addr.dst_storage, dst, dport, dst_addr->sa_family == AF_INET);
     // The peer's MAC: asked now, so that the REQ need not wait for it.
     abi::ctx_of(i.dev->verbs)->device().resolve_neighbor(dst);
-    deliver(r, i, new_event(i, RDMA_CM_EVENT_ADDR_RESOLVED));
+    deliver(i, new_event(i, RDMA_CM_EVENT_ADDR_RESOLVED));
   }
   return i.sync ? sync_wait(i) : 0;
 }
@@ -270,7 +266,7 @@ UROCE_EXPORT int rdma_resolve_route(rdma_cm_id* id, int /*timeout_ms*/) {
     ibv_port_attr pa{};
     if (ibv_query_port(i.dev->verbs, 1, &pa) == 0) i.path.mtu = pa.active_mtu;
     id->route.num_paths = 1;
-    deliver(r, i, new_event(i, RDMA_CM_EVENT_ROUTE_RESOLVED));
+    deliver(i, new_event(i, RDMA_CM_EVENT_ROUTE_RESOLVED));
   }
   return i.sync ? sync_wait(i) : 0;
 }
@@ -332,8 +328,7 @@ UROCE_EXPORT int rdma_connect(rdma_cm_id* id, rdma_conn_param* param) {
       return fail(ENOSYS);
     }
     Dev& d = *i.dev;
-    cm::ConnParam c = conn_param(d, param, d.max_responder_resources, d.max_initiator_depth);
-    if (!param) c.private_data.clear();
+    cm::ConnParam c = conn_param(param, d.max_responder_resources, d.max_initiator_depth);
     if (!param_fits(d, c) || c.private_data.size() > 56) return fail(EINVAL);
     c.local_port = port_of(&id->route.addr.src_addr);
     wire::IpAddr dst;
@@ -364,7 +359,7 @@ UROCE_EXPORT int rdma_accept(rdma_cm_id* id, rdma_conn_param* param) {
       return fail(ENOSYS);
     }
     Dev& d = *i.dev;
-    cm::ConnParam c = conn_param(d, param, i.req_responder_resources, i.req_initiator_depth);
+    cm::ConnParam c = conn_param(param, i.req_responder_resources, i.req_initiator_depth);
     if (!param_fits(d, c) || c.private_data.size() > 196) return fail(EINVAL);
     if (const int rc = d.cm->accept(i.conn, qp_impl(id->qp), c)) return fail(rc);
   }
