@@ -9,8 +9,14 @@
 
 #include <sys/epoll.h>
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <thread>
 
 #include "cm/cm_messages.h"
@@ -395,6 +401,35 @@ TEST_CASE("cm: INIT QPs, a chosen port, a REQ held for a late listener, release 
   CHECK(qa3->state() == IBV_QPS_ERR);
   std::this_thread::sleep_for(100ms);
   CHECK_FALSE(b.cm->get_event(e));  // nothing about the released id
+}
+
+TEST_CASE("cm: the library's threads take no signal sent to the process", "[cm-signals]") {
+  // A handler that calls exit() (PSM's for SIGTERM, say) run on the engine
+  // or manager thread would have the exit handlers join that very thread:
+  // the library's threads block the signals that end a process, so the
+  // kernel hands them to an application thread. (DPDK's are blocked by
+  // uroce's eal_init; this program's main starts the EAL itself.)
+  CmPair p("cm_sig");
+  const pid_t self = getpid();
+  int others = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    const std::string tid = task.path().filename();
+    if (tid == std::to_string(self)) continue;
+    std::ifstream status(task.path() / "status");
+    std::string line, blocked;
+    while (std::getline(status, line))
+      if (line.rfind("SigBlk:", 0) == 0) blocked = line.substr(7);
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name.rfind("uroce-", 0) != 0) continue;
+    const uint64_t mask = std::stoull(blocked, nullptr, 16);
+    INFO("thread " << tid << " (" << name << "), SigBlk " << blocked);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) CHECK((mask >> (sig - 1) & 1) == 1);
+    ++others;
+  }
+  // Two engines and two managers.
+  CHECK(others >= 4);
 }
 
 }  // namespace uroce::test

@@ -21,6 +21,7 @@
 
 #include "../ibverbs/shim.h"
 #include "cma.h"
+#include "../../engine/quiet_thread.h"
 
 namespace uroce::abi::rdmacm {
 
@@ -154,7 +155,7 @@ int open_dev(Registry& r, Dev& d) {
   if (!r.dispatching) {
     r.dispatching = true;
     watch_signals(r);
-    std::thread(dispatch, std::ref(r)).detach();
+    uroce::engine::quiet_thread("uroce-rdmacm", dispatch, std::ref(r)).detach();
     std::atexit(stop_at_exit);
   }
   return 0;
@@ -363,7 +364,9 @@ void end_by_signal() {
     release_all(r);
   }
   sigaction(sig, &previous[sig], nullptr);
-  raise(sig);
+  // To the process, not this thread: the library's threads block it
+  // (engine/quiet_thread.h), so an application thread takes it.
+  kill(getpid(), sig);
 }
 
 void dispatch(Registry& r) {
