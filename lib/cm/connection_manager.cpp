@@ -565,6 +565,7 @@ void ConnectionManager::Impl::on_req(const MadHeader& h, const Req& r, const wir
   e.peer_qpn = r.local_qpn;
   e.responder_resources = r.initiator_depth;
   e.initiator_depth = r.responder_resources;
+  e.flow_control = r.flow_control;
   conns.emplace(c.id, c);
   push_event(std::move(e));
 }
@@ -617,6 +618,7 @@ void ConnectionManager::Impl::on_rep(const Rep& r) {
   e.id = c->id;
   e.private_data.assign(r.private_data.begin(), r.private_data.end());
   e.peer_qpn = r.local_qpn;
+  e.flow_control = r.flow_control;
   push_event(std::move(e));
 }
 
@@ -815,6 +817,7 @@ int ConnectionManager::connect(QueuePair& qp, const wire::IpAddr& peer, uint16_t
   r.retry_count = p.retry_count;
   r.path_mtu = m.path_mtu;
   r.rnr_retry_count = p.rnr_retry_count;
+  r.flow_control = p.flow_control;
   r.max_cm_retries = kMaxCmRetries;
   r.primary.local_gid = to_gid(m.dev.gids()[c.sgid_index]);
   r.primary.remote_gid = to_gid(peer);
@@ -877,6 +880,7 @@ int ConnectionManager::accept(uint64_t id, QueuePair& qp, const ConnParam& p) {
   rep.initiator_depth = p.initiator_depth;
   rep.target_ack_delay = kAckDelay;
   rep.rnr_retry_count = p.rnr_retry_count;
+  rep.flow_control = p.flow_control;
   rep.local_ca_guid = m.guid;
   std::copy(p.private_data.begin(), p.private_data.end(), rep.private_data.begin());
   c.state = State::rep_sent;

@@ -176,6 +176,7 @@ TEST_CASE("cm: listen, connect, accept, data both ways, disconnect", "[cm-connec
   cp.private_data = {'h', 'e', 'l', 'l', 'o'};
   cp.responder_resources = 4;
   cp.initiator_depth = 2;
+  cp.flow_control = true;
   uint64_t aid = 0;
   REQUIRE(a.cm->connect(*qa, b.addr(), 18515, cp, aid) == 0);
   CHECK(qa->state() == IBV_QPS_INIT);
@@ -192,17 +193,20 @@ TEST_CASE("cm: listen, connect, accept, data both ways, disconnect", "[cm-connec
   // The peer's depths, as this side takes them.
   CHECK(req.responder_resources == 2);
   CHECK(req.initiator_depth == 4);
+  CHECK(req.flow_control);
 
   cm::ConnParam ap;
   ap.private_data = {'w', 'e', 'l', 'c', 'o', 'm', 'e'};
   ap.responder_resources = req.responder_resources;
   ap.initiator_depth = req.initiator_depth;
+  ap.flow_control = true;
   REQUIRE(b.cm->accept(req.id, *qb, ap) == 0);
   CHECK(qb->state() == IBV_QPS_RTS);
 
   const cm::Event est_a = a.next_event();
   REQUIRE(est_a.type == cm::EventType::established);
   CHECK(est_a.id == aid);
+  CHECK(est_a.flow_control);
   REQUIRE(est_a.private_data.size() == 196);
   CHECK(std::memcmp(est_a.private_data.data(), "welcome", 7) == 0);
   CHECK(qa->state() == IBV_QPS_RTS);
@@ -349,6 +353,7 @@ TEST_CASE("cm: INIT QPs, a chosen port, a REQ held for a late listener, release 
   std::this_thread::sleep_for(20ms);
   REQUIRE(b.cm->listen(5000) == 0);
   const cm::Event req = b.next_event();
+  CHECK_FALSE(req.flow_control);  // not asked for: Linux's default, perftest's
   REQUIRE(req.type == cm::EventType::connect_request);
   CHECK(req.peer_port == 40001);
   CHECK(req.local == b.addr());

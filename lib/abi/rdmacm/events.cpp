@@ -265,7 +265,7 @@ void on_request(Dev& d, const cm::Event& ce) {
   auto& p = e->ev.param.conn;
   p.responder_resources = child->req_responder_resources;
   p.initiator_depth = child->req_initiator_depth;
-  p.flow_control = 1;
+  p.flow_control = ce.flow_control;
   p.retry_count = 7;
   p.rnr_retry_count = 7;
   p.qp_num = ce.peer_qpn;
@@ -283,6 +283,7 @@ void on_event(Dev& d, const cm::Event& ce) {
       e = new_event(id, RDMA_CM_EVENT_ESTABLISHED);
       set_private(*e, ce.private_data);
       e->ev.param.conn.qp_num = ce.peer_qpn;
+      e->ev.param.conn.flow_control = ce.flow_control;
       break;
     case cm::EventType::rejected:
       e = new_event(id, RDMA_CM_EVENT_REJECTED, ce.status);
@@ -503,15 +504,24 @@ UROCE_EXPORT const char* rdma_event_str(rdma_cm_event_type event) {
 }
 
 UROCE_EXPORT int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channel) {
-  if (!id || !channel) return fail(EINVAL);
+  if (!id) return fail(EINVAL);
+  Id* i = id_of(id);
+  // No channel: the id becomes synchronous, on a channel of its own.
+  rdma_event_channel* mine = channel ? nullptr : rdma_create_event_channel();
+  if (!channel && !mine) return -1;
+  // A synchronous id's last event is its own to acknowledge (libfabric
+  // moves an id it resolved synchronously onto its event queue's channel).
+  if (i->sync && id->event) {
+    rdma_ack_cm_event(id->event);
+    id->event = nullptr;
+  }
   Registry& r = registry();
   std::unique_lock<std::mutex> lock(r.mu);
-  Id* i = id_of(id);
-  // Events already queued stay on the old channel: wait until they are taken.
+  // Events already handed out are acknowledged first, as librdmacm waits.
   i->acked.wait(lock, [&] { return i->events_out == 0; });
   rdma_event_channel* own = i->sync && id->channel != channel ? id->channel : nullptr;
-  id->channel = channel;
-  i->sync = false;
+  id->channel = channel ? channel : mine;
+  i->sync = !channel;
   lock.unlock();
   rdma_destroy_event_channel(own);
   return 0;

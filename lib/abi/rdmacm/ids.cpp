@@ -106,13 +106,11 @@ int bind_locked(Registry& r, Id& id, const sockaddr* addr) {
   if (!to_ip(addr, ip, &port)) return fail(EAFNOSUPPORT);
   if (id.bound) return fail(EINVAL);
   if (port && port_in_use(r, port, &id)) return fail(EADDRINUSE);
-  if (loopback(ip)) {
-    // As Linux's rdma_cm: a loopback address binds to the first device.
-    Dev* d = dev_for_family(r, true);
-    if (!d) d = dev_for_family(r, false);
-    if (!d) return fail(EADDRNOTAVAIL);
-    attach(id, *d);
-  } else if (!wildcard(ip)) {
+  // As Linux's rdma_cm (cma_any_addr): a loopback address binds like the
+  // wildcard, to no device, and a listen on it takes requests on every
+  // device. libfabric's verbs provider, finding no device on such an id,
+  // puts the device's own address in its place.
+  if (!wildcard(ip) && !loopback(ip)) {
     Dev* d = dev_for_address(r, ip);
     if (!d) return fail(EADDRNOTAVAIL);
     attach(id, *d);
@@ -140,6 +138,7 @@ cm::ConnParam conn_param(const rdma_conn_param* p, uint8_t default_rr, uint8_t d
   c.initiator_depth = p->initiator_depth == RDMA_MAX_INIT_DEPTH ? default_id : p->initiator_depth;
   c.retry_count = std::min<uint8_t>(p->retry_count, 7);
   c.rnr_retry_count = std::min<uint8_t>(p->rnr_retry_count, 7);
+  c.flow_control = p->flow_control != 0;
   return c;
 }
 

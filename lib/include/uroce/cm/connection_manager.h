@@ -58,6 +58,9 @@ struct Event {
   uint32_t peer_qpn = 0;
   uint8_t responder_resources = 0;
   uint8_t initiator_depth = 0;
+  // connect_request, established: the peer's end-to-end flow control flag
+  // (its REQ's or REP's), which rdma_cm reports and the CM never acts on.
+  bool flow_control = false;
 };
 
 struct ConnParam {
@@ -67,6 +70,9 @@ struct ConnParam {
   uint8_t initiator_depth = 0;      // this side's max_rd_atomic
   uint8_t retry_count = 7;
   uint8_t rnr_retry_count = 7;
+  // The REQ's or REP's end-to-end flow control flag: the application's
+  // (rdma_conn_param.flow_control), carried as Linux carries it.
+  bool flow_control = false;
   // connect: the active side's port in rdma_cm's header (and the flow
   // label); 0 picks one from Linux's ephemeral range.
   uint16_t local_port = 0;
