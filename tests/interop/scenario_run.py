@@ -142,7 +142,7 @@ def run(h, vm, n, sc, bins, dump, oracle_py, work, port):
         except Failure as e:
             if sc.kind != "cm" or not sc.tool.startswith("ib_") or PERFTEST_CM_RACE not in str(e) or lost == 9:
                 raise
-            vm.run(f"pkill {sc.tool.split()[0]}; sleep 0.5; true", check=False)
+            vm.run(f"killall {sc.tool.split()[0]}; sleep 0.5; true", check=False)
             lost += 1
             continue
         if lost:
@@ -184,7 +184,9 @@ def _run(h, vm, n, sc, d, res, cap, argv, tool, port, before, t0, t_run, dump):
         res.procs.append(up)
         wait_all([up], TOOL_TIMEOUT_S + 5)
         if cm and up.returncode != 0 and PERFTEST_CM_RACE in up.output() + up.errors():
-            vm.run(f"pkill {tool.split()[0]}; true", check=False)  # it would wait for the lost connection
+            # It would wait for the lost connection. (The guest's busybox has
+            # killall, not pkill.)
+            vm.run(f"killall {tool.split()[0]}; true", check=False)
         tool_rc, tool_out = _tool_server_result(vm)
     else:
         up = Proc(h, "uroce", argv, os.path.join(d, "uroce.out"), ns=n.ns, err_path=err)
