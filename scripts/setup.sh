@@ -15,7 +15,7 @@ packages=(
   iptables                        # the ECN marker of the DCQCN bottleneck test where the kernel has no sch_red
   python3-matplotlib              # scripts/plot_incast.py (docs/img/incast-*.png)
   qemu-system-x86 busybox-static rdma-core ibverbs-utils ibverbs-providers perftest tcpdump  # the rxe interop VM (docs/interop.md)
-  rdmacm-utils qperf fio          # rdma_cm programs through uroce-run (docs/cm.md)
+  rdmacm-utils qperf fio libfabric-bin  # rdma_cm and libfabric programs through uroce-run (docs/cm.md)
   ucx-utils                       # ucx_perftest and ucx_info through uroce-run (docs/verbs-abi.md)
   dpdk-dev                        # dpdk-telemetry.py: uroced's telemetry commands (docs/operations.md)
 )

@@ -5,10 +5,12 @@ against Linux's own in the reference capture.
 tests/data/rxe/send_bw_rdmacm.pcap holds the CM exchanges of `ib_send_bw -R`
 between two Linux rxe hosts. Every REQ and REP field below is one that does
 not depend on the connection (its IDs, QPN, PSN, GUID, addresses, ports,
-path MTU, depths or the application's retry counts): each REQ and REP of a
-scenario, uroce's and the kernel's alike, must carry Linux's value. The
-exchange itself must be complete: a REQ, REP and RTU, and a DREQ answered
-by a DREP.
+path MTU, depths or the application's retry counts and flow control flag):
+each REQ and REP of a scenario, uroce's and the kernel's alike, must carry
+Linux's value. The end-to-end flow control flag is the application's
+(rdma_conn_param): both sides of a scenario run one program, which asks the
+same of both, so the REQ's and the REP's must agree. The exchange itself
+must be complete: a REQ, REP and RTU, and a DREQ answered by a DREP.
 """
 
 import os
@@ -19,12 +21,13 @@ REFERENCE = os.path.join(HERE, "..", "data", "rxe", "send_bw_rdmacm.pcap")
 
 REQ_FIELDS = [f"infiniband.cm.req.{f}" for f in (
     "serviceid.prefix", "serviceid.protocol", "localqkey", "localeecn", "remoteeecn", "remoteresptout",
-    "transpsvctype", "e2eflowctrl", "localresptout", "pkey", "rdcexist", "maxcmretr", "srq", "ext_transport",
+    "transpsvctype", "localresptout", "pkey", "rdcexist", "maxcmretr", "srq", "ext_transport",
     "prim_locallid", "prim_remotelid", "prim_tfcclass", "prim_hoplim", "prim_sl", "prim_subnetlocal",
     "prim_localacktout", "alt_locallid", "alt_remotelid", "alt_localgid", "alt_remotegid", "alt_flowlabel",
     "alt_pktrate", "alt_tfcclass", "alt_hoplim", "alt_sl", "alt_subnetlocal", "alt_localacktout")]
 REP_FIELDS = [f"infiniband.cm.rep.{f}" for f in (
-    "localqkey", "localeecn", "tgtackdelay", "failoveracc", "e2eflowctrl", "srq")]
+    "localqkey", "localeecn", "tgtackdelay", "failoveracc", "srq")]
+FLOW = {"0x0010": "infiniband.cm.req.e2eflowctrl", "0x0013": "infiniband.cm.rep.e2eflowctrl"}
 ATTRS = {"0x0010": "REQ", "0x0011": "MRA", "0x0012": "REJ", "0x0013": "REP", "0x0014": "RTU", "0x0015": "DREQ",
          "0x0016": "DREP"}
 
@@ -72,6 +75,9 @@ def check(pcap, client, server):
             for i, f in enumerate(fields):
                 if r[i + 1] != ref[f]:
                     problems.append(f"{ATTRS[attr]} from {r[0]}: {f} is {r[i + 1] or '(absent)'}, Linux sends {ref[f]}")
+    flags = {ATTRS[a]: {r[1] for r in _fields(pcap, a, [f])} for a, f in FLOW.items()}
+    if len(flags["REQ"] | flags["REP"]) > 1:
+        problems.append(f"the REQ's and REP's end-to-end flow control flags differ: {flags}")
     seq = messages(pcap)
     sent = {ip: [m for s, m in seq if s == ip] for ip in (client, server)}
     for who, name in ((client, "REQ"), (server, "REP"), (client, "RTU")):

@@ -5,7 +5,7 @@
 
 The kernel comes from Debian's linux-image package, fetched with
 `apt-get download` and unpacked with `dpkg -x` into CACHE_DIR. The initramfs
-holds busybox-static, the rdma-core tools, rdmacm-utils, perftest, fio, ucx_perftest and ucx_info
+holds busybox-static, the rdma-core tools, rdmacm-utils, perftest, fio, fi_pingpong, qperf, ucx_perftest and ucx_info
 (with every library `ldd` names), UCX's transport modules (dlopen'ed from
 LIBDIR/ucx, so added with their own libraries), the rxe provider, iproute2's `tc` (busybox's has no netem), the
 kernel modules (rdma_rxe and what it needs, netem/ifb/mirred for the loss
@@ -30,11 +30,12 @@ sys.path.insert(0, os.path.join(HERE, "..", "netns"))
 from harness import Skip  # noqa: E402
 
 HOST_PACKAGES = ["qemu-system-x86", "busybox-static", "rdma-core", "ibverbs-utils",
-                 "ibverbs-providers", "perftest", "iproute2", "tcpdump", "ucx-utils", "rdmacm-utils", "fio"]
+                 "ibverbs-providers", "perftest", "iproute2", "tcpdump", "ucx-utils", "rdmacm-utils", "fio",
+                 "libfabric-bin", "qperf"]
 TOOLS = ["ip", "rdma", "ibv_devinfo", "ibv_rc_pingpong", "ibv_uc_pingpong", "ibv_ud_pingpong", "ibv_srq_pingpong",
          "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw",
          "ib_write_lat", "ib_read_lat", "ib_send_lat", "ib_atomic_lat", "ucx_perftest", "ucx_info",
-         "rping", "ucmatose", "udaddy", "rdma_server", "rdma_client", "fio"]
+         "rping", "ucmatose", "udaddy", "rdma_server", "rdma_client", "fio", "fi_pingpong", "qperf"]
 SBIN_TOOLS = ["tc"]
 # Load order matters and the .deb has no modules.dep: these are resolved
 # through each module's own depends= list. crc32_generic: rxe's ICRC asks
@@ -213,6 +214,9 @@ def build(cache, log=lambda s: print(f"[image] {s}", file=sys.stderr, flush=True
             a.add_bytes("/etc/kver", (kver + "\n").encode())
             a.add_bytes("/etc/passwd", b"root:x:0:0:root:/root:/bin/sh\n")
             a.add_bytes("/etc/group", b"root:x:0:\n")
+            # libfabric's name server stops by connecting to itself at
+            # "localhost": without this it waits forever at exit.
+            a.add_bytes("/etc/hosts", b"127.0.0.1 localhost\n::1 localhost\n")
             for g in guest:
                 dest = "/init" if os.path.basename(g) == "init" else "/usr/bin/" + os.path.basename(g)
                 a.add_file(dest, g, mode=0o755)

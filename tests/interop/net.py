@@ -53,6 +53,16 @@ def create(h, group):
     return n
 
 
+def share_roce_address(net):
+    """Gives `hv` uroce's address in the kernel too, for programs that look
+    for their RDMA device among the kernel's interfaces (libfabric's verbs
+    provider lists getifaddrs() and binds rdma_cm to each address), and has
+    the kernel drop RoCE's UDP port, whose frames uroce takes from the same
+    interface (the kernel would answer each with an ICMP error)."""
+    run(["ip", "-n", net.ns, "addr", "add", UROCE_IP + "/24", "dev", net.host_if])
+    run(["ip", "netns", "exec", net.ns, "iptables", "-A", "INPUT", "-p", "udp", "--dport", "4791", "-j", "DROP"])
+
+
 def restore_mtu(net):
     """Sets `hv` back to the link MTU; returns the MTU found. net_af_packet's
     set_mtu is SIOCSIFMTU: uroce used to leave `hv` at 1500 after a -m 1024

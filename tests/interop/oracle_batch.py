@@ -26,10 +26,12 @@ def join(paths, out):
 
 
 def judge(oracle_py, results, work):
-    """results: objects with .name, .pcap, .pmtu. Returns report lines."""
+    """results: objects with .name, .pcap, .pmtu (no .pcap: not for the
+    oracle). Returns report lines."""
     if not oracle_py or not os.path.exists(oracle_py):
         return [f"oracle not found at {oracle_py}: not run (uroce-dump judged every capture)"]
     lines = []
+    results = [r for r in results if r.pcap]
     for pmtu in sorted({r.pmtu for r in results}):
         group = [r for r in results if r.pmtu == pmtu]
         joined = os.path.join(work, f"all-pmtu{pmtu}.pcap")

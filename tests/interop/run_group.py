@@ -77,6 +77,8 @@ def main(argv):
     skipped, results = [], []
     with Harness(f"ix{gname[:6]}") as h:
         n = net.create(h, gname[:6])
+        if gname in scenarios.SHARED_ADDRESS:
+            net.share_roce_address(n)
         boots = [0]
 
         def boot():

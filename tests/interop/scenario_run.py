@@ -15,6 +15,7 @@ whose stderr is kept apart from the stdout that is compared.
 
 import os
 import re
+import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ from perf_run import UROCE_LINE
 from procs import Proc, wait_all, wait_listening
 
 TOOL_TIMEOUT_S = 25
+# What the guest's `timeout` returns for a tool that SIGTERM ended.
+TERMINATED = 128 + 15
 ITERS_LINE = re.compile(r"^(\d+) iters in [\d.]+ seconds", re.M)
 # ucx_perftest's client: "Final: ITERATIONS <latency and bandwidth columns>".
 UCX_FINAL = re.compile(r"^Final:\s+(\d+)(\s+[\d.]+){7}\s*$", re.M)
@@ -100,13 +103,18 @@ def shim_program(sc):
     return args[0]
 
 
+def templated(sc):
+    """Command lines given as templates (scenarios.Scenario.expect)."""
+    return sc.kind in ("cm", "fi")
+
+
 def cm_args(template, port):
-    return template.format(port=port, vm_ip=net.VM_IP, uroce_ip=net.UROCE_IP)
+    return template.format(port=port, vm_ip=net.VM_IP, uroce_ip=net.UROCE_IP, br_ip=net.BR_IP)
 
 
 def host_argv(sc, bins, n, port):
     app = bins[sc.uroce[0]]
-    if sc.kind == "cm":
+    if templated(sc):
         return [app, "--dev", net.vdev(n), "--ip", net.UROCE_IP, "--mtu", str(net.LINK_MTU), "--"] + \
             [cm_args(a, port) for a in sc.uroce[1:]]
     if is_shim(sc):
@@ -163,7 +171,7 @@ def _run_once(h, vm, n, sc, bins, dump, oracle_py, work, port):
     before = vm.counters()
     t_run = time.monotonic()
     argv = host_argv(sc, bins, n, port)
-    tool = cm_args(sc.tool, port) if sc.kind == "cm" else f"{sc.tool} -p {port}"
+    tool = cm_args(sc.tool, port) if templated(sc) else f"{sc.tool} -p {port}"
     try:
         return _run(h, vm, n, sc, d, res, cap, argv, tool, port, before, t0, t_run, dump)
     finally:
@@ -179,7 +187,7 @@ def _run(h, vm, n, sc, d, res, cap, argv, tool, port, before, t0, t_run, dump):
     cm = sc.kind == "cm"
     if sc.vm == "server":
         _tool_server(vm, tool, port, cm)
-        up = Proc(h, "uroce", argv + ([] if cm else [net.VM_IP]), os.path.join(d, "uroce.out"), ns=n.ns,
+        up = Proc(h, "uroce", argv + ([] if templated(sc) else [net.VM_IP]), os.path.join(d, "uroce.out"), ns=n.ns,
                   err_path=err)
         res.procs.append(up)
         wait_all([up], TOOL_TIMEOUT_S + 5)
@@ -187,7 +195,11 @@ def _run(h, vm, n, sc, d, res, cap, argv, tool, port, before, t0, t_run, dump):
             # It would wait for the lost connection. (The guest's busybox has
             # killall, not pkill.)
             vm.run(f"killall {tool.split()[0]}; true", check=False)
+        if sc.serves:
+            vm.run(f"killall {tool.split()[0]}; true", check=False)
         tool_rc, tool_out = _tool_server_result(vm)
+        if sc.serves and tool_rc == TERMINATED:
+            tool_rc = 0
     else:
         up = Proc(h, "uroce", argv, os.path.join(d, "uroce.out"), ns=n.ns, err_path=err)
         res.procs.append(up)
@@ -195,9 +207,11 @@ def _run(h, vm, n, sc, d, res, cap, argv, tool, port, before, t0, t_run, dump):
             wait_port_open(up, sc.uroce[1], n.ns, 20)
         else:
             wait_listening(up, n.ns, port, 20)
-        target = "" if cm else net.BR_IP
+        target = "" if templated(sc) else net.BR_IP
         cid = vm.send(f"timeout {TOOL_TIMEOUT_S} {tool} {target} 2> /tmp/tool.err; rc=$?; {STDERR_MARK}; exit $rc")
         tool_rc, tool_out = vm.result(cid, TOOL_TIMEOUT_S + 15, f"running {tool}")
+        if sc.serves and up.running():
+            up.stop(5)
         wait_all([up], 10)
     t_ran = time.monotonic()
     after = vm.counters()
@@ -211,7 +225,8 @@ def _run(h, vm, n, sc, d, res, cap, argv, tool, port, before, t0, t_run, dump):
     cap.stop()
     with open(os.path.join(d, "tool.out"), "w") as f:
         f.write(f"$ {tool}\n{tool_out}")
-    if up.returncode != 0 or tool_rc != 0:
+    stopped = sc.serves and sc.vm == "client" and up.returncode == -signal.SIGTERM
+    if (up.returncode != 0 and not stopped) or tool_rc != 0:
         raise Failure(f"{sc.name}: a side failed\n{_describe(up, tool_rc, tool_out, tool)}")
     uroce_out = up.output()
     _check_output(sc, uroce_out, tool_out, up, tool_rc, tool)
@@ -223,7 +238,8 @@ def _run(h, vm, n, sc, d, res, cap, argv, tool, port, before, t0, t_run, dump):
         raise Failure(f"{sc.name}: uroce-dump --pmtu {sc.pmtu}: {len(invalid)} invalid RoCE packets in "
                       f"{cap.path}:\n{reasons}")
     res.notes.append(f"uroce-dump: {summary['valid']} valid RoCE packets on the bridge")
-    res.pcap, res.pmtu = cap.path, sc.pmtu
+    if sc.oracle:
+        res.pcap, res.pmtu = cap.path, sc.pmtu
     wire = wire_check.check(cap.path, [net.UROCE_IP, net.VM_IP])
     if sc.uc and sc.kind == "perf" and sc.uroce[1].endswith("_bw"):
         # One way: the client (perftest's requester) sends, and on UC
@@ -240,7 +256,7 @@ def _run(h, vm, n, sc, d, res, cap, argv, tool, port, before, t0, t_run, dump):
             if not wire["opcodes"][client] & ops:
                 raise Failure(f"{sc.name}: the client ({client}) sent no {what} on the bridge; its opcodes: "
                               f"{sorted(hex(o) for o in wire['opcodes'][client])}")
-    if sc.kind == "cm":
+    if sc.kind == "cm" or sc.cm_wire:
         client, server = (net.UROCE_IP, net.VM_IP) if sc.vm == "server" else (net.VM_IP, net.UROCE_IP)
         problems, seq = cm_wire.check(cap.path, client, server)
         if problems:
@@ -276,7 +292,7 @@ def _check_output(sc, uroce_out, tool_out, up, tool_rc, tool):
             if " UCX  ERROR " in out:
                 fail(f"{side} logged a UCX error")
         return
-    if sc.kind == "cm":
+    if templated(sc):
         for side, regex in sc.expect:
             out = uroce_out if side == "uroce" else tool_out
             got = len(re.findall(regex, out, re.M))

@@ -28,7 +28,7 @@ NETEM = "delay 1ms reorder 10% loss 4%"
 @dataclass
 class Scenario:
     name: str
-    kind: str              # pingpong | perf | ud | srq | ucx | cm
+    kind: str              # pingpong | perf | ud | srq | ucx | cm | fi
     vm: str                # the VM's role: server | client
     tool: str              # the rxe tool's command line, without the server address
     uroce: list            # uroce's app name and arguments (no --dev/--ip/server)
@@ -37,11 +37,20 @@ class Scenario:
     iters: int = 0         # what both sides must report (perftest's BW row: -n times -q)
     checks: list = field(default_factory=list)  # ucx: (name, BTH opcodes) the client must send
     uc: bool = False       # a UC run: every packet on the bridge must carry a UC opcode
-    # cm: (side, regex) pairs, side "uroce" or "tool": the side's output must
-    # match the regex `iters` times. A cm scenario's tool and uroce command
-    # lines are templates of {port}, {vm_ip} and {uroce_ip}: rdma_cm programs
-    # are given addresses, and their roles differ in flags.
+    # cm, fi: (side, regex) pairs, side "uroce" or "tool": the side's output
+    # must match the regex `iters` times. Their tool and uroce command lines
+    # are templates of {port}, {vm_ip}, {uroce_ip} and {br_ip} (the host's
+    # kernel address, for a TCP rendezvous): these programs are given
+    # addresses, and their roles differ in flags. fi programs meet on TCP
+    # first; cm programs only through the CM.
     expect: list = field(default_factory=list)
+    cm_wire: bool = False  # an fi run connected by the CM: its exchange is checked as a cm run's
+    # The server serves until stopped (qperf): once the client is done the
+    # harness stops it with SIGTERM, and that ending is its success.
+    serves: bool = False
+    # Whether the oracle judges the capture too (uroce-dump judges every
+    # one): not for time-bound runs of tens of thousands of packets.
+    oracle: bool = True
 
 
 def _both(name, kind, tool, uroce, pmtu, **kw):
@@ -313,6 +322,57 @@ def cm():
     return out
 
 
+# Programs that find their RDMA device through the kernel's interfaces, or
+# reach the rdma_cm peer at the address of their TCP connection: the host's
+# interface carries uroce's address too (net.share_roce_address). Their
+# tool and uroce command lines are templates, as cm's are.
+#
+# libfabric's verbs provider (fi_pingpong -p verbs): its datagram endpoint
+# (UD QPs and address handles) and its connected one (RC QPs connected by
+# rdma_cm: the CM on the wire). Each message is checked (-c). The two sides
+# first meet on fi_pingpong's own TCP connection (-B/-P), where they swap
+# their endpoint names (GID and QPN, or the listener's address). The
+# reliable datagram endpoint (-e rdm, ofi_rxm over the connected one) runs
+# between two uroce processes only (tests/abi): on rxe in the VM its
+# fi_enable fails with EINVAL before anything is sent.
+FI_ITERS = 10
+# Groups whose host side has uroce's address in the kernel as well.
+SHARED_ADDRESS = {"apps"}
+
+
+def apps():
+    out = []
+    for ep in ("dgram", "msg"):
+        # msg goes up to 1 MiB by default: 64 KiB is enough to segment,
+        # and keeps the emulated VM's share short.
+        common = f"fi_pingpong -p verbs -e {ep} -c -I {FI_ITERS}" + ("" if ep == "dgram" else " -S 65536")
+        srv, cli = common + " -B {port}", common + " -P {port}"
+        # Both sides name their IPv4 GID: libfabric takes index 0 unless
+        # told, which is the link-local IPv6 one on rxe and on uroce alike,
+        # and an IPv4 peer cannot be reached from it (perftest's -x, the same).
+        vm_srv, vm_cli = "env FI_VERBS_GID_IDX=$GID_IDX " + srv, "env FI_VERBS_GID_IDX=$GID_IDX " + cli
+        own = ["uroce-run", "env", "FI_VERBS_GID_IDX=1"]
+        row = rf"^64k? +{FI_ITERS} +={FI_ITERS} "
+        out.append(Scenario(f"fi_pingpong-{ep}-vm_server", "fi", "server", vm_srv,
+                            own + (cli + " {vm_ip}").split(), 4096, iters=1,
+                            expect=[("uroce", row), ("tool", row)], cm_wire=ep == "msg"))
+        out.append(Scenario(f"fi_pingpong-{ep}-vm_client", "fi", "client", vm_cli + " {br_ip}",
+                            own + srv.split(), 4096, iters=1,
+                            expect=[("uroce", row), ("tool", row)], cm_wire=ep == "msg"))
+    # qperf -cm1: its client reaches the server's rdma_cm at the address of
+    # their TCP control connection; its server serves until stopped, a
+    # process per connection. A second a test, messages of one packet.
+    tests = "-cm1 -t 1 -m 4096 rc_bw rc_lat"
+    result = [r"^rc_bw:$", r"^rc_lat:$", r"^ +bw += +[0-9.]+ [KMG]?B/sec$", r"^ +latency += +[0-9.]+ [mun]?s$"]
+    out.append(Scenario("qperf-vm_server", "fi", "server", "qperf -lp {port}",
+                        ["uroce-run", "qperf", "{vm_ip}", "-lp", "{port}"] + tests.split(), 4096, iters=1,
+                        expect=[("uroce", r) for r in result], cm_wire=True, serves=True, oracle=False))
+    out.append(Scenario("qperf-vm_client", "fi", "client", f"qperf {{uroce_ip}} -lp {{port}} {tests}",
+                        ["uroce-run", "qperf", "-lp", "{port}"], 4096, iters=1,
+                        expect=[("tool", r) for r in result], cm_wire=True, serves=True, oracle=False))
+    return out
+
+
 GROUPS = {
     "rc_pingpong": rc_pingpong,
     "perf": perf,
@@ -324,6 +384,7 @@ GROUPS = {
     "verbs_loss": verbs_loss,
     "ucx": ucx,
     "cm": cm,
+    "apps": apps,
 }
 
 

@@ -6,9 +6,9 @@
 * how often each sender's requests went back in PSN (go-back-N restarts):
   the requester's retransmissions, seen on the wire, for a uroce side
   that prints no counter of its own (a Debian program on uroce-run);
-* retransmissions carry the same bytes: every copy of a request or response
-  packet (same sender, destination QP, PSN and opcode) must have the same
-  payload. Under loss this is the data check that needs no knowledge of the
+* retransmissions carry the same bytes: every copy of an RC or UC request
+  or response packet (same sender, destination QP, PSN and opcode) must have
+  the same payload. Under loss this is the data check that needs no knowledge of the
   peer's buffers: perftest fills its buffers with rand(), so uroce's
   --verify pattern cannot be used against it.
 """
@@ -26,6 +26,10 @@ ACK_OPCODES = {0x11, 0x12}  # RC ACKNOWLEDGE, ATOMIC ACKNOWLEDGE: no payload to 
 AETH_OPCODES = {0x0D, 0x0F, 0x10}
 # RC responses (READ responses, ACKs): everything else a requester sends.
 RESPONSE_OPCODES = {0x0D, 0x0E, 0x0F, 0x10, 0x11, 0x12}
+# UD (IBA: 0x60 .. 0x7F): never retransmitted by the transport, so one PSN
+# twice is two packets (a program that forks a process per client, qperf's
+# server, starts QP1 at PSN 0 in each).
+UD_OPCODES = range(0x60, 0x80)
 
 
 def _psn_rewinds(pkts):
@@ -74,7 +78,7 @@ def check(pcap, ips):
     count = defaultdict(int)
     for src, qpn, psn, op, rest in pkts:
         by_sender[src] += 1
-        if op in ACK_OPCODES:
+        if op in ACK_OPCODES or op in UD_OPCODES:
             continue
         if op in AETH_OPCODES:
             rest = rest[4:]
