@@ -309,9 +309,10 @@ def cm():
                             expect=[("uroce", srv_ok), ("tool", cli_ok)]))
     # fio's rdma engine: the client writes to (RDMA WRITE) or reads from
     # (RDMA READ) the server's buffer, every block with a crc32c header that
-    # fio checks; err= 0 on both sides. uroce as the client only: with
-    # uroce serving, rxe's client retransmits its last SEND (fio's "done"
-    # message) without an ACK until its timeout (docs/cm.md).
+    # fio checks; err= 0 on both sides. uroce as the client only: uroce's
+    # server job often ends, its QP gone, before rxe's slower client sends
+    # its last SEND (fio's "done" message), which then goes unanswered
+    # (fio's own race; docs/cm.md).
     fio = "fio --name={role} --ioengine=rdma --port={port} --bs=64k --size=2m --verify=crc32c"
     for verb in ("write", "read"):
         srv = fio.replace("{role}", "srv") + " --rw=read"
