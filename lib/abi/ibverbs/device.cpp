@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -81,7 +82,10 @@ void close_device(DeviceRec& rec) {
 
 // Engines still running when the program exits without closing its
 // devices stop before the EAL's own exit handlers close the ports.
+std::atomic<bool> exit_ran{false};
+
 void stop_all_at_exit() {
+  exit_ran.store(true);
   for (DeviceRec* rec : devices()) {
     std::lock_guard<std::mutex> lock(rec->open_mutex);
     if (rec->is_open()) close_device(*rec);
@@ -200,6 +204,8 @@ ibv_mtu active_mtu(uint16_t eth_mtu, bool v6) {
 }
 
 }  // namespace
+
+bool exited() { return exit_ran.load(); }
 
 // One open fewer; the last stops the router and the engine, closes the port.
 void release_device(DeviceRec& rec) {
@@ -328,6 +334,7 @@ UROCE_V11(ibv_open_device) ibv_context* uroce_v11_ibv_open_device(ibv_device* d)
 }
 
 UROCE_V11(ibv_close_device) int uroce_v11_ibv_close_device(ibv_context* c) {
+  if (exited()) return 0;
   Context* ctx = ctx_of(c);
   DeviceRec* rec = ctx->rec;
   leave_events(*ctx);

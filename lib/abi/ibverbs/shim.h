@@ -234,6 +234,12 @@ void log_once(const char* key, const std::string& text);
 
 // The devices of this process's settings, built on first use.
 std::vector<DeviceRec*>& devices();
+// Whether the library's exit handler has closed the devices. A program's
+// exit handler registered before its first verbs call runs after it, as do
+// the destructors of static objects made before: destroying an object then
+// is a no-op that succeeds (the process's end frees it), instead of
+// reaching a device that is gone.
+bool exited();
 // Whether `path` is the ibdev_path of one of uroce's devices.
 DeviceRec* device_by_ibdev_path(const std::string& path);
 // The node GUID (EUI-64 of the port's MAC), in network byte order.

@@ -250,6 +250,7 @@ ibv_mw* alloc_mw_op(ibv_pd* p, ibv_mw_type type) {
 }
 
 int dealloc_mw_op(ibv_mw* m) {
+  if (exited()) return 0;
   auto* mw = reinterpret_cast<Mw*>(m);
   {
     std::lock_guard<std::mutex> lock(ctx_of(m->context)->rec->control);
@@ -309,6 +310,7 @@ UROCE_V11(ibv_alloc_pd) ibv_pd* uroce_v11_ibv_alloc_pd(ibv_context* c) {
 }
 
 UROCE_V11(ibv_dealloc_pd) int uroce_v11_ibv_dealloc_pd(ibv_pd* p) {
+  if (exited()) return 0;
   Pd* pd = pd_of(p);
   {
     std::lock_guard<std::mutex> lock(ctx_of_pd(p).rec->control);
@@ -354,6 +356,7 @@ UROCE_EXPORT ibv_mr* ibv_reg_mr_iova(ibv_pd* p, void* addr, size_t length, uint6
 }
 
 UROCE_V11(ibv_dereg_mr) int uroce_v11_ibv_dereg_mr(ibv_mr* m) {
+  if (exited()) return 0;
   auto* mr = reinterpret_cast<Mr*>(m);
   int rc;
   {
@@ -372,6 +375,7 @@ UROCE_V11(ibv_create_cq) ibv_cq* uroce_v11_ibv_create_cq(ibv_context* c, int cqe
 }
 
 UROCE_V11(ibv_destroy_cq) int uroce_v11_ibv_destroy_cq(ibv_cq* c) {
+  if (exited()) return 0;
   Cq* cq = cq_of(c);
   DeviceRec* rec = ctx_of(c->context)->rec;
   {
@@ -446,6 +450,7 @@ UROCE_V11(ibv_query_qp) int uroce_v11_ibv_query_qp(ibv_qp* q, ibv_qp_attr* attr,
 }
 
 UROCE_V11(ibv_destroy_qp) int uroce_v11_ibv_destroy_qp(ibv_qp* q) {
+  if (exited()) return 0;
   Qp* qp = qp_of(q);
   DeviceRec* rec = ctx_of(q->context)->rec;
   {
@@ -508,6 +513,7 @@ UROCE_V11(ibv_query_srq) int uroce_v11_ibv_query_srq(ibv_srq* s, ibv_srq_attr* a
 }
 
 UROCE_V11(ibv_destroy_srq) int uroce_v11_ibv_destroy_srq(ibv_srq* s) {
+  if (exited()) return 0;
   Srq* srq = srq_of(s);
   DeviceRec* rec = ctx_of(s->context)->rec;
   {
@@ -542,6 +548,7 @@ UROCE_V11(ibv_create_ah) ibv_ah* uroce_v11_ibv_create_ah(ibv_pd* p, ibv_ah_attr*
 }
 
 UROCE_V11(ibv_destroy_ah) int uroce_v11_ibv_destroy_ah(ibv_ah* a) {
+  if (exited()) return 0;
   auto* ah = reinterpret_cast<Ah*>(a);
   {
     std::lock_guard<std::mutex> lock(ctx_of(a->context)->rec->control);

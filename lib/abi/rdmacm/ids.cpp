@@ -194,12 +194,14 @@ UROCE_EXPORT int rdma_destroy_id(rdma_cm_id* id) {
   // those not yet handed out are dropped.
   i->acked.wait(lock, [&] { return i->events_out == 0; });
   withdraw(*i, id->channel);
-  if (i->conn && i->dev) {
+  // After the exit handler (stop_at_exit) the managers are gone and their
+  // connections already released.
+  if (i->conn && i->dev && i->dev->cm) {
     i->dev->cm->release(i->conn);
     i->dev->conns.erase(i->conn);
   }
   for (Dev* d : i->listen_on) {
-    d->cm->stop_listening(port_of(&id->route.addr.src_addr));
+    if (d->cm) d->cm->stop_listening(port_of(&id->route.addr.src_addr));
     d->listeners.erase(port_of(&id->route.addr.src_addr));
   }
   auto& all = ids();
@@ -334,6 +336,7 @@ UROCE_EXPORT int rdma_connect(rdma_cm_id* id, rdma_conn_param* param) {
     uint16_t dport = 0;
     to_ip(&id->route.addr.dst_addr, dst, &dport);
     uint64_t conn = 0;
+    if (!d.cm) return fail(ENODEV);  // the process is exiting
     if (const int rc = d.cm->connect(qp_impl(id->qp), dst, dport, c, conn)) return fail(rc);
     i.conn = conn;
     d.conns[conn] = &i;
@@ -360,6 +363,7 @@ UROCE_EXPORT int rdma_accept(rdma_cm_id* id, rdma_conn_param* param) {
     Dev& d = *i.dev;
     cm::ConnParam c = conn_param(param, i.req_responder_resources, i.req_initiator_depth);
     if (!param_fits(d, c) || c.private_data.size() > 196) return fail(EINVAL);
+    if (!d.cm) return fail(ENODEV);
     if (const int rc = d.cm->accept(i.conn, qp_impl(id->qp), c)) return fail(rc);
   }
   if (!i.sync) return 0;
@@ -373,6 +377,7 @@ UROCE_EXPORT int rdma_reject(rdma_cm_id* id, const void* private_data, uint8_t p
   Id& i = *id_of(id);
   if (!i.dev || !i.conn) return fail(EINVAL);
   const auto* p = static_cast<const uint8_t*>(private_data);
+  if (!i.dev->cm) return fail(ENODEV);
   if (const int rc = i.dev->cm->reject(i.conn, {p, p ? private_data_len : size_t(0)})) return fail(rc);
   i.dev->conns.erase(i.conn);
   i.conn = 0;
@@ -386,6 +391,7 @@ UROCE_EXPORT int rdma_disconnect(rdma_cm_id* id) {
   {
     std::lock_guard<std::mutex> lock(r.mu);
     if (!i.dev || !i.conn) return fail(EINVAL);
+    if (!i.dev->cm) return fail(ENODEV);
     if (const int rc = i.dev->cm->disconnect(i.conn)) return fail(rc);
   }
   // A synchronous id waits for DISCONNECTED (rdma_client, rdma_server);
