@@ -24,22 +24,24 @@ ALLOWED = {
     # uroced speaks the daemon protocol (lib/daemon).
     "apps":          {"apps", "api/objects", "exchange", "daemon"} | TYPES,
     # C ABI libraries (drop-in libibverbs): the public API only.
-    "abi":           {"abi", "api/objects"} | TYPES,
+    "abi":           {"abi", "api/objects", "util"} | TYPES,
     "endpoint":      {"endpoint", "api/objects", "capture", "drivers/dpdk"} | TYPES,
     # A Device opened on uroced's socket holds the client library's objects.
     "verbs":         {"verbs", "api/objects", "engine", "transport", "memory", "cc", "wire", "client", "daemon"} | TYPES,
     # uroced's client library: the protocol and the verbs value types, no DPDK.
     "client":        {"client", "daemon"} | TYPES,
     "daemon":        {"daemon"} | TYPES,
-    "engine":        {"engine", "transport", "memory", "cc", "wire"} | TYPES,
+    "engine":        {"engine", "transport", "memory", "cc", "wire", "util"} | TYPES,
     "transport":     {"transport", "memory", "cc", "wire"} | TYPES,
     "memory":        {"memory", "wire"} | TYPES,
     "cc":            {"cc"} | TYPES,
     # The Communication Manager: its messages on QP1 (IB CM MADs, rdma_cm's
     # header) and the connection manager on a Device's public objects; the
     # verbs layer's access.h gives it QP number 1.
-    "cm":            {"cm", "api/objects", "verbs"} | TYPES,
+    "cm":            {"cm", "api/objects", "verbs", "util"} | TYPES,
     "wire":          {"wire"} | TYPES,
+    # Threads the library starts (signal mask, name): below every layer.
+    "util":          {"util"} | TYPES,
     "capture":       {"capture"} | TYPES,
     "exchange":      {"exchange"} | TYPES,
     "drivers/dpdk":  {"drivers/dpdk"} | TYPES,

@@ -26,7 +26,7 @@
 
 #include "cm/cm_messages.h"
 #include "cm/cma_header.h"
-#include "engine/quiet_thread.h"
+#include "util/quiet_thread.h"
 #include "uroce/verbs/address_handle.h"
 #include "uroce/verbs/completion_channel.h"
 #include "uroce/verbs/completion_queue.h"
@@ -292,7 +292,7 @@ bool ConnectionManager::Impl::start(std::string& error) {
   epoll_ctl(epoll_fd, EPOLL_CTL_ADD, wake_fd, &ev);
   ev.data.fd = channel->fd();
   epoll_ctl(epoll_fd, EPOLL_CTL_ADD, channel->fd(), &ev);
-  thread = engine::quiet_thread("uroce-cm", [this] { run(); });
+  thread = util::quiet_thread("uroce-cm", [this] { run(); });
   return true;
 }
 

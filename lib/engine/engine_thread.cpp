@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "engine_thread.h"
-#include "quiet_thread.h"
+#include "util/quiet_thread.h"
 
 #include <linux/futex.h>
 #include <pthread.h>
@@ -127,7 +127,7 @@ bool EngineThread::start(int cpu, bool callers_drive, std::string& error) {
   handoff_.store(false);
   callers_drive_.store(callers_drive, std::memory_order_relaxed);
   threaded_.store(true, std::memory_order_release);
-  thread_ = engine::quiet_thread("uroce-engine", &EngineThread::loop, this, cpu);
+  thread_ = util::quiet_thread("uroce-engine", &EngineThread::loop, this, cpu);
   spin_until([&] { return started_.load(std::memory_order_acquire) != 0; });
   if (started_.load() < 0) {
     thread_.join();

@@ -19,7 +19,7 @@
 
 #include "exports.h"
 #include "shim.h"
-#include "../../engine/quiet_thread.h"
+#include "../../util/quiet_thread.h"
 
 namespace uroce::abi {
 namespace {
@@ -166,7 +166,7 @@ void to_verbs_event(const PendingEvent& p, ibv_async_event& ev) {
 bool start_event_router(DeviceRec& rec) {
   rec.router_stop = eventfd(0, EFD_CLOEXEC);
   if (rec.router_stop < 0) return false;
-  rec.router = uroce::engine::quiet_thread("uroce-events", run_router, &rec);
+  rec.router = uroce::util::quiet_thread("uroce-events", run_router, &rec);
   return true;
 }
 

@@ -21,7 +21,7 @@
 
 #include "../ibverbs/shim.h"
 #include "cma.h"
-#include "../../engine/quiet_thread.h"
+#include "../../util/quiet_thread.h"
 
 namespace uroce::abi::rdmacm {
 
@@ -155,7 +155,7 @@ int open_dev(Registry& r, Dev& d) {
   if (!r.dispatching) {
     r.dispatching = true;
     watch_signals(r);
-    uroce::engine::quiet_thread("uroce-rdmacm", dispatch, std::ref(r)).detach();
+    uroce::util::quiet_thread("uroce-rdmacm", dispatch, std::ref(r)).detach();
     std::atexit(stop_at_exit);
   }
   return 0;
@@ -366,7 +366,7 @@ void end_by_signal() {
   }
   sigaction(sig, &previous[sig], nullptr);
   // To the process, not this thread: the library's threads block it
-  // (engine/quiet_thread.h), so an application thread takes it.
+  // (util/quiet_thread.h), so an application thread takes it.
   kill(getpid(), sig);
 }
 

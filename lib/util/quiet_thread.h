@@ -18,7 +18,7 @@
 #include <thread>
 #include <utility>
 
-namespace uroce::engine {
+namespace uroce::util {
 
 template <class F, class... Args>
 std::thread quiet_thread(const char* name, F&& f, Args&&... args) {
@@ -33,4 +33,4 @@ std::thread quiet_thread(const char* name, F&& f, Args&&... args) {
   return t;
 }
 
-}  // namespace uroce::engine
+}  // namespace uroce::util
