@@ -320,6 +320,7 @@ void on_event(Dev& d, const cm::Event& ce) {
 // carry on, and if it exits, the exit handler releases.
 int signal_fd = -1;
 std::atomic<int> caught{0};
+std::atomic<bool> handed_on{false};
 struct sigaction previous[NSIG];
 
 bool ends_process(const struct sigaction& a) {
@@ -335,6 +336,15 @@ void on_signal(int sig) {
   caught.store(sig);
   const uint64_t one = 1;
   if (write(signal_fd, &one, sizeof one) < 0) {
+  }
+  // The thread waits here, not in the program, until the dispatcher has
+  // released the connections and sent the signal on: the program then ends
+  // as the signal ends it, without first finding its system call
+  // interrupted (sem_wait's EINTR), which it would take for a failure of
+  // its own and act on. At most a second.
+  for (int i = 0; i < 200 && !handed_on.load(); ++i) {
+    const timespec nap{0, 5000000};
+    nanosleep(&nap, nullptr);
   }
 }
 
@@ -366,8 +376,10 @@ void end_by_signal() {
   }
   sigaction(sig, &previous[sig], nullptr);
   // To the process, not this thread: the library's threads block it
-  // (util/quiet_thread.h), so an application thread takes it.
+  // (util/quiet_thread.h), so an application thread takes it, or the
+  // handler's own as the handler returns.
   kill(getpid(), sig);
+  handed_on.store(true);
 }
 
 void dispatch(Registry& r) {
