@@ -6,8 +6,10 @@
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -314,13 +316,12 @@ void on_event(Dev& d, const cm::Event& ce) {
 // its peers must hear that its connections end, as Linux's rdma_cm tells
 // them when the process's descriptor closes. Where the signal would end the
 // process (its default action, or uroce's own handler, which undoes the
-// port's kernel state and then ends it), the handler only wakes the
-// dispatcher, which releases the connections and then hands the signal to
+// port's kernel state and then ends it), the handler wakes the dispatcher,
+// waits until it has released the connections, and hands the signal to
 // what was there before. A program's own handler is left alone: it may
 // carry on, and if it exits, the exit handler releases.
 int signal_fd = -1;
-std::atomic<int> caught{0};
-std::atomic<bool> handed_on{false};
+std::atomic<bool> released{false};
 struct sigaction previous[NSIG];
 
 bool ends_process(const struct sigaction& a) {
@@ -333,19 +334,22 @@ bool ends_process(const struct sigaction& a) {
 }
 
 void on_signal(int sig) {
-  caught.store(sig);
   const uint64_t one = 1;
   if (write(signal_fd, &one, sizeof one) < 0) {
   }
-  // The thread waits here, not in the program, until the dispatcher has
-  // released the connections and sent the signal on: the program then ends
-  // as the signal ends it, without first finding its system call
-  // interrupted (sem_wait's EINTR), which it would take for a failure of
-  // its own and act on. At most a second.
-  for (int i = 0; i < 200 && !handed_on.load(); ++i) {
+  // The release takes the registry's lock, which this thread may hold if
+  // the signal came in the middle of a call: at most a second.
+  for (int i = 0; i < 200 && !released.load(); ++i) {
     const timespec nap{0, 5000000};
     nanosleep(&nap, nullptr);
   }
+  // This thread hands the signal on itself: blocked while the handler
+  // runs, it is taken as the handler returns, before the program sees its
+  // system call interrupted (sem_wait's EINTR), which it would take for a
+  // failure of its own. Sent to the process instead, another thread might
+  // take it while this one returns into the program.
+  sigaction(sig, &previous[sig], nullptr);
+  pthread_kill(pthread_self(), sig);
 }
 
 void watch_signals(Registry& r) {
@@ -366,7 +370,6 @@ void watch_signals(Registry& r) {
 }
 
 void end_by_signal() {
-  const int sig = caught.load();
   Registry& r = registry();
   {
     // The managers stay: the program's threads run on until the signal
@@ -374,12 +377,7 @@ void end_by_signal() {
     std::lock_guard<std::mutex> lock(r.mu);
     release_all(r);
   }
-  sigaction(sig, &previous[sig], nullptr);
-  // To the process, not this thread: the library's threads block it
-  // (util/quiet_thread.h), so an application thread takes it, or the
-  // handler's own as the handler returns.
-  kill(getpid(), sig);
-  handed_on.store(true);
+  released.store(true);
 }
 
 void dispatch(Registry& r) {
@@ -442,6 +440,23 @@ UROCE_EXPORT rdma_event_channel* rdma_create_event_channel(void) {
   return create_channel_locked();
 }
 
+namespace {
+
+// Whether a thread other than the caller may still be waiting on C, or be
+// on its way back to wait (it took the last event and is handling it).
+// Such a thread, on Linux, sleeps in read() on a descriptor that close()
+// does not wake, until the process ends; programs rely on it: Debian 12's
+// rping destroys the channel while its event thread loops back for more.
+bool may_be_waited_on(const Channel& c) {
+  // Away first: a thread stops being away only once counted in as a reader,
+  // and is away again before it is counted out.
+  const pid_t t = c.away.load();
+  if (t != 0 && t != gettid() && syscall(SYS_tgkill, getpid(), t, 0) == 0) return true;
+  return c.readers.load() > 0;
+}
+
+}  // namespace
+
 UROCE_EXPORT void rdma_destroy_event_channel(rdma_event_channel* channel) {
   if (!channel) return;
   Channel* c = channel_of(channel);
@@ -452,8 +467,16 @@ UROCE_EXPORT void rdma_destroy_event_channel(rdma_event_channel* channel) {
     if (it == all.end()) return;
     all.erase(it);
   }
+  {
+    std::lock_guard<std::mutex> qlock(c->mu);
+    for (EventRec* e : c->queue) delete e;
+    c->queue.clear();
+  }
+  // Kept, descriptor open and silent, for the thread that waits on it as it
+  // would wait on Linux: freed, it would read a closed descriptor (EBADF)
+  // or freed memory.
+  if (may_be_waited_on(*c)) return;
   close(c->ch.fd);
-  for (EventRec* e : c->queue) delete e;
   delete c;
 }
 
@@ -461,6 +484,15 @@ UROCE_EXPORT int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** 
   if (!channel || !event) return fail(EINVAL);
   Channel* c = channel_of(channel);
   Registry& r = registry();
+  // Counted in before the thread stops being away: rdma_destroy_event_channel
+  // sees one or the other.
+  ++c->readers;
+  struct Out {
+    Channel* c;
+    ~Out() { --c->readers; }
+  } out{c};
+  pid_t self = gettid();
+  c->away.compare_exchange_strong(self, 0);
   for (;;) {
     uint64_t v;
     // Blocks, or says EAGAIN, as the fd's O_NONBLOCK has it.
@@ -475,6 +507,7 @@ UROCE_EXPORT int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** 
     EventRec* e = c->queue.front();
     c->queue.pop_front();
     ++id_of(e->ev.id)->events_out;
+    c->away.store(gettid());
     *event = &e->ev;
     return 0;
   }
