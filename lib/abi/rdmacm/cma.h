@@ -9,7 +9,10 @@
 
 #include <rdma/rdma_cma.h>
 
+#include <sys/types.h>
+
 #include <array>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -39,6 +42,10 @@ struct Channel {
   rdma_event_channel ch{};
   std::mutex mu;
   std::deque<EventRec*> queue;
+  // Threads inside rdma_get_cm_event, and the one that last took an event
+  // and has not come back for the next (rdma_destroy_event_channel).
+  std::atomic<int> readers{0};
+  std::atomic<pid_t> away{0};
 };
 
 // One per verbs device, once an id needs it: the context every id on it
