@@ -103,7 +103,22 @@ Gid to_gid(const wire::IpAddr& a) {
   return g;
 }
 
-enum class State { req_sent, req_rcvd, rep_sent, established, dreq_sent, timewait };
+// rep_rcvd: an active side whose application moves its QP itself took the
+// REP and has not yet called establish().
+enum class State { req_sent, req_rcvd, rep_sent, rep_rcvd, established, dreq_sent, timewait };
+
+// What the exchange settled for the QP's RTR and RTS: known to the passive
+// side from the REQ (the depths as accept() then takes them), to the active
+// side from the REP.
+struct Settled {
+  uint32_t sq_psn = 0;  // the peer's StartingPSN: what it expects to receive
+  uint8_t max_dest_rd_atomic = 0;
+  uint8_t max_rd_atomic = 0;
+  uint8_t timeout = 0;
+  uint8_t retry_count = 7;
+  uint8_t rnr_retry = 7;
+  Path path{};
+};
 
 struct Conn {
   uint64_t id = 0;
@@ -117,9 +132,16 @@ struct Conn {
   uint16_t port = 0;       // the service (listening) port
   uint16_t peer_port = 0;  // the active side's port
   QueuePair* qp = nullptr;
+  // The application moves its QP itself (rdma_init_qp_attr): the manager
+  // only knows its number and never touches it.
+  bool manual = false;
+  bool uc = false;
+  uint32_t local_qpn = 0;
+  bool remote_read = false;  // the QP serves READ and atomics (INIT's access)
   bool released = false;  // the application forgot it: no more events
   uint32_t remote_qpn = 0;
   uint32_t rq_psn = 0;  // this side's receive PSN: the StartingPSN it sends
+  Settled settled{};
   Req req{};            // as sent (active) or received (passive)
   // The message retransmitted until answered, and when.
   Mad pending{};
@@ -201,8 +223,10 @@ struct __attribute__((visibility("hidden"))) ConnectionManager::Impl {
   void push_event(Event e);
   void fail_qp(Conn& c);
   void send_dreq(Conn& c);
-  int bring_up(Conn& c, QueuePair& qp, uint32_t sq_psn, uint8_t max_dest_rd_atomic, uint8_t max_rd_atomic,
-               uint8_t timeout, uint8_t retry_count, uint8_t rnr_retry, const Path& path, bool remote_read);
+  int bring_up(const Conn& c, QueuePair& qp);
+  void qp_attr(const Conn& c, ibv_qp_attr& a, int& mask) const;
+  int start_connect(Conn& c, const ConnParam& p, uint64_t& id);
+  void send_rep(Conn& c, const ConnParam& p);
   CommId new_comm_id();
   Conn* by_local(CommId id);
   bool sgid_for(const wire::IpAddr& peer, uint8_t& index) const;
@@ -448,14 +472,22 @@ void ConnectionManager::Impl::send_and_retry(Conn& c, const Mad& mad, uint64_t r
   send(c.peer, c.sgid_index, mad);
 }
 
+// INIT's attributes: the access the connection's depths call for.
+static void init_attr(bool remote_read, ibv_qp_attr& a, int& mask) {
+  a.port_num = 1;
+  a.pkey_index = 0;
+  a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | (remote_read ? IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC : 0);
+  mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+}
+
 // RESET to INIT, or INIT to INIT (a QP that librdmacm's rdma_create_qp
-// left in INIT): the access the connection's depths call for.
+// left in INIT).
 static int to_init(QueuePair& qp, bool remote_read) {
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_INIT;
-  a.port_num = 1;
-  a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | (remote_read ? IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC : 0);
-  return qp.modify(a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+  int mask = 0;
+  init_attr(remote_read, a, mask);
+  return qp.modify(a, mask);
 }
 
 void ConnectionManager::Impl::send_dreq(Conn& c) {
@@ -477,41 +509,56 @@ void ConnectionManager::Impl::fail_qp(Conn& c) {
   c.qp->modify(a, IBV_QP_STATE);
 }
 
-int ConnectionManager::Impl::bring_up(Conn& c, QueuePair& qp, uint32_t sq_psn, uint8_t max_dest_rd_atomic,
-                                       uint8_t max_rd_atomic, uint8_t timeout, uint8_t retry_count,
-                                       uint8_t rnr_retry, const Path& path, bool remote_read) {
-  if (const int rc = to_init(qp, remote_read)) return rc;
-  ibv_qp_attr a{};
-  const bool rc_qp = qp.qp_type() == IBV_QPT_RC;
+// The attributes for a.qp_state, as Linux's ib_cm_init_qp_attr gives them.
+void ConnectionManager::Impl::qp_attr(const Conn& c, ibv_qp_attr& a, int& mask) const {
+  const ibv_qp_state want = a.qp_state;
+  const Settled& s = c.settled;
   a = {};
-  a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = ibv_mtu(std::min(c.req.path_mtu, path_mtu));
-  a.dest_qp_num = c.remote_qpn;
-  a.rq_psn = c.rq_psn;
-  a.max_dest_rd_atomic = max_dest_rd_atomic;
-  a.min_rnr_timer = 0;  // Linux's ib_cm default: 655.36 ms
-  a.ah_attr.is_global = 1;
-  std::memcpy(a.ah_attr.grh.dgid.raw, c.peer.bytes.data(), 16);
-  a.ah_attr.grh.sgid_index = c.sgid_index;
-  a.ah_attr.grh.flow_label = path.flow_label;
-  a.ah_attr.grh.hop_limit = path.hop_limit ? path.hop_limit : 64;
-  a.ah_attr.grh.traffic_class = path.traffic_class;
-  a.ah_attr.port_num = 1;
-  int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-  if (rc_qp) mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-  // The peer's MAC may still be resolving (EHOSTUNREACH): it answered on
-  // QP1 from that address, so the answer comes within the CM's retries.
-  if (const int rc = qp.modify(a, mask)) return rc;
-  a = {};
-  a.qp_state = IBV_QPS_RTS;
-  a.sq_psn = sq_psn;
-  a.timeout = timeout;
-  a.retry_cnt = retry_count;
-  a.rnr_retry = rnr_retry;
-  a.max_rd_atomic = max_rd_atomic;
-  mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-  if (rc_qp) mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
-  return qp.modify(a, mask);
+  a.qp_state = want;
+  switch (want) {
+    case IBV_QPS_INIT:
+      init_attr(c.remote_read, a, mask);
+      return;
+    case IBV_QPS_RTR:
+      a.path_mtu = ibv_mtu(std::min(c.req.path_mtu, path_mtu));
+      a.dest_qp_num = c.remote_qpn;
+      a.rq_psn = c.rq_psn;
+      a.max_dest_rd_atomic = s.max_dest_rd_atomic;
+      a.min_rnr_timer = 0;  // Linux's ib_cm default: 655.36 ms
+      a.ah_attr.is_global = 1;
+      std::memcpy(a.ah_attr.grh.dgid.raw, c.peer.bytes.data(), 16);
+      a.ah_attr.grh.sgid_index = c.sgid_index;
+      a.ah_attr.grh.flow_label = s.path.flow_label;
+      a.ah_attr.grh.hop_limit = s.path.hop_limit ? s.path.hop_limit : 64;
+      a.ah_attr.grh.traffic_class = s.path.traffic_class;
+      a.ah_attr.port_num = 1;
+      mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+      if (!c.uc) mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+      return;
+    default:  // RTS
+      a.sq_psn = s.sq_psn;
+      a.timeout = s.timeout;
+      a.retry_cnt = s.retry_count;
+      a.rnr_retry = s.rnr_retry;
+      a.max_rd_atomic = s.max_rd_atomic;
+      mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+      if (!c.uc) mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+      return;
+  }
+}
+
+int ConnectionManager::Impl::bring_up(const Conn& c, QueuePair& qp) {
+  if (const int rc = to_init(qp, c.remote_read)) return rc;
+  for (ibv_qp_state st : {IBV_QPS_RTR, IBV_QPS_RTS}) {
+    ibv_qp_attr a{};
+    a.qp_state = st;
+    int mask = 0;
+    qp_attr(c, a, mask);
+    // The peer's MAC may still be resolving (EHOSTUNREACH): it answered on
+    // QP1 from that address, so the answer comes within the CM's retries.
+    if (const int rc = qp.modify(a, mask)) return rc;
+  }
+  return 0;
 }
 
 void ConnectionManager::Impl::on_req(const MadHeader& h, const Req& r, const wire::IpAddr& from, uint8_t sgid,
@@ -553,6 +600,17 @@ void ConnectionManager::Impl::on_req(const MadHeader& h, const Req& r, const wir
   c.peer_port = cma.src_port;
   c.remote_qpn = r.local_qpn;
   c.req = r;
+  c.rq_psn = rng() & 0xffffff;
+  // The REQ's depths are the requester's: they swap here, until accept()
+  // says what this side takes.
+  c.settled.sq_psn = r.starting_psn;
+  c.settled.max_dest_rd_atomic = r.initiator_depth;
+  c.settled.max_rd_atomic = r.responder_resources;
+  c.settled.timeout = r.primary.local_ack_timeout;
+  c.settled.retry_count = r.retry_count;
+  c.settled.rnr_retry = r.rnr_retry_count;
+  c.settled.path = r.primary;
+  c.remote_read = r.initiator_depth > 0;
   dev.resolve_neighbor(from);  // accept() needs the MAC for the QP's RTR
   Event e;
   e.type = EventType::connect_request;
@@ -588,9 +646,26 @@ void ConnectionManager::Impl::on_rep(const Rep& r) {
   c->remote_qpn = r.local_qpn;
   // The peer's StartingPSN is what it expects to receive; its depths are
   // its own, so they swap here.
-  const int rc = bring_up(*c, *c->qp, r.starting_psn, r.initiator_depth, r.responder_resources,
-                          ack_timeout(r.target_ack_delay, kPacketLifetime), c->req.retry_count, r.rnr_retry_count,
-                          c->req.primary, c->req.responder_resources > 0);
+  c->settled.sq_psn = r.starting_psn;
+  c->settled.max_dest_rd_atomic = r.initiator_depth;
+  c->settled.max_rd_atomic = r.responder_resources;
+  c->settled.timeout = ack_timeout(r.target_ack_delay, kPacketLifetime);
+  c->settled.retry_count = c->req.retry_count;
+  c->settled.rnr_retry = r.rnr_retry_count;
+  c->settled.path = c->req.primary;
+  Event e;
+  e.id = c->id;
+  e.private_data.assign(r.private_data.begin(), r.private_data.end());
+  e.peer_qpn = r.local_qpn;
+  e.flow_control = r.flow_control;
+  if (c->manual) {
+    // The application moves its QP, then establish() sends the RTU.
+    c->state = State::rep_rcvd;
+    e.type = EventType::connect_response;
+    push_event(std::move(e));
+    return;
+  }
+  const int rc = c->qp ? bring_up(*c, *c->qp) : 0;
   if (rc != 0) {
     Rej rej;
     rej.local_comm_id = c->local_id;
@@ -599,12 +674,12 @@ void ConnectionManager::Impl::on_rep(const Rep& r) {
     rej.reason = uint16_t(RejReason::consumer_defined);
     send(c->peer, c->sgid_index, encode(rej, c->tid));
     fail_qp(*c);
-    Event e;
-    e.type = EventType::connect_error;
-    e.id = c->id;
-    e.status = rc;
+    Event err;
+    err.type = EventType::connect_error;
+    err.id = c->id;
+    err.status = rc;
     const uint64_t id = c->id;
-    push_event(std::move(e));
+    push_event(std::move(err));
     conns.erase(id);
     return;
   }
@@ -613,12 +688,7 @@ void ConnectionManager::Impl::on_rep(const Rep& r) {
   rtu.remote_comm_id = c->remote_id;
   send(c->peer, c->sgid_index, encode(rtu, c->tid));
   c->state = State::established;
-  Event e;
   e.type = EventType::established;
-  e.id = c->id;
-  e.private_data.assign(r.private_data.begin(), r.private_data.end());
-  e.peer_qpn = r.local_qpn;
-  e.flow_control = r.flow_control;
   push_event(std::move(e));
 }
 
@@ -641,7 +711,9 @@ void ConnectionManager::Impl::on_rej(const Rej& r) {
   // A REJ of our REQ may carry no local ID (nobody listens); any other
   // must name the connection both ways.
   if (!(r.message_rejected == Msg::req && c->state == State::req_sent) && c->remote_id != r.local_comm_id) return;
-  if (c->state != State::req_sent && c->state != State::rep_sent && c->state != State::established) return;
+  if (c->state != State::req_sent && c->state != State::rep_sent && c->state != State::rep_rcvd &&
+      c->state != State::established)
+    return;
   fail_qp(*c);
   Event e;
   e.type = c->state == State::established ? EventType::disconnected : EventType::rejected;
@@ -671,7 +743,7 @@ void ConnectionManager::Impl::on_dreq(const MadHeader& h, const Dreq& r, const w
     return;
   }
   // Linux ignores a DREQ that names another QP.
-  if (c->qp && r.remote_qpn != c->qp->qp_num()) return;
+  if (r.remote_qpn != c->local_qpn) return;
   const bool report = c->state == State::established || c->state == State::dreq_sent || c->state == State::rep_sent;
   send(from, sgid, encode(drep, h.tid));
   if (!report) return;  // TimeWait: the DREP went out again
@@ -783,62 +855,103 @@ int ConnectionManager::stop_listening(uint16_t port) {
   return impl_->listening.erase(port) ? 0 : EINVAL;
 }
 
+int ConnectionManager::Impl::start_connect(Conn& c, const ConnParam& p, uint64_t& id) {
+  if (p.private_data.size() > kReqPrivate - kCmaHeaderSize || p.retry_count > 7 || p.rnr_retry_count > 7)
+    return EINVAL;
+  if (!sgid_for(c.peer, c.sgid_index)) return EINVAL;
+  c.id = next_id++;
+  c.active = true;
+  c.state = State::req_sent;
+  c.local_id = new_comm_id();
+  c.peer_port = p.local_port ? p.local_port : uint16_t(32768 + rng() % 28232);  // Linux's ephemeral range
+  c.rq_psn = rng() & 0xffffff;
+  c.remote_read = p.responder_resources > 0;
+  // TID: the CM agent's number in the high word, the comm ID below (Linux's form).
+  c.tid = uint64_t(2) << 32 | c.local_id;
+  Req& r = c.req;
+  r.local_comm_id = c.local_id;
+  r.service_id = service_id(PortSpace::tcp, c.port);
+  r.local_ca_guid = guid;
+  r.local_qpn = c.local_qpn;
+  r.responder_resources = p.responder_resources;
+  r.initiator_depth = p.initiator_depth;
+  r.remote_cm_response_timeout = kCmResponseTimeout;
+  r.transport_type = c.uc ? 1 : 0;
+  r.starting_psn = c.rq_psn;
+  r.local_cm_response_timeout = kCmResponseTimeout;
+  r.retry_count = p.retry_count;
+  r.path_mtu = path_mtu;
+  r.rnr_retry_count = p.rnr_retry_count;
+  r.flow_control = p.flow_control;
+  r.max_cm_retries = kMaxCmRetries;
+  r.primary.local_gid = to_gid(dev.gids()[c.sgid_index]);
+  r.primary.remote_gid = to_gid(c.peer);
+  r.primary.flow_label = cma_flow_label(c.peer_port, c.port);
+  r.primary.hop_limit = 64;
+  r.primary.local_ack_timeout = ack_timeout(kAckDelay, kPacketLifetime);
+  CmaHeader cma;
+  cma.src = dev.gids()[c.sgid_index];
+  cma.dst = c.peer;
+  cma.src_port = c.peer_port;
+  encode_cma_header(cma, r.private_data.data());
+  std::copy(p.private_data.begin(), p.private_data.end(), r.private_data.begin() + kCmaHeaderSize);
+  // The QP reaches INIT now, as librdmacm's rdma_connect leaves it.
+  if (c.qp)
+    if (const int rc = to_init(*c.qp, c.remote_read)) return rc;
+  dev.resolve_neighbor(c.peer);
+  id = c.id;
+  Conn& stored = conns.emplace(c.id, c).first->second;
+  send_and_retry(stored, encode(r, c.tid), 2 * cm_ms(kPacketLifetime) + cm_ms(kCmResponseTimeout), kMaxCmRetries);
+  wake();
+  return 0;
+}
+
 int ConnectionManager::connect(QueuePair& qp, const wire::IpAddr& peer, uint16_t port, const ConnParam& p,
                                uint64_t& id) {
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mu);
   if ((qp.qp_type() != IBV_QPT_RC && qp.qp_type() != IBV_QPT_UC) ||
-      (qp.state() != IBV_QPS_RESET && qp.state() != IBV_QPS_INIT) || p.private_data.size() > kReqPrivate - kCmaHeaderSize || p.retry_count > 7 || p.rnr_retry_count > 7)
+      (qp.state() != IBV_QPS_RESET && qp.state() != IBV_QPS_INIT))
     return EINVAL;
   Conn c;
-  if (!m.sgid_for(peer, c.sgid_index)) return EINVAL;
-  c.id = m.next_id++;
-  c.active = true;
-  c.state = State::req_sent;
-  c.local_id = m.new_comm_id();
   c.peer = peer;
   c.port = port;
-  c.peer_port = p.local_port ? p.local_port : uint16_t(32768 + m.rng() % 28232);  // Linux's ephemeral range
   c.qp = &qp;
-  c.rq_psn = m.rng() & 0xffffff;
-  // TID: the CM agent's number in the high word, the comm ID below (Linux's form).
-  c.tid = uint64_t(2) << 32 | c.local_id;
-  Req& r = c.req;
-  r.local_comm_id = c.local_id;
-  r.service_id = service_id(PortSpace::tcp, port);
-  r.local_ca_guid = m.guid;
-  r.local_qpn = qp.qp_num();
-  r.responder_resources = p.responder_resources;
-  r.initiator_depth = p.initiator_depth;
-  r.remote_cm_response_timeout = kCmResponseTimeout;
-  r.transport_type = qp.qp_type() == IBV_QPT_UC ? 1 : 0;
-  r.starting_psn = c.rq_psn;
-  r.local_cm_response_timeout = kCmResponseTimeout;
-  r.retry_count = p.retry_count;
-  r.path_mtu = m.path_mtu;
-  r.rnr_retry_count = p.rnr_retry_count;
-  r.flow_control = p.flow_control;
-  r.max_cm_retries = kMaxCmRetries;
-  r.primary.local_gid = to_gid(m.dev.gids()[c.sgid_index]);
-  r.primary.remote_gid = to_gid(peer);
-  r.primary.flow_label = cma_flow_label(c.peer_port, port);
-  r.primary.hop_limit = 64;
-  r.primary.local_ack_timeout = ack_timeout(kAckDelay, kPacketLifetime);
-  CmaHeader cma;
-  cma.src = m.dev.gids()[c.sgid_index];
-  cma.dst = peer;
-  cma.src_port = c.peer_port;
-  encode_cma_header(cma, r.private_data.data());
-  std::copy(p.private_data.begin(), p.private_data.end(), r.private_data.begin() + kCmaHeaderSize);
-  // The QP reaches INIT now, as librdmacm's rdma_connect leaves it.
-  if (const int rc = to_init(qp, p.responder_resources > 0)) return rc;
-  m.dev.resolve_neighbor(peer);
-  id = c.id;
-  Conn& stored = m.conns.emplace(c.id, c).first->second;
-  m.send_and_retry(stored, encode(r, c.tid),
-                   2 * cm_ms(kPacketLifetime) + cm_ms(kCmResponseTimeout), kMaxCmRetries);
-  m.wake();
-  return 0;
+  c.local_qpn = qp.qp_num();
+  c.uc = qp.qp_type() == IBV_QPT_UC;
+  return m.start_connect(c, p, id);
+}
+
+int ConnectionManager::connect(uint32_t qpn, ibv_qp_type type, const wire::IpAddr& peer, uint16_t port,
+                               const ConnParam& p, uint64_t& id) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mu);
+  if ((type != IBV_QPT_RC && type != IBV_QPT_UC) || qpn == 0 || qpn > 0xffffff) return EINVAL;
+  Conn c;
+  c.peer = peer;
+  c.port = port;
+  c.manual = true;
+  c.local_qpn = qpn;
+  c.uc = type == IBV_QPT_UC;
+  return m.start_connect(c, p, id);
+}
+
+void ConnectionManager::Impl::send_rep(Conn& c, const ConnParam& p) {
+  Rep rep;
+  rep.local_comm_id = c.local_id;
+  rep.remote_comm_id = c.remote_id;
+  rep.local_qpn = c.local_qpn;
+  rep.starting_psn = c.rq_psn;
+  rep.responder_resources = p.responder_resources;
+  rep.initiator_depth = p.initiator_depth;
+  rep.target_ack_delay = kAckDelay;
+  rep.rnr_retry_count = p.rnr_retry_count;
+  rep.flow_control = p.flow_control;
+  rep.local_ca_guid = guid;
+  std::copy(p.private_data.begin(), p.private_data.end(), rep.private_data.begin());
+  c.state = State::rep_sent;
+  send_and_retry(c, encode(rep, c.tid), cm_ms(c.req.local_cm_response_timeout), c.req.max_cm_retries);
+  wake();
 }
 
 int ConnectionManager::accept(uint64_t id, QueuePair& qp, const ConnParam& p) {
@@ -865,27 +978,64 @@ int ConnectionManager::accept(uint64_t id, QueuePair& qp, const ConnParam& p) {
     return EINVAL;
   Conn& c = it->second;
   c.qp = &qp;
-  c.rq_psn = m.rng() & 0xffffff;
-  const Req& r = c.req;
-  const int rc = m.bring_up(c, qp, r.starting_psn, p.responder_resources, p.initiator_depth,
-                            r.primary.local_ack_timeout, r.retry_count, r.rnr_retry_count, r.primary,
-                            p.responder_resources > 0);
-  if (rc != 0) return rc;
-  Rep rep;
-  rep.local_comm_id = c.local_id;
-  rep.remote_comm_id = c.remote_id;
-  rep.local_qpn = qp.qp_num();
-  rep.starting_psn = c.rq_psn;
-  rep.responder_resources = p.responder_resources;
-  rep.initiator_depth = p.initiator_depth;
-  rep.target_ack_delay = kAckDelay;
-  rep.rnr_retry_count = p.rnr_retry_count;
-  rep.flow_control = p.flow_control;
-  rep.local_ca_guid = m.guid;
-  std::copy(p.private_data.begin(), p.private_data.end(), rep.private_data.begin());
-  c.state = State::rep_sent;
-  m.send_and_retry(c, encode(rep, c.tid), cm_ms(r.local_cm_response_timeout), r.max_cm_retries);
-  m.wake();
+  c.local_qpn = qp.qp_num();
+  c.settled.max_dest_rd_atomic = p.responder_resources;
+  c.settled.max_rd_atomic = p.initiator_depth;
+  c.remote_read = p.responder_resources > 0;
+  if (const int rc = m.bring_up(c, qp)) return rc;
+  m.send_rep(c, p);
+  return 0;
+}
+
+int ConnectionManager::accept(uint64_t id, uint32_t qpn, const ConnParam& p) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mu);
+  auto it = m.conns.find(id);
+  if (it == m.conns.end() || it->second.state != State::req_rcvd || p.private_data.size() > kRepPrivate ||
+      qpn == 0 || qpn > 0xffffff || p.rnr_retry_count > 7)
+    return EINVAL;
+  Conn& c = it->second;
+  c.manual = true;
+  c.local_qpn = qpn;
+  c.settled.max_dest_rd_atomic = p.responder_resources;
+  c.settled.max_rd_atomic = p.initiator_depth;
+  c.remote_read = p.responder_resources > 0;
+  m.send_rep(c, p);
+  return 0;
+}
+
+int ConnectionManager::establish(uint64_t id) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mu);
+  auto it = m.conns.find(id);
+  if (it == m.conns.end() || it->second.state != State::rep_rcvd) return EINVAL;
+  Conn& c = it->second;
+  Rtu rtu;
+  rtu.local_comm_id = c.local_id;
+  rtu.remote_comm_id = c.remote_id;
+  m.send(c.peer, c.sgid_index, encode(rtu, c.tid));
+  c.state = State::established;
+  return 0;
+}
+
+int ConnectionManager::qp_attr(uint64_t id, ibv_qp_attr& attr, int& mask) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mu);
+  auto it = m.conns.find(id);
+  if (it == m.conns.end()) return EINVAL;
+  const Conn& c = it->second;
+  const bool settled = !c.active || c.state != State::req_sent;
+  switch (attr.qp_state) {
+    case IBV_QPS_INIT:
+      break;
+    case IBV_QPS_RTR:
+    case IBV_QPS_RTS:
+      if (!settled || c.state == State::timewait || c.state == State::dreq_sent) return EINVAL;
+      break;
+    default:
+      return EINVAL;
+  }
+  m.qp_attr(c, attr, mask);
   return 0;
 }
 
@@ -960,6 +1110,9 @@ int ConnectionManager::release(uint64_t id) {
       send_rej(RejReason::consumer_defined, Msg::req);
       break;
     case State::rep_sent:
+      send_rej(RejReason::consumer_defined, Msg::rep);
+      break;
+    case State::rep_rcvd:
       send_rej(RejReason::consumer_defined, Msg::rep);
       break;
     case State::established:

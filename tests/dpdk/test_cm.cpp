@@ -286,6 +286,127 @@ TEST_CASE("cm: listen, connect, accept, data both ways, disconnect", "[cm-connec
   CHECK(cm_frames(pcap) == want);
 }
 
+TEST_CASE("cm: QPs the application moves itself: connect and accept by number, qp_attr, establish",
+          "[cm-manual]") {
+  const std::string pcap = "cm_manual.pcap";
+  std::remove(pcap.c_str());
+  CmPair p("cm_manual", pcap);
+  CmSide& a = *p.a;
+  CmSide& b = *p.b;
+  REQUIRE(b.cm->listen(18520) == 0);
+  auto qa = a.qp();
+  auto qb = b.qp();
+  cm::ConnParam cp;
+  cp.responder_resources = 2;
+  cp.initiator_depth = 3;
+  uint64_t aid = 0;
+  CHECK(a.cm->connect(0, IBV_QPT_RC, b.addr(), 18520, cp, aid) == EINVAL);
+  CHECK(a.cm->connect(qa->qp_num(), IBV_QPT_UD, b.addr(), 18520, cp, aid) == EINVAL);
+  REQUIRE(a.cm->connect(qa->qp_num(), IBV_QPT_RC, b.addr(), 18520, cp, aid) == 0);
+  CHECK(qa->state() == IBV_QPS_RESET);  // the manager never touches it
+
+  // Before the REP, the active side knows INIT's attributes only.
+  ibv_qp_attr at{};
+  int mask = 0;
+  at.qp_state = IBV_QPS_RTR;
+  CHECK(a.cm->qp_attr(aid, at, mask) == EINVAL);
+  at.qp_state = IBV_QPS_INIT;
+  REQUIRE(a.cm->qp_attr(aid, at, mask) == 0);
+  CHECK(mask == (IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+  CHECK(at.qp_access_flags == (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC));
+  REQUIRE(qa->modify(at, mask) == 0);
+
+  // The passive side moves its QP from the request on, before it accepts.
+  const cm::Event req = b.next_event();
+  REQUIRE(req.type == cm::EventType::connect_request);
+  CHECK(req.peer_qpn == qa->qp_num());
+  for (ibv_qp_state st : {IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS}) {
+    ibv_qp_attr x{};
+    x.qp_state = st;
+    REQUIRE(b.cm->qp_attr(req.id, x, mask) == 0);
+    CHECK(x.qp_state == st);
+    if (st == IBV_QPS_RTR) {
+      CHECK(x.dest_qp_num == qa->qp_num());
+      CHECK(x.max_dest_rd_atomic == 3);  // the REQ's initiator depth
+    }
+    if (st == IBV_QPS_RTS) CHECK(x.max_rd_atomic == 2);  // its responder resources
+    REQUIRE(qb->modify(x, mask) == 0);
+  }
+  ibv_qp_attr bad_state{};
+  bad_state.qp_state = IBV_QPS_SQD;
+  CHECK(b.cm->qp_attr(req.id, bad_state, mask) == EINVAL);
+  cm::ConnParam ap;
+  ap.responder_resources = 3;
+  ap.initiator_depth = 2;
+  CHECK(b.cm->accept(req.id, 0x1000000, ap) == EINVAL);
+  REQUIRE(b.cm->accept(req.id, qb->qp_num(), ap) == 0);
+
+  // The REP: connect_response, no RTU until establish().
+  const cm::Event resp = a.next_event();
+  REQUIRE(resp.type == cm::EventType::connect_response);
+  CHECK(resp.id == aid);
+  CHECK(resp.peer_qpn == qb->qp_num());
+  CHECK(qa->state() == IBV_QPS_INIT);
+  for (ibv_qp_state st : {IBV_QPS_RTR, IBV_QPS_RTS}) {
+    ibv_qp_attr x{};
+    x.qp_state = st;
+    REQUIRE(a.cm->qp_attr(aid, x, mask) == 0);
+    REQUIRE(qa->modify(x, mask) == 0);
+  }
+  CHECK(b.cm->establish(req.id) == EINVAL);  // the passive side has nothing to establish
+  REQUIRE(a.cm->establish(aid) == 0);
+  CHECK(a.cm->establish(aid) == EINVAL);
+  const cm::Event est_b = b.next_event();
+  REQUIRE(est_b.type == cm::EventType::established);
+  CHECK(est_b.id == req.id);
+
+  // Each side sends at the PSN the other expects: a WRITE and a READ.
+  ibv_qp_attr attr_a{}, attr_b{};
+  QpInitAttr init;
+  REQUIRE(qa->query(attr_a, IBV_QP_SQ_PSN | IBV_QP_RQ_PSN | IBV_QP_DEST_QPN, init) == 0);
+  REQUIRE(qb->query(attr_b, IBV_QP_SQ_PSN | IBV_QP_RQ_PSN | IBV_QP_DEST_QPN, init) == 0);
+  CHECK(attr_a.sq_psn == attr_b.rq_psn);
+  CHECK(attr_b.sq_psn == attr_a.rq_psn);
+  CHECK(attr_a.dest_qp_num == qb->qp_num());
+  CHECK(attr_b.dest_qp_num == qa->qp_num());
+  for (size_t i = 0; i < 2048; ++i) a.buf[i] = uint8_t(i * 5 + 3);
+  ibv_sge sge{reinterpret_cast<uintptr_t>(a.buf.data()), 2048, a.mr->lkey()};
+  SendWr wr;
+  wr.wr_id = 1;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(b.buf.data() + 4096);
+  wr.wr.rdma.rkey = b.mr->rkey();
+  const SendWr* bad = nullptr;
+  REQUIRE(qa->post_send(&wr, &bad) == 0);
+  auto wc = drain(*a.cq, 1);
+  REQUIRE(wc.size() == 1);
+  CHECK(wc[0].status == IBV_WC_SUCCESS);
+  CHECK(std::memcmp(b.buf.data() + 4096, a.buf.data(), 2048) == 0);
+  ibv_sge rsge{reinterpret_cast<uintptr_t>(b.buf.data() + 16384), 2048, b.mr->lkey()};
+  wr.sg_list = &rsge;
+  wr.opcode = IBV_WR_RDMA_READ;
+  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(a.buf.data());
+  wr.wr.rdma.rkey = a.mr->rkey();
+  REQUIRE(qb->post_send(&wr, &bad) == 0);
+  wc = drain(*b.cq, 1);
+  REQUIRE(wc.size() == 1);
+  CHECK(wc[0].status == IBV_WC_SUCCESS);
+  CHECK(std::memcmp(b.buf.data() + 16384, a.buf.data(), 2048) == 0);
+
+  REQUIRE(a.cm->disconnect(aid) == 0);
+  CHECK(b.next_event().type == cm::EventType::disconnected);
+  CHECK(a.next_event().type == cm::EventType::disconnected);
+  qa.reset();
+  qb.reset();
+  p.a.reset();
+  p.b.reset();
+  const std::vector<cm::Attr> want = {cm::Attr::req, cm::Attr::rep, cm::Attr::rtu, cm::Attr::dreq, cm::Attr::drep};
+  CHECK(cm_frames(pcap) == want);
+}
+
 TEST_CASE("cm: a port nobody listens on is REJ reason 8; an application's reject is 28 with its data", "[cm-reject]") {
   CmPair p("cm_rej");
   CmSide& a = *p.a;

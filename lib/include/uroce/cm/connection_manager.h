@@ -16,6 +16,8 @@
 
 #include "uroce/api.h"
 
+#include <infiniband/verbs.h>
+
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -38,6 +40,9 @@ enum class EventType : uint8_t {
   unreachable,      // no answer within the CM's retries (status -ETIMEDOUT)
   disconnected,     // a DREQ or DREP: the QP is in the error state
   connect_error,    // the QP could not be brought to RTS (status: the errno)
+  // The REP to a connect() by QP number: move the QP with qp_attr(), then
+  // establish() sends the RTU. No established event follows.
+  connect_response,
 };
 
 struct Event {
@@ -99,6 +104,21 @@ class UROCE_API ConnectionManager {
   // Answers a connect_request: moves `qp` to RTS and sends the REP;
   // established follows the peer's RTU. EINVAL for an unknown id.
   int accept(uint64_t id, QueuePair& qp, const ConnParam& param);
+  // The same for a QP the application moves itself (librdmacm's ids
+  // without a QP: rdma_init_qp_attr, rdma_establish). The manager knows
+  // only its number and never touches it: connect_response follows the
+  // REP, and the RTU waits for establish(); the passive side's established
+  // follows the RTU as before. EINVAL as above, or for a QPN out of range.
+  int connect(uint32_t qpn, ibv_qp_type type, const wire::IpAddr& peer, uint16_t port, const ConnParam& param,
+              uint64_t& id);
+  int accept(uint64_t id, uint32_t qpn, const ConnParam& param);
+  // After connect_response: sends the RTU. EINVAL in any other state.
+  int establish(uint64_t id);
+  // The attributes that move the connection's QP to attr.qp_state (INIT,
+  // RTR or RTS) and their mask, as Linux's ib_cm_init_qp_attr gives them:
+  // the passive side's from the REQ on (the depths as the REQ asks them),
+  // the active side's RTR and RTS once the REP came. EINVAL otherwise.
+  int qp_attr(uint64_t id, ibv_qp_attr& attr, int& mask);
   // Answers a connect_request with REJ reason 28 and up to 148 bytes.
   int reject(uint64_t id, std::span<const uint8_t> private_data);
   // Moves the QP to the error state and sends a DREQ; disconnected
