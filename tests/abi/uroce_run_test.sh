@@ -475,6 +475,18 @@ case $case_ in
     cm_pair ucmatose-c4 "ucmatose -b 10.0.0.1 -c 4" "ucmatose -s 10.0.0.1 -c 4" "^return status 0" "^return status 0"
     cm_pair rdma_server-client "rdma_server -s 10.0.0.1 -p 7471" "rdma_client -s 10.0.0.1 -p 7471" \
       "^rdma_server: end 0" "^rdma_client: end 0"
+    # A QP the program moves itself (rdma_init_qp_attr; rdma_establish
+    # after CONNECT_RESPONSE), against itself and against ucmatose in both
+    # roles: ucmatose's ten messages each way.
+    mkdir -p "$work/bin"
+    cp "$RDMACM_MANUAL_QP" "$work/bin/manual_qp"
+    PATH=$work/bin:$PATH
+    cm_pair manual-qp "manual_qp -s 10.0.0.1 -p 7472" "manual_qp -c 10.0.0.1 -p 7472" \
+      "^rdmacm_manual_qp: end 0" "^rdmacm_manual_qp: end 0"
+    cm_pair manual-qp-ucmatose-server "ucmatose -b 10.0.0.1 -p 7473" "manual_qp -c 10.0.0.1 -p 7473" \
+      "^return status 0" "^rdmacm_manual_qp: end 0"
+    cm_pair manual-qp-ucmatose-client "manual_qp -s 10.0.0.1 -p 7474" "ucmatose -s 10.0.0.1 -p 7474" \
+      "^rdmacm_manual_qp: end 0" "^return status 0"
     # Failure paths. A port nobody listens on: REJ reason 8, reported to
     # the client as RDMA_CM_EVENT_REJECTED with that status.
     timeout -k 5 60 "$run" --dev net_af_packet0,iface=ra --ip 10.0.0.1 -- rping -s -a 10.0.0.1 -p 7175 \

@@ -300,12 +300,19 @@ void on_event(Dev& d, const cm::Event& ce) {
     case cm::EventType::connect_error:
       e = new_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -ce.status);
       break;
+    case cm::EventType::connect_response:
+      e = new_event(id, RDMA_CM_EVENT_CONNECT_RESPONSE);
+      set_private(*e, ce.private_data);
+      e->ev.param.conn.qp_num = ce.peer_qpn;
+      e->ev.param.conn.flow_control = ce.flow_control;
+      break;
     case cm::EventType::connect_request:
       return;
   }
   // Only the disconnection of an established connection leaves the
   // manager something to finish (TimeWait); any other end forgets it.
-  if (ce.type != cm::EventType::established && ce.type != cm::EventType::disconnected) {
+  if (ce.type != cm::EventType::established && ce.type != cm::EventType::disconnected &&
+      ce.type != cm::EventType::connect_response) {
     d.conns.erase(it);
     id.conn = 0;
   }

@@ -324,10 +324,9 @@ UROCE_EXPORT int rdma_connect(rdma_cm_id* id, rdma_conn_param* param) {
       log_once("sidr", "rdma_connect: UDP port spaces (SIDR) are not supported");
       return fail(ENOSYS);
     }
-    if (!id->qp) {
-      log_once("noqp", "rdma_connect: an id without a QP (rdma_create_qp) is not supported");
-      return fail(ENOSYS);
-    }
+    // Without a QP on the id, the application's (param->qp_num) moves
+    // itself: rdma_init_qp_attr, CONNECT_RESPONSE, rdma_establish.
+    if (!id->qp && !param) return fail(EINVAL);
     Dev& d = *i.dev;
     cm::ConnParam c = conn_param(param, d.max_responder_resources, d.max_initiator_depth);
     if (!param_fits(d, c) || c.private_data.size() > 56) return fail(EINVAL);
@@ -337,7 +336,9 @@ UROCE_EXPORT int rdma_connect(rdma_cm_id* id, rdma_conn_param* param) {
     to_ip(&id->route.addr.dst_addr, dst, &dport);
     uint64_t conn = 0;
     if (!d.cm) return fail(ENODEV);  // the process is exiting
-    if (const int rc = d.cm->connect(qp_impl(id->qp), dst, dport, c, conn)) return fail(rc);
+    const int rc = id->qp ? d.cm->connect(qp_impl(id->qp), dst, dport, c, conn)
+                          : d.cm->connect(param->qp_num, id->qp_type, dst, dport, c, conn);
+    if (rc != 0) return fail(rc);
     i.conn = conn;
     d.conns[conn] = &i;
   }
@@ -356,15 +357,13 @@ UROCE_EXPORT int rdma_accept(rdma_cm_id* id, rdma_conn_param* param) {
   {
     std::lock_guard<std::mutex> lock(r.mu);
     if (!i.dev || !i.conn) return fail(EINVAL);
-    if (!id->qp) {
-      log_once("noqp-accept", "rdma_accept: an id without a QP (rdma_create_qp) is not supported");
-      return fail(ENOSYS);
-    }
+    if (!id->qp && !param) return fail(EINVAL);
     Dev& d = *i.dev;
     cm::ConnParam c = conn_param(param, i.req_responder_resources, i.req_initiator_depth);
     if (!param_fits(d, c) || c.private_data.size() > 196) return fail(EINVAL);
     if (!d.cm) return fail(ENODEV);
-    if (const int rc = d.cm->accept(i.conn, qp_impl(id->qp), c)) return fail(rc);
+    const int rc = id->qp ? d.cm->accept(i.conn, qp_impl(id->qp), c) : d.cm->accept(i.conn, param->qp_num, c);
+    if (rc != 0) return fail(rc);
   }
   if (!i.sync) return 0;
   return sync_wait(i);
@@ -621,15 +620,44 @@ UROCE_EXPORT void rdma_destroy_ep(rdma_cm_id* id) {
   rdma_destroy_id(id);
 }
 
+// As Linux's rdma_init_qp_attr: before a connection, INIT with no remote
+// access (a UD id: its Q_Key); once the exchange settled them, what the
+// manager would set itself.
 UROCE_EXPORT int rdma_init_qp_attr(rdma_cm_id* id, ibv_qp_attr* qp_attr, int* qp_attr_mask) {
-  if (!id || !qp_attr || !qp_attr_mask) return fail(EINVAL);
-  log_once("init_qp_attr", "rdma_init_qp_attr: QPs the application moves itself are not supported; "
-                           "use rdma_create_qp on the id");
-  return fail(ENOSYS);
+  if (!live(id) || !qp_attr || !qp_attr_mask) return fail(EINVAL);
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  Id& i = *id_of(id);
+  if (!i.dev) return fail(EINVAL);
+  if (i.conn && id->qp_type != IBV_QPT_UD) {
+    if (!i.dev->cm) return fail(ENODEV);
+    if (const int rc = i.dev->cm->qp_attr(i.conn, *qp_attr, *qp_attr_mask)) return fail(rc);
+    return 0;
+  }
+  const ibv_qp_state want = qp_attr->qp_state;
+  if (id->qp_type != IBV_QPT_UD && want != IBV_QPS_INIT) return fail(EINVAL);
+  *qp_attr = {};
+  qp_attr->qp_state = want;
+  qp_attr->port_num = 1;
+  qp_attr->pkey_index = 0;
+  *qp_attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+  if (id->qp_type == IBV_QPT_UD) {
+    qp_attr->qkey = RDMA_UDP_QKEY;
+    *qp_attr_mask |= IBV_QP_QKEY;
+  } else {
+    *qp_attr_mask |= IBV_QP_ACCESS_FLAGS;
+  }
+  return 0;
 }
 
 UROCE_EXPORT int rdma_establish(rdma_cm_id* id) {
-  if (!id) return fail(EINVAL);
-  log_once("establish", "rdma_establish: QPs the application moves itself are not supported");
-  return fail(ENOSYS);
+  if (!live(id)) return fail(EINVAL);
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  Id& i = *id_of(id);
+  // Only for a QP the application moves itself, after CONNECT_RESPONSE.
+  if (id->qp || !i.dev || !i.conn) return fail(EINVAL);
+  if (!i.dev->cm) return fail(ENODEV);
+  if (const int rc = i.dev->cm->establish(i.conn)) return fail(rc);
+  return 0;
 }
