@@ -204,7 +204,8 @@ def _run(h, vm, n, sc, d, res, cap, argv, tool, port, before, t0, t_run, dump):
         up = Proc(h, "uroce", argv, os.path.join(d, "uroce.out"), ns=n.ns, err_path=err)
         res.procs.append(up)
         if cm:
-            wait_port_open(up, sc.uroce[1], n.ns, 20)
+            # As ss shows it: the command's name, cut to 15 characters.
+            wait_port_open(up, os.path.basename(sc.uroce[1])[:15], n.ns, 20)
         else:
             wait_listening(up, n.ns, port, 20)
         target = "" if templated(sc) else net.BR_IP

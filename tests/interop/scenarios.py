@@ -14,6 +14,7 @@ VM runs (perftest, ibv_*_pingpong, ucx_perftest), unmodified, on the drop-in
 libibverbs.
 """
 
+import os
 from dataclasses import dataclass, field
 
 PP_ITERS = 10     # ibv_rc_pingpong round trips
@@ -307,6 +308,18 @@ def cm():
         out.append(Scenario(f"{name}-vm_client", "cm", "client", rxe_dev(cli).replace("{addr}", "{uroce_ip}"),
                             ["uroce-run"] + own_dev(srv).replace("{addr}", "{uroce_ip}").split(), 4096, iters=1,
                             expect=[("uroce", srv_ok), ("tool", cli_ok)]))
+    # A program that moves its QP itself (rdma_init_qp_attr, and
+    # rdma_establish after CONNECT_RESPONSE: tests/abi/rdmacm_manual_qp.cpp)
+    # against ucmatose's ten messages each way, when the build gives it.
+    manual = os.environ.get("RDMACM_MANUAL_QP")
+    if manual:
+        ok = r"^rdmacm_manual_qp: end 0$"
+        out.append(Scenario("manual_qp-vm_server", "cm", "server", "ucmatose -b {vm_ip} -p {port}",
+                            ["uroce-run", manual, "-c", "{vm_ip}", "-p", "{port}"], 4096, iters=1,
+                            expect=[("uroce", ok), ("tool", r"^return status 0$")]))
+        out.append(Scenario("manual_qp-vm_client", "cm", "client", "ucmatose -s {uroce_ip} -p {port}",
+                            ["uroce-run", manual, "-s", "{uroce_ip}", "-p", "{port}"], 4096, iters=1,
+                            expect=[("uroce", ok), ("tool", r"^return status 0$")]))
     # fio's rdma engine: the client writes to (RDMA WRITE) or reads from
     # (RDMA READ) the server's buffer, every block with a crc32c header that
     # fio checks; err= 0 on both sides. uroce as the client only: uroce's
