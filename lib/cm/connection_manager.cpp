@@ -135,6 +135,8 @@ struct Conn {
   // The application moves its QP itself (rdma_init_qp_attr): the manager
   // only knows its number and never touches it.
   bool manual = false;
+  // A service ID resolution (SIDR) for a UD port: no connection follows.
+  bool sidr = false;
   bool uc = false;
   uint32_t local_qpn = 0;
   bool remote_read = false;  // the QP serves READ and atomics (INIT's access)
@@ -190,6 +192,7 @@ struct __attribute__((visibility("hidden"))) ConnectionManager::Impl {
   std::mutex mu;
   std::map<uint64_t, Conn> conns;  // by id
   std::set<uint16_t> listening;
+  std::set<uint16_t> listening_ud;
   std::deque<Unsent> unsent;
   std::deque<HeldReq> held;
   std::deque<Event> events;
@@ -216,6 +219,9 @@ struct __attribute__((visibility("hidden"))) ConnectionManager::Impl {
   void on_mra(const Mra& r);
   void on_dreq(const MadHeader& h, const Dreq& r, const wire::IpAddr& from, uint8_t sgid_index);
   void on_drep(const Drep& r);
+  void on_sidr_req(const MadHeader& h, const SidrReq& r, const wire::IpAddr& from, uint8_t sgid_index);
+  void on_sidr_rep(const SidrRep& r);
+  void send_sidr_rep(const Conn& c, SidrStatus status, uint32_t qpn, uint32_t qkey, std::span<const uint8_t> data);
   void enter_timewait(Conn& c);
   void timers();
   int send(const wire::IpAddr& peer, uint8_t sgid_index, const Mad& mad);
@@ -398,7 +404,8 @@ void ConnectionManager::Impl::on_mad(const uint8_t* grh, const uint8_t* mad, uin
     case Attr::mra: on_mra(decode_mra(d)); break;
     case Attr::dreq: on_dreq(h, decode_dreq(d), from, sgid); break;
     case Attr::drep: on_drep(decode_drep(d)); break;
-    default: break;  // SIDR: UD port spaces are not served (no listener answers)
+    case Attr::sidr_req: on_sidr_req(h, decode_sidr_req(d), from, sgid); break;
+    case Attr::sidr_rep: on_sidr_rep(decode_sidr_rep(d)); break;
   }
 }
 
@@ -626,6 +633,80 @@ void ConnectionManager::Impl::on_req(const MadHeader& h, const Req& r, const wir
   e.flow_control = r.flow_control;
   conns.emplace(c.id, c);
   push_event(std::move(e));
+}
+
+// A SIDR REQ: the application's listener on the UD port answers it with
+// accept_ud() or reject(); without one, status 1 (unsupported), as Linux's
+// cm_sidr_req_handler answers at once.
+void ConnectionManager::Impl::on_sidr_req(const MadHeader& h, const SidrReq& r, const wire::IpAddr& from,
+                                          uint8_t sgid) {
+  // The requester's retry of a request still being answered.
+  for (auto& [k, c] : conns)
+    if (c.sidr && !c.active && c.remote_id == r.request_id && c.peer == from) return;
+  Conn c;
+  c.sidr = true;
+  c.state = State::req_rcvd;
+  c.remote_id = r.request_id;
+  c.tid = h.tid;
+  c.peer = from;
+  c.sgid_index = sgid;
+  c.port = service_port(r.service_id);
+  c.req.service_id = r.service_id;
+  PortSpace ps{};
+  CmaHeader cma;
+  bool own = false;
+  const bool has_cma = decode_cma_header({r.private_data.data(), r.private_data.size()}, cma);
+  if (has_cma)
+    for (const auto& g : dev.gids()) own |= g == cma.dst;
+  if (!service_port_space(r.service_id, ps) || ps != PortSpace::udp || !listening_ud.count(c.port))
+    return send_sidr_rep(c, SidrStatus::unsupported, 0, 0, {});
+  if (!own) return send_sidr_rep(c, SidrStatus::reject, 0, 0, {});
+  c.id = next_id++;
+  c.peer_port = cma.src_port;
+  dev.resolve_neighbor(from);  // for the SIDR REP
+  Event e;
+  e.type = EventType::connect_request;
+  e.ud = true;
+  e.id = c.id;
+  e.private_data.assign(r.private_data.begin() + kCmaHeaderSize, r.private_data.end());
+  e.port = c.port;
+  e.local = cma.dst;
+  e.peer = cma.src;
+  e.peer_port = cma.src_port;
+  conns.emplace(c.id, c);
+  push_event(std::move(e));
+}
+
+void ConnectionManager::Impl::send_sidr_rep(const Conn& c, SidrStatus status, uint32_t qpn, uint32_t qkey,
+                                            std::span<const uint8_t> data) {
+  SidrRep rep;
+  rep.request_id = c.remote_id;
+  rep.status = uint8_t(status);
+  rep.qpn = qpn;
+  rep.qkey = qkey;
+  rep.service_id = c.req.service_id;
+  std::copy(data.begin(), data.end(), rep.private_data.begin());
+  send(c.peer, c.sgid_index, encode(rep, c.tid));
+}
+
+void ConnectionManager::Impl::on_sidr_rep(const SidrRep& r) {
+  Conn* c = by_local(r.request_id);
+  if (!c || !c->sidr || !c->active || c->state != State::req_sent) return;
+  Event e;
+  e.id = c->id;
+  e.ud = true;
+  e.private_data.assign(r.private_data.begin(), r.private_data.end());
+  if (r.status == uint8_t(SidrStatus::success)) {
+    e.type = EventType::established;
+    e.peer_qpn = r.qpn;
+    e.qkey = r.qkey;
+  } else {
+    e.type = EventType::rejected;
+    e.status = r.status;
+  }
+  const uint64_t id = c->id;
+  push_event(std::move(e));
+  conns.erase(id);
 }
 
 void ConnectionManager::Impl::on_rep(const Rep& r) {
@@ -1039,6 +1120,62 @@ int ConnectionManager::qp_attr(uint64_t id, ibv_qp_attr& attr, int& mask) {
   return 0;
 }
 
+int ConnectionManager::listen_ud(uint16_t port) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->listening_ud.insert(port).second ? 0 : EADDRINUSE;
+}
+
+int ConnectionManager::stop_listening_ud(uint16_t port) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->listening_ud.erase(port) ? 0 : EINVAL;
+}
+
+int ConnectionManager::resolve_service(const wire::IpAddr& peer, uint16_t port, const ConnParam& p, uint64_t& id) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mu);
+  if (p.private_data.size() > kSidrReqPrivate - kCmaHeaderSize) return EINVAL;
+  Conn c;
+  if (!m.sgid_for(peer, c.sgid_index)) return EINVAL;
+  c.id = m.next_id++;
+  c.sidr = true;
+  c.active = true;
+  c.state = State::req_sent;
+  c.local_id = m.new_comm_id();
+  c.peer = peer;
+  c.port = port;
+  c.peer_port = p.local_port ? p.local_port : uint16_t(32768 + m.rng() % 28232);
+  c.tid = uint64_t(2) << 32 | c.local_id;
+  SidrReq r;
+  r.request_id = c.local_id;
+  r.service_id = service_id(PortSpace::udp, port);
+  CmaHeader cma;
+  cma.src = m.dev.gids()[c.sgid_index];
+  cma.dst = peer;
+  cma.src_port = c.peer_port;
+  encode_cma_header(cma, r.private_data.data());
+  std::copy(p.private_data.begin(), p.private_data.end(), r.private_data.begin() + kCmaHeaderSize);
+  m.dev.resolve_neighbor(peer);
+  id = c.id;
+  Conn& stored = m.conns.emplace(c.id, c).first->second;
+  // Linux's rdma_cm: the CM response timeout (4096 ms) between tries, 15 tries.
+  m.send_and_retry(stored, encode(r, c.tid), cm_ms(kCmResponseTimeout), kMaxCmRetries);
+  m.wake();
+  return 0;
+}
+
+int ConnectionManager::accept_ud(uint64_t id, uint32_t qpn, uint32_t qkey, std::span<const uint8_t> private_data) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mu);
+  auto it = m.conns.find(id);
+  if (it == m.conns.end() || !it->second.sidr || it->second.state != State::req_rcvd ||
+      private_data.size() > kSidrRepPrivate || qpn == 0 || qpn > 0xffffff)
+    return EINVAL;
+  m.send_sidr_rep(it->second, SidrStatus::success, qpn, qkey, private_data);
+  m.conns.erase(it);
+  m.wake();  // a reply waiting for the peer's MAC goes out from the manager's thread
+  return 0;
+}
+
 int ConnectionManager::reject(uint64_t id, std::span<const uint8_t> private_data) {
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mu);
@@ -1046,6 +1183,13 @@ int ConnectionManager::reject(uint64_t id, std::span<const uint8_t> private_data
   if (it == m.conns.end() || it->second.state != State::req_rcvd || private_data.size() > kRejPrivate)
     return EINVAL;
   Conn& c = it->second;
+  if (c.sidr) {
+    if (private_data.size() > kSidrRepPrivate) return EINVAL;
+    m.send_sidr_rep(c, SidrStatus::reject, 0, 0, private_data);
+    m.conns.erase(it);
+    m.wake();
+    return 0;
+  }
   Rej rej;
   rej.local_comm_id = c.local_id;
   rej.remote_comm_id = c.remote_id;
@@ -1054,6 +1198,7 @@ int ConnectionManager::reject(uint64_t id, std::span<const uint8_t> private_data
   std::copy(private_data.begin(), private_data.end(), rej.private_data.begin());
   m.send(c.peer, c.sgid_index, encode(rej, c.tid));
   m.conns.erase(it);
+  m.wake();
   return 0;
 }
 
@@ -1090,6 +1235,13 @@ int ConnectionManager::release(uint64_t id) {
   Conn& c = it->second;
   c.qp = nullptr;
   c.released = true;
+  if (c.sidr) {
+    // As Linux's ib_cm: a request being answered is refused; ours is dropped.
+    if (!c.active) m.send_sidr_rep(c, SidrStatus::reject, 0, 0, {});
+    m.conns.erase(it);
+    m.wake();
+    return 0;
+  }
   auto send_rej = [&](RejReason why, Msg rejected) {
     Rej rej;
     rej.local_comm_id = c.local_id;
@@ -1124,6 +1276,7 @@ int ConnectionManager::release(uint64_t id) {
       return 0;
   }
   m.conns.erase(it);
+  m.wake();
   return 0;
 }
 

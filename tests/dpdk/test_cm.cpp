@@ -407,6 +407,65 @@ TEST_CASE("cm: QPs the application moves itself: connect and accept by number, q
   CHECK(cm_frames(pcap) == want);
 }
 
+TEST_CASE("cm: service ID resolution (SIDR) for UD ports: answered, refused, nobody there", "[cm-sidr]") {
+  const std::string pcap = "cm_sidr.pcap";
+  std::remove(pcap.c_str());
+  CmPair p("cm_sidr", pcap);
+  CmSide& a = *p.a;
+  CmSide& b = *p.b;
+  REQUIRE(b.cm->listen_ud(7174) == 0);
+  CHECK(b.cm->listen_ud(7174) == EADDRINUSE);
+  CHECK(b.cm->listen(7174) == 0);  // the TCP port space is another
+
+  cm::ConnParam cp;
+  cp.private_data = {'u', 'd'};
+  uint64_t aid = 0;
+  REQUIRE(a.cm->resolve_service(b.addr(), 7174, cp, aid) == 0);
+  const cm::Event req = b.next_event();
+  REQUIRE(req.type == cm::EventType::connect_request);
+  CHECK(req.ud);
+  CHECK(req.port == 7174);
+  CHECK(req.peer == a.addr());
+  REQUIRE(req.private_data.size() == cm::kSidrReqPrivate - cm::kCmaHeaderSize);
+  CHECK(std::memcmp(req.private_data.data(), "ud", 2) == 0);
+  const uint8_t reply[] = {'o', 'k'};
+  CHECK(b.cm->accept_ud(req.id, 0, 0x01234567, reply) == EINVAL);
+  REQUIRE(b.cm->accept_ud(req.id, 0x1234, 0x01234567, reply) == 0);
+  CHECK(b.cm->accept_ud(req.id, 0x1234, 0x01234567, reply) == EINVAL);  // answered and forgotten
+  const cm::Event est = a.next_event();
+  REQUIRE(est.type == cm::EventType::established);
+  CHECK(est.ud);
+  CHECK(est.id == aid);
+  CHECK(est.peer_qpn == 0x1234);
+  CHECK(est.qkey == 0x01234567);
+  REQUIRE(est.private_data.size() == cm::kSidrRepPrivate);
+  CHECK(std::memcmp(est.private_data.data(), "ok", 2) == 0);
+  CHECK(a.cm->disconnect(aid) == EINVAL);  // no connection follows
+
+  // Refused by the application: status 2.
+  REQUIRE(a.cm->resolve_service(b.addr(), 7174, {}, aid) == 0);
+  const cm::Event req2 = b.next_event();
+  REQUIRE(req2.type == cm::EventType::connect_request);
+  REQUIRE(b.cm->reject(req2.id, {}) == 0);
+  const cm::Event rej = a.next_event();
+  CHECK(rej.type == cm::EventType::rejected);
+  CHECK(rej.ud);
+  CHECK(rej.status == 2);
+
+  // Nobody there: status 1 (unsupported), at once.
+  REQUIRE(b.cm->stop_listening_ud(7174) == 0);
+  REQUIRE(a.cm->resolve_service(b.addr(), 7174, {}, aid) == 0);
+  const cm::Event none = a.next_event(1000ms);
+  CHECK(none.type == cm::EventType::rejected);
+  CHECK(none.status == 1);
+
+  p.a.reset();
+  p.b.reset();
+  const std::vector<cm::Attr> want = {cm::Attr::sidr_req, cm::Attr::sidr_rep, cm::Attr::sidr_req, cm::Attr::sidr_rep,
+                                      cm::Attr::sidr_req, cm::Attr::sidr_rep};
+  CHECK(cm_frames(pcap) == want);
+}
+
 TEST_CASE("cm: a port nobody listens on is REJ reason 8; an application's reject is 28 with its data", "[cm-reject]") {
   CmPair p("cm_rej");
   CmSide& a = *p.a;

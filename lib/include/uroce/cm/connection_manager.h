@@ -63,6 +63,12 @@ struct Event {
   uint32_t peer_qpn = 0;
   uint8_t responder_resources = 0;
   uint8_t initiator_depth = 0;
+  // A UD port's (rdma_cm's UDP port space; service ID resolution, SIDR):
+  // connect_request from a SIDR REQ, established for the SIDR REP that
+  // names the peer's UD QP (peer_qpn, qkey), rejected with the SIDR status
+  // (1 no such service, 2 refused, ...) for one that does not.
+  bool ud = false;
+  uint32_t qkey = 0;
   // connect_request, established: the peer's end-to-end flow control flag
   // (its REQ's or REP's), which rdma_cm reports and the CM never acts on.
   bool flow_control = false;
@@ -119,6 +125,17 @@ class UROCE_API ConnectionManager {
   // the passive side's from the REQ on (the depths as the REQ asks them),
   // the active side's RTR and RTS once the REP came. EINVAL otherwise.
   int qp_attr(uint64_t id, ibv_qp_attr& attr, int& mask);
+  // Service ID resolution for UD ports (SIDR): listen_ud takes the SIDR
+  // REQs for `port` (EADDRINUSE twice); resolve_service asks `peer` which
+  // UD QP serves `port` (up to 180 bytes of private data after rdma_cm's
+  // header), answered by established, rejected or unreachable (Event::ud);
+  // accept_ud answers a UD connect_request with `qpn` and `qkey` and up to
+  // 136 bytes; reject() answers one with status 2. Either way the request
+  // is then forgotten: no connection follows.
+  int listen_ud(uint16_t port);
+  int stop_listening_ud(uint16_t port);
+  int resolve_service(const wire::IpAddr& peer, uint16_t port, const ConnParam& param, uint64_t& id);
+  int accept_ud(uint64_t id, uint32_t qpn, uint32_t qkey, std::span<const uint8_t> private_data);
   // Answers a connect_request with REJ reason 28 and up to 148 bytes.
   int reject(uint64_t id, std::span<const uint8_t> private_data);
   // Moves the QP to the error state and sends a DREQ; disconnected
