@@ -475,6 +475,10 @@ case $case_ in
     cm_pair ucmatose-c4 "ucmatose -b 10.0.0.1 -c 4" "ucmatose -s 10.0.0.1 -c 4" "^return status 0" "^return status 0"
     cm_pair rdma_server-client "rdma_server -s 10.0.0.1 -p 7471" "rdma_client -s 10.0.0.1 -p 7471" \
       "^rdma_server: end 0" "^rdma_client: end 0"
+    # udaddy: UD QPs in rdma_cm's UDP port space, found by service ID
+    # resolution (SIDR REQ and REP): ten messages each way, the replies
+    # addressed from the received work completions. (Its port is 7174.)
+    cm_pair udaddy "udaddy -b 10.0.0.1" "udaddy -s 10.0.0.1" "^return status 0" "^return status 0"
     # A QP the program moves itself (rdma_init_qp_attr; rdma_establish
     # after CONNECT_RESPONSE), against itself and against ucmatose in both
     # roles: ucmatose's ten messages each way.

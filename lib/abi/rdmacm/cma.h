@@ -59,6 +59,7 @@ struct Dev {
   uint8_t max_initiator_depth = 0;      // and max_qp_init_rd_atom
   std::vector<wire::IpAddr> addresses;  // GIDs 1, 2, ...: the configured ones
   std::map<uint16_t, Id*> listeners;    // by port
+  std::map<uint16_t, Id*> ud_listeners;  // by port, in the UDP port space (SIDR)
   std::map<uint64_t, Id*> conns;        // by the manager's connection id
 };
 

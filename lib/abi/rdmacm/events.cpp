@@ -225,8 +225,9 @@ void set_private(EventRec& e, const std::vector<uint8_t>& data) {
 // reported to the listener's channel (rdma_get_request's, for a
 // synchronous listener).
 void on_request(Dev& d, const cm::Event& ce) {
-  auto l = d.listeners.find(ce.port);
-  if (l == d.listeners.end()) {
+  auto& listeners = ce.ud ? d.ud_listeners : d.listeners;
+  auto l = listeners.find(ce.port);
+  if (l == listeners.end()) {
     d.cm->reject(ce.id, {});
     return;
   }
@@ -264,6 +265,11 @@ void on_request(Dev& d, const cm::Event& ce) {
   EventRec* e = new_event(*child, RDMA_CM_EVENT_CONNECT_REQUEST);
   e->ev.listen_id = &listener.id;
   set_private(*e, ce.private_data);
+  if (ce.ud) {
+    // A SIDR REQ: its private data is all a UD request carries.
+    deliver(*child, e, listener.id.channel);
+    return;
+  }
   auto& p = e->ev.param.conn;
   p.responder_resources = child->req_responder_resources;
   p.initiator_depth = child->req_initiator_depth;
@@ -274,12 +280,45 @@ void on_request(Dev& d, const cm::Event& ce) {
   deliver(*child, e, listener.id.channel);
 }
 
+// The answer to a UD id's rdma_connect, as Linux's cma_sidr_rep_handler
+// reports it: ESTABLISHED with what an address handle to the peer's QP
+// needs, UNREACHABLE with the SIDR status for a refusal (or -ETIMEDOUT),
+// ADDR_ERROR for a Q_Key other than the port space's.
+void on_sidr_event(Dev& d, std::map<uint64_t, Id*>::iterator it, const cm::Event& ce) {
+  Id& id = *it->second;
+  d.conns.erase(it);
+  id.conn = 0;
+  EventRec* e = nullptr;
+  if (ce.type == cm::EventType::established && ce.qkey != RDMA_UDP_QKEY) {
+    e = new_event(id, RDMA_CM_EVENT_ADDR_ERROR, -EINVAL);
+  } else if (ce.type == cm::EventType::established) {
+    e = new_event(id, RDMA_CM_EVENT_ESTABLISHED);
+    auto& ud = e->ev.param.ud;
+    wire::IpAddr src, dst;
+    to_ip(&id.id.route.addr.src_addr, src);
+    to_ip(&id.id.route.addr.dst_addr, dst);
+    ud.ah_attr.is_global = 1;
+    std::memcpy(ud.ah_attr.grh.dgid.raw, dst.bytes.data(), 16);
+    const auto at = std::find(d.addresses.begin(), d.addresses.end(), src);
+    ud.ah_attr.grh.sgid_index = uint8_t(1 + (at - d.addresses.begin()));
+    ud.ah_attr.grh.hop_limit = 64;
+    ud.ah_attr.port_num = 1;
+    ud.qp_num = ce.peer_qpn;
+    ud.qkey = ce.qkey;
+  } else {
+    e = new_event(id, RDMA_CM_EVENT_UNREACHABLE, ce.status);
+  }
+  set_private(*e, ce.private_data);
+  deliver(id, e);
+}
+
 void on_event(Dev& d, const cm::Event& ce) {
   if (ce.type == cm::EventType::connect_request) return on_request(d, ce);
   auto it = d.conns.find(ce.id);
   if (it == d.conns.end()) return;
   Id& id = *it->second;
   EventRec* e = nullptr;
+  if (ce.ud) return on_sidr_event(d, it, ce);
   switch (ce.type) {
     case cm::EventType::established:
       e = new_event(id, RDMA_CM_EVENT_ESTABLISHED);

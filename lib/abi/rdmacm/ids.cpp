@@ -53,17 +53,20 @@ uint16_t port_of(const sockaddr* sa) {
   return 0;
 }
 
-bool port_in_use(Registry&, uint16_t port, const Id* except) {
+// The UDP port space is apart from the others, as Linux's are.
+bool port_in_use(Registry&, uint16_t port, bool udp, const Id* except) {
   for (const Id* i : ids())
-    if (i != except && i->owns_port && port_of(&i->id.route.addr.src_addr) == port) return true;
+    if (i != except && i->owns_port && (i->id.ps == RDMA_PS_UDP) == udp &&
+        port_of(&i->id.route.addr.src_addr) == port)
+      return true;
   return false;
 }
 
-uint16_t ephemeral_port(Registry& r) {
+uint16_t ephemeral_port(Registry& r, bool udp) {
   static std::mt19937 rng{std::random_device{}()};
   for (;;) {
     const uint16_t p = uint16_t(32768 + rng() % 28232);  // Linux's ip_local_port_range
-    if (!port_in_use(r, p, nullptr)) return p;
+    if (!port_in_use(r, p, udp, nullptr)) return p;
   }
 }
 
@@ -105,7 +108,8 @@ int bind_locked(Registry& r, Id& id, const sockaddr* addr) {
   uint16_t port = 0;
   if (!to_ip(addr, ip, &port)) return fail(EAFNOSUPPORT);
   if (id.bound) return fail(EINVAL);
-  if (port && port_in_use(r, port, &id)) return fail(EADDRINUSE);
+  const bool udp = id.id.ps == RDMA_PS_UDP;
+  if (port && port_in_use(r, port, udp, &id)) return fail(EADDRINUSE);
   // As Linux's rdma_cm (cma_any_addr): a loopback address binds like the
   // wildcard, to no device, and a listen on it takes requests on every
   // device. libfabric's verbs provider, finding no device on such an id,
@@ -115,7 +119,7 @@ int bind_locked(Registry& r, Id& id, const sockaddr* addr) {
     if (!d) return fail(EADDRNOTAVAIL);
     attach(id, *d);
   }
-  if (!port) port = ephemeral_port(r);
+  if (!port) port = ephemeral_port(r, udp);
   set_sockaddr(id.id.route.addr.src_storage, ip, port, addr->sa_family == AF_INET);
   id.bound = id.owns_port = true;
   return 0;
@@ -201,8 +205,14 @@ UROCE_EXPORT int rdma_destroy_id(rdma_cm_id* id) {
     i->dev->conns.erase(i->conn);
   }
   for (Dev* d : i->listen_on) {
-    if (d->cm) d->cm->stop_listening(port_of(&id->route.addr.src_addr));
-    d->listeners.erase(port_of(&id->route.addr.src_addr));
+    const uint16_t port = port_of(&id->route.addr.src_addr);
+    if (id->ps == RDMA_PS_UDP) {
+      if (d->cm) d->cm->stop_listening_ud(port);
+      d->ud_listeners.erase(port);
+    } else {
+      if (d->cm) d->cm->stop_listening(port);
+      d->listeners.erase(port);
+    }
   }
   auto& all = ids();
   all.erase(std::remove(all.begin(), all.end(), i), all.end());
@@ -233,7 +243,7 @@ UROCE_EXPORT int rdma_resolve_addr(rdma_cm_id* id, sockaddr* src_addr, sockaddr*
       Dev* d = dev_for_family(r, dst.is_v4_mapped());
       if (!d) return fail(EADDRNOTAVAIL);
       attach(i, *d);
-      const uint16_t port = i.bound ? port_of(&id->route.addr.src_addr) : ephemeral_port(r);
+      const uint16_t port = i.bound ? port_of(&id->route.addr.src_addr) : ephemeral_port(r, id->ps == RDMA_PS_UDP);
       const wire::IpAddr& local = *std::find_if(d->addresses.begin(), d->addresses.end(),
                                                 [&](const wire::IpAddr& a) { return a.is_v4_mapped() == dst.is_v4_mapped(); });
       set_sockaddr(id->route.addr.src_storage, local, port, dst_addr->sa_family == AF_INET);
@@ -278,10 +288,11 @@ UROCE_EXPORT int rdma_listen(rdma_cm_id* id, int /*backlog*/) {
   std::lock_guard<std::mutex> lock(r.mu);
   Id& i = *id_of(id);
   if (i.listening) return 0;
-  if (id->ps == RDMA_PS_UDP || id->ps == RDMA_PS_IPOIB) {
-    log_once("sidr", "rdma_listen: UDP port spaces (SIDR) are not supported");
+  if (id->ps == RDMA_PS_IPOIB) {
+    log_once("ipoib", "rdma_listen: the IPoIB port space is not supported");
     return fail(ENOSYS);
   }
+  const bool udp = id->ps == RDMA_PS_UDP;
   if (!i.bound) {
     sockaddr_in any{};
     any.sin_family = AF_INET;
@@ -298,15 +309,20 @@ UROCE_EXPORT int rdma_listen(rdma_cm_id* id, int /*backlog*/) {
     if (devs.empty()) return fail(ENODEV);
   }
   for (Dev* d : devs) {
-    if (d->cm->listen(port) != 0) {
+    if ((udp ? d->cm->listen_ud(port) : d->cm->listen(port)) != 0) {
       for (Dev* done : i.listen_on) {
-        done->cm->stop_listening(port);
-        done->listeners.erase(port);
+        if (udp) {
+          done->cm->stop_listening_ud(port);
+          done->ud_listeners.erase(port);
+        } else {
+          done->cm->stop_listening(port);
+          done->listeners.erase(port);
+        }
       }
       i.listen_on.clear();
       return fail(EADDRINUSE);
     }
-    d->listeners[port] = &i;
+    (udp ? d->ud_listeners : d->listeners)[port] = &i;
     i.listen_on.push_back(d);
   }
   i.listening = true;
@@ -320,24 +336,26 @@ UROCE_EXPORT int rdma_connect(rdma_cm_id* id, rdma_conn_param* param) {
   {
     std::lock_guard<std::mutex> lock(r.mu);
     if (!i.dev || !id->route.addr.dst_addr.sa_family || i.conn) return fail(EINVAL);
-    if (id->ps == RDMA_PS_UDP || id->ps == RDMA_PS_IPOIB) {
-      log_once("sidr", "rdma_connect: UDP port spaces (SIDR) are not supported");
+    if (id->ps == RDMA_PS_IPOIB) {
+      log_once("ipoib", "rdma_connect: the IPoIB port space is not supported");
       return fail(ENOSYS);
     }
     // Without a QP on the id, the application's (param->qp_num) moves
     // itself: rdma_init_qp_attr, CONNECT_RESPONSE, rdma_establish.
-    if (!id->qp && !param) return fail(EINVAL);
+    if (!id->qp && !param && id->ps != RDMA_PS_UDP) return fail(EINVAL);
     Dev& d = *i.dev;
     cm::ConnParam c = conn_param(param, d.max_responder_resources, d.max_initiator_depth);
-    if (!param_fits(d, c) || c.private_data.size() > 56) return fail(EINVAL);
+    if (!param_fits(d, c) || c.private_data.size() > (id->ps == RDMA_PS_UDP ? 180u : 56u)) return fail(EINVAL);
     c.local_port = port_of(&id->route.addr.src_addr);
     wire::IpAddr dst;
     uint16_t dport = 0;
     to_ip(&id->route.addr.dst_addr, dst, &dport);
     uint64_t conn = 0;
     if (!d.cm) return fail(ENODEV);  // the process is exiting
-    const int rc = id->qp ? d.cm->connect(qp_impl(id->qp), dst, dport, c, conn)
-                          : d.cm->connect(param->qp_num, id->qp_type, dst, dport, c, conn);
+    // A UD id asks which QP serves the port (SIDR): ESTABLISHED names it.
+    const int rc = id->ps == RDMA_PS_UDP ? d.cm->resolve_service(dst, dport, c, conn)
+                   : id->qp             ? d.cm->connect(qp_impl(id->qp), dst, dport, c, conn)
+                                        : d.cm->connect(param->qp_num, id->qp_type, dst, dport, c, conn);
     if (rc != 0) return fail(rc);
     i.conn = conn;
     d.conns[conn] = &i;
@@ -359,6 +377,20 @@ UROCE_EXPORT int rdma_accept(rdma_cm_id* id, rdma_conn_param* param) {
     if (!i.dev || !i.conn) return fail(EINVAL);
     if (!id->qp && !param) return fail(EINVAL);
     Dev& d = *i.dev;
+    if (id->ps == RDMA_PS_UDP) {
+      // The SIDR REP names the QP and the port space's Q_Key; nothing
+      // follows on this side.
+      const uint32_t qpn = id->qp ? id->qp->qp_num : param->qp_num;
+      const uint32_t qkey = RDMA_UDP_QKEY;
+      std::span<const uint8_t> data;
+      if (param && param->private_data)
+        data = {static_cast<const uint8_t*>(param->private_data), param->private_data_len};
+      if (!d.cm) return fail(ENODEV);
+      if (const int rc = d.cm->accept_ud(i.conn, qpn, qkey, data)) return fail(rc);
+      d.conns.erase(i.conn);
+      i.conn = 0;
+      return 0;
+    }
     cm::ConnParam c = conn_param(param, i.req_responder_resources, i.req_initiator_depth);
     if (!param_fits(d, c) || c.private_data.size() > 196) return fail(EINVAL);
     if (!d.cm) return fail(ENODEV);
