@@ -29,7 +29,10 @@ REP_FIELDS = [f"infiniband.cm.rep.{f}" for f in (
     "localqkey", "localeecn", "tgtackdelay", "failoveracc", "srq")]
 FLOW = {"0x0010": "infiniband.cm.req.e2eflowctrl", "0x0013": "infiniband.cm.rep.e2eflowctrl"}
 ATTRS = {"0x0010": "REQ", "0x0011": "MRA", "0x0012": "REJ", "0x0013": "REP", "0x0014": "RTU", "0x0015": "DREQ",
-         "0x0016": "DREP"}
+         "0x0016": "DREP", "0x0017": "SIDR_REQ", "0x0018": "SIDR_REP"}
+# rdma_cm's UDP port space (the service ID's bits 16..31) and its Q_Key.
+PS_UDP = 0x0111
+UDP_QKEY = 0x01234567
 
 
 def _fields(pcap, attr, fields):
@@ -91,4 +94,63 @@ def check(pcap, client, server):
                    for k, (s, m) in enumerate(seq))
     if not answered:
         problems.append(f"no DREQ answered by a DREP: {seq}")
+    return problems, seq
+
+
+def _sidr(pcap):
+    """[(sender, attribute, TID, MAD data bytes)] of the SIDR MADs: the
+    header as Wireshark decodes it (only CM class 7, version 2, method Send),
+    the data area as the IBA lays it out."""
+    out = subprocess.run(["tshark", "-r", pcap, "-d", "udp.port==4791,infiniband", "-Y",
+                          "infiniband.mad.attributeid == 0x0017 || infiniband.mad.attributeid == 0x0018",
+                          "-T", "fields", "-E", "separator=|", "-e", "ip.src", "-e", "infiniband.mad.attributeid",
+                          "-e", "infiniband.mad.transactionid", "-e", "infiniband.mad.mgmtclass",
+                          "-e", "infiniband.mad.classversion", "-e", "infiniband.mad.method", "-e", "infiniband.mad.data"],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, check=True).stdout
+    rows = []
+    for ln in out.splitlines():
+        src, attr, tid, cls, ver, method, data = ln.split("|")
+        rows.append((src, ATTRS[attr], int(tid, 0), (int(cls, 0), int(ver, 0), int(method, 0)),
+                     bytes.fromhex(data.replace(":", ""))))
+    return rows
+
+
+def check_sidr(pcap, client, server):
+    """Problems with a service ID resolution in `pcap`: the client's SIDR REQ
+    (P_Key 0xFFFF, a service ID in the UDP port space) answered by the
+    server's SIDR REP (same request ID, TID and service ID, status 0, the
+    port space's Q_Key, a QPN), and no connection messages."""
+    problems = []
+    seq = messages(pcap)
+    rows = _sidr(pcap)
+    reqs = [r for r in rows if r[1] == "SIDR_REQ" and r[0] == client]
+    reps = [r for r in rows if r[1] == "SIDR_REP" and r[0] == server]
+    if not reqs:
+        problems.append(f"{client} sent no SIDR REQ: {seq}")
+    if not reps:
+        problems.append(f"{server} sent no SIDR REP: {seq}")
+    for src, name, _, header, _ in rows:
+        if header != (0x07, 2, 0x03):
+            problems.append(f"{name} from {src}: class, version, method {header}, not CM 2 Send")
+    others = [m for _, m in seq if not m.startswith("SIDR")]
+    if others:
+        problems.append(f"connection messages in a UD exchange: {seq}")
+    if reqs and reps:
+        _, _, tid, _, req = reqs[-1]
+        _, _, rtid, _, rep = reps[-1]
+        sid = int.from_bytes(req[8:16], "big")
+        if int.from_bytes(req[4:6], "big") != 0xFFFF:
+            problems.append(f"SIDR REQ P_Key {req[4:6].hex()}, not ffff")
+        if sid >> 16 != PS_UDP:
+            problems.append(f"SIDR REQ service ID {sid:#018x} is not in the UDP port space")
+        if rep[0:4] != req[0:4] or rtid != tid:
+            problems.append(f"SIDR REP request ID {rep[0:4].hex()} / TID {rtid:#x}, the REQ's {req[0:4].hex()} / {tid:#x}")
+        if rep[4] != 0:
+            problems.append(f"SIDR REP status {rep[4]}, not 0 (valid)")
+        if int.from_bytes(rep[8:11], "big") == 0:
+            problems.append("SIDR REP names QP 0")
+        if int.from_bytes(rep[12:20], "big") != sid:
+            problems.append(f"SIDR REP service ID {rep[12:20].hex()}, the REQ's {sid:#018x}")
+        if int.from_bytes(rep[20:24], "big") != UDP_QKEY:
+            problems.append(f"SIDR REP Q_Key {rep[20:24].hex()}, not {UDP_QKEY:#010x}")
     return problems, seq

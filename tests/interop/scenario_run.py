@@ -186,7 +186,7 @@ def _run(h, vm, n, sc, d, res, cap, argv, tool, port, before, t0, t_run, dump):
     err = os.path.join(d, "uroce.err") if is_shim(sc) else None
     cm = sc.kind == "cm"
     if sc.vm == "server":
-        _tool_server(vm, tool, port, cm)
+        _tool_server(vm, tool, sc.fixed_port or port, cm)
         up = Proc(h, "uroce", argv + ([] if templated(sc) else [net.VM_IP]), os.path.join(d, "uroce.out"), ns=n.ns,
                   err_path=err)
         res.procs.append(up)
@@ -259,12 +259,12 @@ def _run(h, vm, n, sc, d, res, cap, argv, tool, port, before, t0, t_run, dump):
                               f"{sorted(hex(o) for o in wire['opcodes'][client])}")
     if sc.kind == "cm" or sc.cm_wire:
         client, server = (net.UROCE_IP, net.VM_IP) if sc.vm == "server" else (net.VM_IP, net.UROCE_IP)
-        problems, seq = cm_wire.check(cap.path, client, server)
+        problems, seq = (cm_wire.check_sidr if sc.sidr else cm_wire.check)(cap.path, client, server)
         if problems:
             raise Failure(f"{sc.name}: the CM exchange on the bridge:\n  " + "\n  ".join(problems[:10]))
         who = {net.UROCE_IP: "uroce", net.VM_IP: "rxe"}
         res.notes.append("cm: " + ", ".join(f"{m} from {who.get(s, s)}" for s, m in seq) +
-                         "; REQ and REP fields as Linux's")
+                         ("; the SIDR REP answers the REQ" if sc.sidr else "; REQ and REP fields as Linux's"))
     if sc.uc and wire["not_uc"]:
         raise Failure(f"{sc.name}: packets that are not UC SEND/WRITE in a UC run: {wire['not_uc']}")
     if wire["differing"]:

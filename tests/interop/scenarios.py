@@ -49,6 +49,11 @@ class Scenario:
     # The server serves until stopped (qperf): once the client is done the
     # harness stops it with SIGTERM, and that ending is its success.
     serves: bool = False
+    # A cm run whose ids are UD (rdma_cm's UDP port space): service ID
+    # resolution (SIDR REQ, SIDR REP) instead of a connection.
+    sidr: bool = False
+    # The port a server listens on when it takes none from its command line.
+    fixed_port: int = 0
     # Whether the oracle judges the capture too (uroce-dump judges every
     # one): not for time-bound runs of tens of thousands of packets.
     oracle: bool = True
@@ -308,6 +313,15 @@ def cm():
         out.append(Scenario(f"{name}-vm_client", "cm", "client", rxe_dev(cli).replace("{addr}", "{uroce_ip}"),
                             ["uroce-run"] + own_dev(srv).replace("{addr}", "{uroce_ip}").split(), 4096, iters=1,
                             expect=[("uroce", srv_ok), ("tool", cli_ok)]))
+    # udaddy: UD ids found by SIDR, ten messages each way (its port is
+    # fixed: 7174 in the UDP port space).
+    ok = r"^return status 0$"
+    out.append(Scenario("udaddy-vm_server", "cm", "server", "udaddy -b {vm_ip}",
+                        ["uroce-run", "udaddy", "-s", "{vm_ip}"], 4096, iters=1, sidr=True, fixed_port=7174,
+                        expect=[("uroce", ok), ("tool", ok)]))
+    out.append(Scenario("udaddy-vm_client", "cm", "client", "udaddy -s {uroce_ip}",
+                        ["uroce-run", "udaddy", "-b", "{uroce_ip}"], 4096, iters=1, sidr=True, fixed_port=7174,
+                        expect=[("uroce", ok), ("tool", ok)]))
     # A program that moves its QP itself (rdma_init_qp_attr, and
     # rdma_establish after CONNECT_RESPONSE: tests/abi/rdmacm_manual_qp.cpp)
     # against ucmatose's ten messages each way, when the build gives it.
