@@ -9,6 +9,7 @@
 #include <ctime>
 
 #include "app_support.h"
+#include "cm_session.h"
 #include "options.h"
 #include "session.h"
 
@@ -51,7 +52,7 @@ int run(const Options& o) {
   // port work and before the local address line.
   std::unique_ptr<exchange::TcpListener> listener;
   std::string error;
-  if (o.server.empty() && !(listener = exchange::TcpListener::listen(o.tcp_port, error))) return fail(error);
+  if (o.server.empty() && !o.cm && !(listener = exchange::TcpListener::listen(o.tcp_port, error))) return fail(error);
   if (!o.daemon.empty()) return run_on_daemon(o, listener.get());
   EndpointConfig ec;
   ec.dev = o.dev;
@@ -74,6 +75,7 @@ int run(const Options& o) {
     return fail("can't read sgid of index " + std::to_string(o.gid_idx) + ": " + o.ib_dev + " has " +
                 std::to_string(gids.size()) + " GID(s), index 0 is the --ip address");
   Station st(*ep);
+  if (o.cm) return run_cm(st, o);
   return o.mode == Mode::srq ? run_srq(st, listener.get(), o) : run_single_qp(st, listener.get(), o);
 }
 

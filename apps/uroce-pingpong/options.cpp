@@ -166,6 +166,10 @@ int parse_options(int argc, char** argv, Options& o) {
   app.add_option("--daemon", o.daemon, "uroced's socket: use the daemon's port (no --dev, --ip, --mac, --eal, --pcap)")
       ->excludes(dev_opt)
       ->excludes(ip_opt);
+  app.add_flag("--cm", o.cm,
+               "connect through the CM on the wire, as rdma_cm programs do (RC only): the server listens on -p in "
+               "rdma_cm's TCP port space, the client connects to SERVER, its RoCE address; no TCP exchange, and "
+               "the path MTU is what the CM settles (-m does not apply)");
   app.add_option("--mac", o.mac, "this endpoint's MAC address (default: the port's)");
   app.add_option("--eal", o.eal, "extra DPDK EAL arguments, quoted");
   app.add_option("--pcap", o.pcap, "write every frame sent and received to this pcap");
@@ -193,6 +197,14 @@ int parse_options(int argc, char** argv, Options& o) {
     // srq_pingpong's own check and words.
     std::fprintf(stderr, "uroce-pingpong: rx_depth %u is too small for %u QPs -- must have at least one receive per QP.\n",
                  o.rx_depth, o.num_qp);
+    return 2;
+  }
+  if (o.cm && (o.mode != Mode::rc || !o.daemon.empty())) {
+    std::fprintf(stderr, "uroce-pingpong: --cm connects RC QPs on a port of this process (no --ud, --uc, --srq, --daemon)\n");
+    return 2;
+  }
+  if (o.cm && app.count("--mtu")) {
+    std::fprintf(stderr, "uroce-pingpong: --cm: the CM settles the path MTU (the ports'), -m does not apply\n");
     return 2;
   }
   if (int rc = check_rdma_core_flags(o, f); rc >= 0) return rc;

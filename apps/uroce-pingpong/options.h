@@ -38,6 +38,7 @@ struct Options {
   std::string eal;            // --eal "ARGS"
   std::string pcap;           // --pcap FILE
   std::string daemon;         // --daemon SOCKET: a client of uroced instead of --dev/--ip
+  bool cm = false;            // --cm: connect through the CM on the wire (RC), no TCP exchange
   uint32_t timeout_ms = 10000;  // --timeout: connect, exchange, ARP, a stalled run
   uint32_t accept_timeout_ms = 0;  // --accept-timeout: 0 = the server waits for a client forever
 };

@@ -405,6 +405,41 @@ case $case_ in
       echo "ok: $mode server $se, client ${ce:-polling}: $(grep usec/iter "$work/$name.cli.out")"
     done ;;
 
+  cm)
+    setup_links
+    # --cm: the connection is set up by the CM on the wire (REQ, REP, RTU;
+    # DREQ, DREP at the end), no TCP exchange; the client names the
+    # server's RoCE address. Polling and -e, each message checked.
+    for ev in "" -e; do
+      name=cm${ev}
+      start_server "$name" "" --cm $ev -s 1024 -n 500 -c --timeout 20 --pcap "$work/$name.pcap"
+      sleep 1
+      inb timeout 60 "$pp" --dev net_af_packet0,iface=ppb --ip $CLI_IP --cm $ev -s 1024 -n 500 -c --timeout 20 \
+        $SRV_IP >"$work/$name.cli.out" 2>&1
+      CRC=$?
+      wait_server
+      check_run "$name" 1024 500
+      dump_pcap "$name"
+      if command -v tshark >/dev/null; then
+        cms=$(tshark -r "$work/$name.pcap" -d udp.port==4791,infiniband -Y infiniband.mad -T fields \
+          -e infiniband.mad.attributeid 2>/dev/null | tr '\n' ' ')
+        [ "$cms" = "0x0010 0x0013 0x0014 0x0015 0x0016 " ] ||
+          fail "$name: the CM messages on the wire are not REQ REP RTU DREQ DREP: $cms"
+      fi
+      echo "ok: --cm ${ev:-polling}: $(grep usec/iter "$work/$name.cli.out")"
+    done
+    # A port nobody listens on: the server's manager answers REJ 8.
+    start_server cm-rej "" --cm -p 18600 --accept-timeout 4
+    sleep 1
+    inb timeout 60 "$pp" --dev net_af_packet0,iface=ppb --ip $CLI_IP --cm -p 18601 --timeout 20 $SRV_IP \
+      >"$work/cm-rej.cli.out" 2>&1 && fail "--cm to a port nobody listens on succeeded"
+    grep -q "nobody listens on that port (REJ reason 8)" "$work/cm-rej.cli.out" ||
+      fail "--cm to a port nobody listens on: $(cat "$work/cm-rej.cli.out")"
+    wait_server
+    [ "$SRC" = 1 ] && grep -q "no connection request within --accept-timeout" "$work/cm-rej.srv.out" ||
+      fail "--cm server without a client: exit $SRC, $(cat "$work/cm-rej.srv.out")"
+    echo "ok: --cm to a port nobody listens on: REJ 8; a server without a client stops at --accept-timeout" ;;
+
   usage)
     expect() {  # expect RC NEEDLE ARGS...
       local want=$1 needle=$2; shift 2
@@ -422,6 +457,8 @@ case $case_ in
     expect 2 "dev is required" --ip 10.0.0.1
     expect 2 "ip is required" --dev net_null0
     expect 2 "serves RC QPs only" --daemon /nonexistent.sock --srq
+    expect 2 "--cm connects RC QPs" $d --cm --ud
+    expect 2 "the CM settles the path MTU" $d --cm -m 2048
     expect 2 "mtu" $d -m 1000
     expect 2 "ib-port" $d -i 2
     expect 2 "size" $d -s 0
