@@ -121,6 +121,9 @@ Dev* dev_for_family(Registry& r, bool v4);
 void deliver(Id& owner, EventRec* e, rdma_event_channel* channel = nullptr);
 // Withdraws the events about `id` still queued on `channel` (under mu).
 void withdraw(Id& id, rdma_event_channel* channel);
+// Withdraws the connection requests still queued for `listener` and hands
+// back their ids, for the caller to release (under mu).
+std::vector<Id*> withdraw_requests(Id& listener);
 // A new event about `id`, with no parameters.
 EventRec* new_event(Id& id, rdma_cm_event_type type, int status = 0);
 // Waits for the next event of a synchronous id and keeps it in id->event;

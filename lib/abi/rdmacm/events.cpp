@@ -212,6 +212,22 @@ void withdraw(Id& id, rdma_event_channel* channel) {
   }
 }
 
+std::vector<Id*> withdraw_requests(Id& listener) {
+  std::vector<Id*> out;
+  Channel* ch = channel_of(listener.id.channel);
+  std::lock_guard<std::mutex> lock(ch->mu);
+  for (auto it = ch->queue.begin(); it != ch->queue.end();) {
+    if ((*it)->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && (*it)->ev.listen_id == &listener.id) {
+      out.push_back(id_of((*it)->ev.id));
+      delete *it;
+      it = ch->queue.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return out;
+}
+
 namespace {
 
 void set_private(EventRec& e, const std::vector<uint8_t>& data) {

@@ -198,6 +198,17 @@ UROCE_EXPORT int rdma_destroy_id(rdma_cm_id* id) {
   // those not yet handed out are dropped.
   i->acked.wait(lock, [&] { return i->events_out == 0; });
   withdraw(*i, id->channel);
+  // Requests the program never took die with their listener, as Linux's
+  // rdma_cm destroys their ids: the peers get REJ 28.
+  std::vector<Id*> orphans = i->listening ? withdraw_requests(*i) : std::vector<Id*>{};
+  for (Id* c : orphans) {
+    if (c->conn && c->dev && c->dev->cm) {
+      c->dev->cm->release(c->conn);
+      c->dev->conns.erase(c->conn);
+    }
+    auto& all = ids();
+    all.erase(std::remove(all.begin(), all.end(), c), all.end());
+  }
   // After the exit handler (stop_at_exit) the managers are gone and their
   // connections already released.
   if (i->conn && i->dev && i->dev->cm) {
@@ -217,6 +228,10 @@ UROCE_EXPORT int rdma_destroy_id(rdma_cm_id* id) {
   auto& all = ids();
   all.erase(std::remove(all.begin(), all.end(), i), all.end());
   lock.unlock();
+  for (Id* c : orphans) {
+    if (c->sync) rdma_destroy_event_channel(c->id.channel);
+    delete c;
+  }
   if (i->sync) rdma_destroy_event_channel(id->channel);
   delete i;
   return 0;
