@@ -49,6 +49,9 @@ constexpr uint8_t kCmResponseTimeout = 20;
 constexpr uint8_t kMaxCmRetries = 15;
 constexpr uint8_t kPacketLifetime = 18;
 constexpr uint8_t kAckDelay = 15;
+// The service timeout of the MRA rdma_cm sends for a request its
+// application has not answered yet (CMA_CM_MRA_SETTING).
+constexpr uint8_t kMraServiceTimeout = 24;
 // How long a MAD waits for its peer's MAC before it is dropped (the CM's
 // own retries then send it again).
 constexpr uint64_t kResolveMs = 3000;
@@ -570,9 +573,30 @@ int ConnectionManager::Impl::bring_up(const Conn& c, QueuePair& qp) {
 
 void ConnectionManager::Impl::on_req(const MadHeader& h, const Req& r, const wire::IpAddr& from, uint8_t sgid,
                                      bool held_again) {
-  // A REQ seen before (the peer's retry): the REP's own timer answers it.
-  for (auto& [k, c] : conns)
-    if (!c.active && c.remote_id == r.local_comm_id && c.req.local_ca_guid == r.local_ca_guid) return;
+  // A REQ seen before (the peer's retry), answered as Linux's
+  // cm_dup_req_handler does: while the application has not answered, an
+  // MRA asks the peer to wait (the service timeout rdma_cm gives, 24:
+  // 68.7 s); in TimeWait a REJ says the connection is stale; otherwise the
+  // REP's own timer answers it.
+  for (auto& [k, c] : conns) {
+    if (c.active || c.remote_id != r.local_comm_id || c.req.local_ca_guid != r.local_ca_guid) continue;
+    if (c.state == State::req_rcvd) {
+      Mra mra;
+      mra.local_comm_id = c.local_id;
+      mra.remote_comm_id = c.remote_id;
+      mra.message_mraed = Msg::req;
+      mra.service_timeout = kMraServiceTimeout;
+      send(from, sgid, encode(mra, h.tid));
+    } else if (c.state == State::timewait) {
+      Rej rej;
+      rej.local_comm_id = c.local_id;
+      rej.remote_comm_id = c.remote_id;
+      rej.message_rejected = Msg::req;
+      rej.reason = uint16_t(RejReason::stale_conn);
+      send(from, sgid, encode(rej, h.tid));
+    }
+    return;
+  }
   auto reject = [&](RejReason why) {
     Rej rej;
     rej.remote_comm_id = r.local_comm_id;

@@ -466,6 +466,40 @@ TEST_CASE("cm: service ID resolution (SIDR) for UD ports: answered, refused, nob
   CHECK(cm_frames(pcap) == want);
 }
 
+TEST_CASE("cm: a request the application is slow to answer: the peer's retry gets an MRA", "[cm-mra]") {
+  const std::string pcap = "cm_mra.pcap";
+  std::remove(pcap.c_str());
+  CmPair p("cm_mra", pcap);
+  CmSide& a = *p.a;
+  CmSide& b = *p.b;
+  REQUIRE(b.cm->listen(18521) == 0);
+  auto qa = a.qp();
+  auto qb = b.qp();
+  uint64_t aid = 0;
+  REQUIRE(a.cm->connect(*qa, b.addr(), 18521, {}, aid) == 0);
+  const cm::Event req = b.next_event();
+  REQUIRE(req.type == cm::EventType::connect_request);
+  // a sends its REQ again after 6144 ms (Linux's timers); b, not yet
+  // answering, sends an MRA, and a keeps waiting.
+  std::this_thread::sleep_for(7s);
+  cm::Event none;
+  CHECK_FALSE(a.cm->get_event(none));
+  REQUIRE(b.cm->accept(req.id, *qb, {}) == 0);
+  CHECK(a.next_event().type == cm::EventType::established);
+  CHECK(b.next_event().type == cm::EventType::established);
+  REQUIRE(a.cm->disconnect(aid) == 0);
+  CHECK(b.next_event().type == cm::EventType::disconnected);
+  CHECK(a.next_event().type == cm::EventType::disconnected);
+  qa.reset();
+  qb.reset();
+  p.a.reset();  // closes the capture
+  p.b.reset();
+  const std::vector<cm::Attr> got = cm_frames(pcap);
+  REQUIRE(got.size() >= 5);
+  const std::vector<cm::Attr> want = {cm::Attr::req, cm::Attr::req, cm::Attr::mra, cm::Attr::rep, cm::Attr::rtu};
+  CHECK(std::vector<cm::Attr>(got.begin(), got.begin() + 5) == want);
+}
+
 TEST_CASE("cm: a port nobody listens on is REJ reason 8; an application's reject is 28 with its data", "[cm-reject]") {
   CmPair p("cm_rej");
   CmSide& a = *p.a;
