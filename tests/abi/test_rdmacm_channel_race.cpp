@@ -53,7 +53,7 @@ int main() {
   sockaddr_in peer{};
   peer.sin_family = AF_INET;
   peer.sin_port = htons(7999);
-  inet_pton(AF_INET, "10.0.0.2", &peer.sin_addr);
+  inet_pton(AF_INET, "10.0.0.1", &peer.sin_addr);  // its own: resolved at once
   if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&peer), 1000) != 0) die("rdma_resolve_addr");
   while (stage.load() < 1) usleep(1000);
   if (rdma_destroy_id(id) != 0) die("rdma_destroy_id");

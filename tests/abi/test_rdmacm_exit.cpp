@@ -57,9 +57,10 @@ int main() {
   if (rdma_bind_addr(listener, reinterpret_cast<sockaddr*>(&local)) != 0) die("rdma_bind_addr");
   if (rdma_listen(listener, 1) != 0) die("rdma_listen");
 
-  // A connection under way to a peer that never answers (a null port).
+  // A connection under way, to the listener (the device's own address:
+  // the engine loops it back), that nobody accepts.
   if (rdma_create_id(channel, &active, nullptr, RDMA_PS_TCP) != 0) die("rdma_create_id(active)");
-  sockaddr_in peer = addr("10.0.0.2", 7999);
+  sockaddr_in peer = addr("10.0.0.1", 7999);
   if (rdma_resolve_addr(active, nullptr, reinterpret_cast<sockaddr*>(&peer), 1000) != 0) die("rdma_resolve_addr");
   rdma_cm_event* ev = nullptr;
   if (rdma_get_cm_event(channel, &ev) != 0 || ev->event != RDMA_CM_EVENT_ADDR_RESOLVED) die("ADDR_RESOLVED");

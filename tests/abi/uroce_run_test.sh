@@ -501,6 +501,16 @@ case $case_ in
       >"$work/rej.cli.out" 2>&1 && fail "rping to a port nobody listens on succeeded"
     grep -q "RDMA_CM_EVENT_REJECTED, error 8" "$work/rej.cli.out" || fail "no REJECTED event with reason 8"
     echo "ok: a port nobody listens on: RDMA_CM_EVENT_REJECTED, error 8"
+    # An address nobody answers ARP for: ADDR_ERROR (-ETIMEDOUT) once
+    # rping's 2000 ms resolution timeout has passed, as on Linux.
+    start=$(now_ms)
+    inb timeout -k 5 60 "$run" --dev net_af_packet0,iface=rb --ip 10.0.0.2 -- rping -c -a 10.0.0.99 -p 7177 -C 1 \
+      >"$work/addr-error.cli.out" 2>&1 && fail "rping to an address nobody answers for succeeded"
+    took=$(( $(now_ms) - start ))
+    grep -q "RDMA_CM_EVENT_ADDR_ERROR, error -110" "$work/addr-error.cli.out" ||
+      fail "no ADDR_ERROR -110 for an address nobody answers: $(cat "$work/addr-error.cli.out")"
+    [ $took -lt 8000 ] || fail "ADDR_ERROR took $took ms"
+    echo "ok: an address nobody answers for: RDMA_CM_EVENT_ADDR_ERROR, error -110, in $took ms"
     # The server stopped by SIGTERM in the middle of a long run: its
     # connection is released on the way out (a DREQ, as Linux's rdma_cm
     # sends for a process that ends), and the client ends at once instead

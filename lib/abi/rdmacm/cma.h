@@ -99,11 +99,22 @@ inline EventRec* event_of(rdma_cm_event* e) { return reinterpret_cast<EventRec*>
 
 // The registry of devices and the thread that turns the managers' events
 // into rdma_cm events. Every id's fields change under mu.
+// An rdma_resolve_addr waiting for the peer's MAC: ADDR_RESOLVED once the
+// engine knows it, ADDR_ERROR (-ETIMEDOUT) at the deadline.
+struct Resolving {
+  Id* id;
+  wire::IpAddr peer;
+  uint64_t deadline_ms;
+  uint64_t next_ask_ms;  // ARP/ND asked again each second
+};
+
 struct Registry {
   std::mutex mu;
   std::vector<std::unique_ptr<Dev>> devs;  // one per verbs device, in list order
   int epoll_fd = -1;                       // the managers' event fds
+  int wake_fd = -1;                        // a new resolution wakes the dispatcher
   bool dispatching = false;
+  std::vector<Resolving> resolving;
 };
 Registry& registry();
 
@@ -119,6 +130,12 @@ Dev* dev_for_family(Registry& r, bool v4);
 
 // Queues `e` on `channel`, by default the one `owner` reports to (under mu).
 void deliver(Id& owner, EventRec* e, rdma_event_channel* channel = nullptr);
+// Reports the address resolution of `id` towards `peer` (ids.cpp's
+// rdma_resolve_addr) now if the peer's MAC is known, else when the
+// dispatcher learns it or `timeout_ms` has passed (under mu).
+void resolve_address(Registry& r, Id& id, const wire::IpAddr& peer, int timeout_ms);
+// Forgets the pending resolution of `id` (under mu).
+void forget_resolution(Registry& r, const Id& id);
 // Withdraws the events about `id` still queued on `channel` (under mu).
 void withdraw(Id& id, rdma_event_channel* channel);
 // Withdraws the connection requests still queued for `listener` and hands

@@ -156,6 +156,11 @@ int open_dev(Registry& r, Dev& d) {
   }
   if (!r.dispatching) {
     r.dispatching = true;
+    r.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    epoll_event wake{};
+    wake.events = EPOLLIN;
+    wake.data.ptr = &r;
+    if (r.wake_fd >= 0) epoll_ctl(r.epoll_fd, EPOLL_CTL_ADD, r.wake_fd, &wake);
     watch_signals(r);
     uroce::util::quiet_thread("uroce-rdmacm", dispatch, std::ref(r)).detach();
     std::atexit(stop_at_exit);
@@ -442,13 +447,58 @@ void end_by_signal() {
   released.store(true);
 }
 
+uint64_t now_ms() {
+  return uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch())
+                      .count());
+}
+
+// The pending address resolutions whose MAC came or whose time is up.
+void check_resolving(Registry& r) {
+  const uint64_t now = now_ms();
+  for (auto it = r.resolving.begin(); it != r.resolving.end();) {
+    Id& id = *it->id;
+    Device& dev = abi::ctx_of(id.dev->verbs)->device();
+    wire::MacAddr mac;
+    if (dev.neighbor_mac(it->peer, mac)) {
+      deliver(id, new_event(id, RDMA_CM_EVENT_ADDR_RESOLVED));
+    } else if (now >= it->deadline_ms) {
+      // Linux's rdma_cm: the neighbour never answered.
+      deliver(id, new_event(id, RDMA_CM_EVENT_ADDR_ERROR, -ETIMEDOUT));
+    } else {
+      if (now >= it->next_ask_ms) {
+        dev.resolve_neighbor(it->peer);
+        it->next_ask_ms = now + 1000;
+      }
+      ++it;
+      continue;
+    }
+    it = r.resolving.erase(it);
+  }
+}
+
 void dispatch(Registry& r) {
   epoll_event evs[8];
   for (;;) {
-    const int n = epoll_wait(r.epoll_fd, evs, 8, -1);
+    int timeout = -1;
+    {
+      std::lock_guard<std::mutex> lock(r.mu);
+      if (!r.resolving.empty()) timeout = 2;
+    }
+    const int n = epoll_wait(r.epoll_fd, evs, 8, timeout);
+    {
+      std::lock_guard<std::mutex> lock(r.mu);
+      if (!r.resolving.empty()) check_resolving(r);
+    }
     for (int i = 0; i < n; ++i) {
       if (!evs[i].data.ptr) {
         end_by_signal();
+        continue;
+      }
+      if (evs[i].data.ptr == &r) {
+        uint64_t v;
+        if (read(r.wake_fd, &v, sizeof v) < 0) {
+        }
         continue;
       }
       Dev& d = *static_cast<Dev*>(evs[i].data.ptr);
@@ -460,6 +510,26 @@ void dispatch(Registry& r) {
 }
 
 }  // namespace
+
+void resolve_address(Registry& r, Id& id, const wire::IpAddr& peer, int timeout_ms) {
+  forget_resolution(r, id);
+  Device& dev = abi::ctx_of(id.dev->verbs)->device();
+  wire::MacAddr mac;
+  if (dev.neighbor_mac(peer, mac)) {
+    deliver(id, new_event(id, RDMA_CM_EVENT_ADDR_RESOLVED));
+    return;
+  }
+  dev.resolve_neighbor(peer);
+  const uint64_t now = now_ms();
+  r.resolving.push_back({&id, peer, now + uint64_t(timeout_ms > 0 ? timeout_ms : 2000), now + 1000});
+  const uint64_t one = 1;
+  if (write(r.wake_fd, &one, sizeof one) < 0) {
+  }
+}
+
+void forget_resolution(Registry& r, const Id& id) {
+  std::erase_if(r.resolving, [&](const Resolving& x) { return x.id == &id; });
+}
 
 int sync_wait(Id& id) {
   if (id.id.event) {

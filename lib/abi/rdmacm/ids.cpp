@@ -197,6 +197,7 @@ UROCE_EXPORT int rdma_destroy_id(rdma_cm_id* id) {
   // As librdmacm: the events handed out for the id are acknowledged first;
   // those not yet handed out are dropped.
   i->acked.wait(lock, [&] { return i->events_out == 0; });
+  forget_resolution(r, *i);
   withdraw(*i, id->channel);
   // Requests the program never took die with their listener, as Linux's
   // rdma_cm destroys their ids: the peers get REJ 28.
@@ -244,7 +245,7 @@ UROCE_EXPORT int rdma_bind_addr(rdma_cm_id* id, sockaddr* addr) {
   return bind_locked(r, *id_of(id), addr);
 }
 
-UROCE_EXPORT int rdma_resolve_addr(rdma_cm_id* id, sockaddr* src_addr, sockaddr* dst_addr, int /*timeout_ms*/) {
+UROCE_EXPORT int rdma_resolve_addr(rdma_cm_id* id, sockaddr* src_addr, sockaddr* dst_addr, int timeout_ms) {
   if (!live(id) || !dst_addr) return fail(EINVAL);
   Registry& r = registry();
   Id& i = *id_of(id);
@@ -265,9 +266,9 @@ UROCE_EXPORT int rdma_resolve_addr(rdma_cm_id* id, sockaddr* src_addr, sockaddr*
       i.bound = i.owns_port = true;
     }
     set_sockaddr(id->route.addr.dst_storage, dst, dport, dst_addr->sa_family == AF_INET);
-    // The peer's MAC: asked now, so that the REQ need not wait for it.
-    abi::ctx_of(i.dev->verbs)->device().resolve_neighbor(dst);
-    deliver(i, new_event(i, RDMA_CM_EVENT_ADDR_RESOLVED));
+    // As Linux: resolved once the peer's MAC is known (ARP/ND), else
+    // ADDR_ERROR after timeout_ms.
+    resolve_address(r, i, dst, timeout_ms);
   }
   return i.sync ? sync_wait(i) : 0;
 }
