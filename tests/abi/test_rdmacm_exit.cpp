@@ -39,6 +39,9 @@ void late() {
   errno = 0;
   if (rdma_disconnect(active) == 0 || errno != ENODEV) die("rdma_disconnect after exit: not ENODEV");
   rdma_destroy_qp(active);  // the drop-in libibverbs's exit handler ran too
+  // And the QP's CQ and completion channel, which rdma_create_qp made.
+  if (ibv_destroy_cq(active->recv_cq) != 0) die("ibv_destroy_cq after exit");
+  if (ibv_destroy_comp_channel(active->recv_cq_channel) != 0) die("ibv_destroy_comp_channel after exit");
   if (rdma_destroy_id(active) != 0) die("rdma_destroy_id(active) after exit");
   if (rdma_destroy_id(listener) != 0) die("rdma_destroy_id(listener) after exit");
   rdma_destroy_event_channel(channel);

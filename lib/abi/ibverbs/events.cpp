@@ -231,6 +231,7 @@ UROCE_EXPORT ibv_comp_channel* ibv_create_comp_channel(ibv_context* c) {
 }
 
 UROCE_EXPORT int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
+  if (exited()) return 0;
   Channel* ch = channel_of(channel);
   {
     std::lock_guard<std::mutex> lock(ctx_of(channel->context)->rec->control);
