@@ -697,8 +697,28 @@ UROCE_EXPORT int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channel) {
   // Events already handed out are acknowledged first, as librdmacm waits.
   i->acked.wait(lock, [&] { return i->events_out == 0; });
   rdma_event_channel* own = i->sync && id->channel != channel ? id->channel : nullptr;
+  rdma_event_channel* from = id->channel;
   id->channel = channel ? channel : mine;
   i->sync = !channel;
+  // Its events not yet handed out move with it (a listener's connection
+  // requests are its own), as Linux's ucma_move_events moves them.
+  if (from && from != id->channel) {
+    std::vector<EventRec*> moving;
+    {
+      Channel* old = channel_of(from);
+      std::lock_guard<std::mutex> qlock(old->mu);
+      for (auto it = old->queue.begin(); it != old->queue.end();) {
+        const rdma_cm_event& ev = (*it)->ev;
+        if (ev.id == id || (ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && ev.listen_id == id)) {
+          moving.push_back(*it);
+          it = old->queue.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    for (EventRec* e : moving) deliver(*i, e, id->channel);
+  }
   lock.unlock();
   rdma_destroy_event_channel(own);
   return 0;
