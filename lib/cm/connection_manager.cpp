@@ -604,6 +604,19 @@ void ConnectionManager::Impl::on_req(const MadHeader& h, const Req& r, const wir
     rej.reason = uint16_t(why);
     send(from, sgid, encode(rej, h.tid));
   };
+  // A REQ from a QP that a live connection of ours already names as its
+  // peer: the peer lost that connection (a process that ended without a
+  // DREQ, its QPN used again). As Linux's cm_req_handler: REJ 10 (stale
+  // connection), and the old connection is disconnected.
+  for (auto& [k, c] : conns) {
+    if (c.sidr || c.state == State::timewait || c.peer != from || c.remote_qpn != r.local_qpn) continue;
+    reject(RejReason::stale_conn);
+    if (c.state == State::established) {
+      fail_qp(c);
+      send_dreq(c);
+    }
+    return;
+  }
   PortSpace ps{};
   if (!service_port_space(r.service_id, ps) || ps != PortSpace::tcp) return reject(RejReason::invalid_service_id);
   if (!listening.count(service_port(r.service_id))) {

@@ -500,6 +500,45 @@ TEST_CASE("cm: a request the application is slow to answer: the peer's retry get
   CHECK(std::vector<cm::Attr>(got.begin(), got.begin() + 5) == want);
 }
 
+TEST_CASE("cm: a REQ from a QP a live connection already names is stale: REJ 10, and the old one ends",
+          "[cm-stale]") {
+  CmPair p("cm_stale");
+  CmSide& a = *p.a;
+  CmSide& b = *p.b;
+  REQUIRE(b.cm->listen(18522) == 0);
+  auto qa = a.qp();
+  auto qb = b.qp();
+  // By QP number, so that a can ask again for the same QP, as a process
+  // that lost its connection and got the same QPN back would.
+  uint64_t first = 0;
+  REQUIRE(a.cm->connect(qa->qp_num(), IBV_QPT_RC, b.addr(), 18522, {}, first) == 0);
+  const cm::Event req = b.next_event();
+  REQUIRE(req.type == cm::EventType::connect_request);
+  REQUIRE(b.cm->accept(req.id, *qb, {}) == 0);
+  REQUIRE(a.next_event().type == cm::EventType::connect_response);
+  REQUIRE(a.cm->establish(first) == 0);
+  REQUIRE(b.next_event().type == cm::EventType::established);
+
+  uint64_t second = 0;
+  REQUIRE(a.cm->connect(qa->qp_num(), IBV_QPT_RC, b.addr(), 18522, {}, second) == 0);
+  // b: the old connection ends (its DREQ); a: the new REQ is refused, and
+  // the old connection ends on its side too.
+  const cm::Event gone = b.next_event();
+  CHECK(gone.type == cm::EventType::disconnected);
+  CHECK(gone.id == req.id);
+  CHECK(qb->state() == IBV_QPS_ERR);
+  bool rejected = false, disconnected = false;
+  for (int i = 0; i < 2; ++i) {
+    const cm::Event e = a.next_event();
+    if (e.type == cm::EventType::rejected && e.id == second) rejected = e.status == 10;
+    if (e.type == cm::EventType::disconnected && e.id == first) disconnected = true;
+  }
+  CHECK(rejected);
+  CHECK(disconnected);
+  qa.reset();
+  qb.reset();
+}
+
 TEST_CASE("cm: a port nobody listens on is REJ reason 8; an application's reject is 28 with its data", "[cm-reject]") {
   CmPair p("cm_rej");
   CmSide& a = *p.a;
