@@ -571,6 +571,20 @@ int ConnectionManager::Impl::bring_up(const Conn& c, QueuePair& qp) {
   return 0;
 }
 
+// A connect_request for `c`: where it came from (rdma_cm's header) and the
+// application's private data after that header.
+static Event request_event(const Conn& c, const CmaHeader& cma, std::span<const uint8_t> private_data) {
+  Event e;
+  e.type = EventType::connect_request;
+  e.id = c.id;
+  e.private_data.assign(private_data.begin() + kCmaHeaderSize, private_data.end());
+  e.port = c.port;
+  e.local = cma.dst;
+  e.peer = cma.src;
+  e.peer_port = cma.src_port;
+  return e;
+}
+
 void ConnectionManager::Impl::on_req(const MadHeader& h, const Req& r, const wire::IpAddr& from, uint8_t sgid,
                                      bool held_again) {
   // A REQ seen before (the peer's retry), answered as Linux's
@@ -656,14 +670,7 @@ void ConnectionManager::Impl::on_req(const MadHeader& h, const Req& r, const wir
   c.settled.path = r.primary;
   c.remote_read = r.initiator_depth > 0;
   dev.resolve_neighbor(from);  // accept() needs the MAC for the QP's RTR
-  Event e;
-  e.type = EventType::connect_request;
-  e.id = c.id;
-  e.private_data.assign(r.private_data.begin() + kCmaHeaderSize, r.private_data.end());
-  e.port = c.port;
-  e.local = cma.dst;
-  e.peer = cma.src;
-  e.peer_port = cma.src_port;
+  Event e = request_event(c, cma, r.private_data);
   e.peer_qpn = r.local_qpn;
   e.responder_resources = r.initiator_depth;
   e.initiator_depth = r.responder_resources;
@@ -701,15 +708,8 @@ void ConnectionManager::Impl::on_sidr_req(const MadHeader& h, const SidrReq& r, 
   c.id = next_id++;
   c.peer_port = cma.src_port;
   dev.resolve_neighbor(from);  // for the SIDR REP
-  Event e;
-  e.type = EventType::connect_request;
+  Event e = request_event(c, cma, r.private_data);
   e.ud = true;
-  e.id = c.id;
-  e.private_data.assign(r.private_data.begin() + kCmaHeaderSize, r.private_data.end());
-  e.port = c.port;
-  e.local = cma.dst;
-  e.peer = cma.src;
-  e.peer_port = cma.src_port;
   conns.emplace(c.id, c);
   push_event(std::move(e));
 }

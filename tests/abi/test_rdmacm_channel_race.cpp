@@ -4,28 +4,17 @@
 // at its end: the thread's rdma_get_cm_event waits, as it would on Linux
 // (a read() that close() does not wake), and does not fail with EBADF or
 // read freed memory. On a null port (UROCE_DEV); prints "ok".
-#include <rdma/rdma_cma.h>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <unistd.h>
-
 #include <atomic>
-#include <cerrno>
-#include <cstdio>
-#include <cstdlib>
 #include <thread>
+
+#include "rdmacm_test_util.h"
+
+using namespace uroce::test;
 
 namespace {
 
 rdma_event_channel* channel;
 std::atomic<int> stage{0};  // 1: took and acked the event; 2: came back; 3: returned
-
-[[noreturn]] void die(const char* what) {
-  std::printf("FAIL: %s (errno %d)\n", what, errno);
-  std::fflush(stdout);
-  _exit(1);
-}
 
 void event_thread() {
   rdma_cm_event* ev = nullptr;
@@ -50,10 +39,7 @@ int main() {
   if (rdma_create_id(channel, &id, nullptr, RDMA_PS_TCP) != 0) die("rdma_create_id");
   std::thread t(event_thread);
   t.detach();
-  sockaddr_in peer{};
-  peer.sin_family = AF_INET;
-  peer.sin_port = htons(7999);
-  inet_pton(AF_INET, "10.0.0.1", &peer.sin_addr);  // its own: resolved at once
+  sockaddr_in peer = addr("10.0.0.1", 7999);  // its own: resolved at once
   if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&peer), 1000) != 0) die("rdma_resolve_addr");
   while (stage.load() < 1) usleep(1000);
   if (rdma_destroy_id(id) != 0) die("rdma_destroy_id");

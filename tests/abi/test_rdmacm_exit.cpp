@@ -5,35 +5,15 @@
 // they fail or succeed cleanly instead of reaching a manager that is gone,
 // and so does rdma_destroy_qp after the drop-in libibverbs closed the device.
 // On a null port (UROCE_DEV); prints "ok" from the late handler.
-#include <rdma/rdma_cma.h>
+#include "rdmacm_test_util.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstdlib>
+using namespace uroce::test;
 
 namespace {
 
 rdma_event_channel* channel;
 rdma_cm_id* listener;
 rdma_cm_id* active;
-
-sockaddr_in addr(const char* ip, uint16_t port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  inet_pton(AF_INET, ip, &a.sin_addr);
-  return a;
-}
-
-[[noreturn]] void die(const char* what) {
-  std::printf("FAIL: %s (errno %d)\n", what, errno);
-  std::fflush(stdout);
-  _exit(1);
-}
 
 void late() {
   errno = 0;
@@ -63,20 +43,6 @@ int main() {
   // A connection under way, to the listener (the device's own address:
   // the engine loops it back), that nobody accepts.
   if (rdma_create_id(channel, &active, nullptr, RDMA_PS_TCP) != 0) die("rdma_create_id(active)");
-  sockaddr_in peer = addr("10.0.0.1", 7999);
-  if (rdma_resolve_addr(active, nullptr, reinterpret_cast<sockaddr*>(&peer), 1000) != 0) die("rdma_resolve_addr");
-  rdma_cm_event* ev = nullptr;
-  if (rdma_get_cm_event(channel, &ev) != 0 || ev->event != RDMA_CM_EVENT_ADDR_RESOLVED) die("ADDR_RESOLVED");
-  rdma_ack_cm_event(ev);
-  if (rdma_resolve_route(active, 1000) != 0) die("rdma_resolve_route");
-  if (rdma_get_cm_event(channel, &ev) != 0 || ev->event != RDMA_CM_EVENT_ROUTE_RESOLVED) die("ROUTE_RESOLVED");
-  rdma_ack_cm_event(ev);
-  ibv_qp_init_attr qa{};
-  qa.qp_type = IBV_QPT_RC;
-  qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
-  qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
-  if (rdma_create_qp(active, nullptr, &qa) != 0) die("rdma_create_qp");
-  rdma_conn_param p{};
-  if (rdma_connect(active, &p) != 0) die("rdma_connect");
+  connect_id(channel, active, addr("10.0.0.1", 7999));
   return 0;  // exit: the library's handler, then late()
 }

@@ -5,51 +5,11 @@
 // has nothing more to hand out. One device, connecting to its own address
 // (the engine loops such packets back). On a null port (UROCE_DEV); prints
 // "ok".
-#include <rdma/rdma_cma.h>
-
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstdio>
-#include <cstdlib>
+#include "rdmacm_test_util.h"
 
-namespace {
-
-[[noreturn]] void die(const char* what) {
-  std::printf("FAIL: %s (errno %d)\n", what, errno);
-  std::fflush(stdout);
-  _exit(1);
-}
-
-sockaddr_in addr(const char* ip, uint16_t port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  inet_pton(AF_INET, ip, &a.sin_addr);
-  return a;
-}
-
-bool readable(int fd, int ms) {
-  pollfd p{fd, POLLIN, 0};
-  return poll(&p, 1, ms) == 1;
-}
-
-rdma_cm_event* expect(rdma_event_channel* ch, rdma_cm_event_type type) {
-  rdma_cm_event* e = nullptr;
-  if (!readable(ch->fd, 5000)) die("no event within 5 s");
-  if (rdma_get_cm_event(ch, &e) != 0) die("rdma_get_cm_event");
-  if (e->event != type) {
-    std::printf("FAIL: %s (status %d), wanted %s\n", rdma_event_str(e->event), e->status, rdma_event_str(type));
-    std::exit(1);
-  }
-  return e;
-}
-
-}  // namespace
+using namespace uroce::test;
 
 int main() {
   rdma_event_channel* lch = rdma_create_event_channel();
@@ -63,17 +23,7 @@ int main() {
 
   rdma_cm_id* active = nullptr;
   if (rdma_create_id(ach, &active, nullptr, RDMA_PS_TCP) != 0) die("rdma_create_id(active)");
-  if (rdma_resolve_addr(active, nullptr, reinterpret_cast<sockaddr*>(&local), 1000) != 0) die("rdma_resolve_addr");
-  rdma_ack_cm_event(expect(ach, RDMA_CM_EVENT_ADDR_RESOLVED));
-  if (rdma_resolve_route(active, 1000) != 0) die("rdma_resolve_route");
-  rdma_ack_cm_event(expect(ach, RDMA_CM_EVENT_ROUTE_RESOLVED));
-  ibv_qp_init_attr qa{};
-  qa.qp_type = IBV_QPT_RC;
-  qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
-  qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
-  if (rdma_create_qp(active, nullptr, &qa) != 0) die("rdma_create_qp");
-  rdma_conn_param p{};
-  if (rdma_connect(active, &p) != 0) die("rdma_connect");
+  connect_id(ach, active, local);
 
   // The request waits on the listener's channel, unread; the listener goes.
   if (!readable(lch->fd, 5000)) die("no connection request within 5 s");

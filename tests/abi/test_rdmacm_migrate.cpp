@@ -4,49 +4,13 @@
 // a listener's connection requests included, and the old channel hands
 // out nothing more. One device, connecting to its own address. On a null
 // port (UROCE_DEV); prints "ok".
-#include <rdma/rdma_cma.h>
-
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstdio>
-#include <cstdlib>
+#include "rdmacm_test_util.h"
+
+using namespace uroce::test;
 
 namespace {
-
-[[noreturn]] void die(const char* what) {
-  std::printf("FAIL: %s (errno %d)\n", what, errno);
-  std::fflush(stdout);
-  _exit(1);
-}
-
-sockaddr_in addr(const char* ip, uint16_t port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  inet_pton(AF_INET, ip, &a.sin_addr);
-  return a;
-}
-
-bool readable(int fd, int ms) {
-  pollfd p{fd, POLLIN, 0};
-  return poll(&p, 1, ms) == 1;
-}
-
-rdma_cm_event* expect(rdma_event_channel* ch, rdma_cm_event_type type) {
-  rdma_cm_event* e = nullptr;
-  if (!readable(ch->fd, 5000)) die("no event within 5 s");
-  if (rdma_get_cm_event(ch, &e) != 0) die("rdma_get_cm_event");
-  if (e->event != type) {
-    std::printf("FAIL: %s (status %d), wanted %s\n", rdma_event_str(e->event), e->status, rdma_event_str(type));
-    std::exit(1);
-  }
-  return e;
-}
 
 void expect_empty(rdma_event_channel* ch) {
   fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
@@ -83,13 +47,7 @@ int main() {
   if (rdma_listen(listener, 1) != 0) die("rdma_listen");
   if (rdma_resolve_route(active, 1000) != 0) die("rdma_resolve_route");
   rdma_ack_cm_event(expect(b, RDMA_CM_EVENT_ROUTE_RESOLVED));
-  ibv_qp_init_attr qa{};
-  qa.qp_type = IBV_QPT_RC;
-  qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
-  qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
-  if (rdma_create_qp(active, nullptr, &qa) != 0) die("rdma_create_qp");
-  rdma_conn_param p{};
-  if (rdma_connect(active, &p) != 0) die("rdma_connect");
+  qp_and_connect(active);
   if (!readable(c->fd, 5000)) die("no connection request on the listener's channel");
   if (rdma_migrate_id(listener, a) != 0) die("rdma_migrate_id(listener)");
   e = expect(a, RDMA_CM_EVENT_CONNECT_REQUEST);

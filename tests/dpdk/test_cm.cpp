@@ -159,6 +159,38 @@ std::vector<ibv_wc> drain(CompletionQueue& cq, size_t n) {
   return got;
 }
 
+// Over a connected pair: a WRITE of `len` bytes from a into b's buffer,
+// then a READ by b of `len` bytes of a's: both complete and move the data.
+void write_then_read(CmSide& a, QueuePair& qa, CmSide& b, QueuePair& qb, uint32_t len) {
+  for (size_t i = 0; i < len; ++i) a.buf[i] = uint8_t(i * 7 + 1);
+  ibv_sge sge{reinterpret_cast<uintptr_t>(a.buf.data()), len, a.mr->lkey()};
+  SendWr wr;
+  wr.wr_id = 1;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(b.buf.data() + 8192);
+  wr.wr.rdma.rkey = b.mr->rkey();
+  const SendWr* bad = nullptr;
+  REQUIRE(qa.post_send(&wr, &bad) == 0);
+  auto wc = drain(*a.cq, 1);
+  REQUIRE(wc.size() == 1);
+  CHECK(wc[0].status == IBV_WC_SUCCESS);
+  CHECK(std::memcmp(b.buf.data() + 8192, a.buf.data(), len) == 0);
+  for (size_t i = 0; i < len; ++i) a.buf[16384 + i] = uint8_t(i * 3 + 5);
+  ibv_sge rsge{reinterpret_cast<uintptr_t>(b.buf.data() + 32768), len, b.mr->lkey()};
+  wr.sg_list = &rsge;
+  wr.opcode = IBV_WR_RDMA_READ;
+  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(a.buf.data() + 16384);
+  wr.wr.rdma.rkey = a.mr->rkey();
+  REQUIRE(qb.post_send(&wr, &bad) == 0);
+  wc = drain(*b.cq, 1);
+  REQUIRE(wc.size() == 1);
+  CHECK(wc[0].status == IBV_WC_SUCCESS);
+  CHECK(std::memcmp(b.buf.data() + 32768, a.buf.data() + 16384, len) == 0);
+}
+
 }  // namespace
 
 TEST_CASE("cm: listen, connect, accept, data both ways, disconnect", "[cm-connect]") {
@@ -237,33 +269,7 @@ TEST_CASE("cm: listen, connect, accept, data both ways, disconnect", "[cm-connec
   CHECK(attr_b.timeout == 19);
 
   // A WRITE from a and a READ from b move data.
-  for (size_t i = 0; i < 4096; ++i) a.buf[i] = uint8_t(i * 7 + 1);
-  ibv_sge sge{reinterpret_cast<uintptr_t>(a.buf.data()), 4096, a.mr->lkey()};
-  SendWr wr;
-  wr.wr_id = 1;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_RDMA_WRITE;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(b.buf.data() + 8192);
-  wr.wr.rdma.rkey = b.mr->rkey();
-  const SendWr* bad = nullptr;
-  REQUIRE(qa->post_send(&wr, &bad) == 0);
-  auto wc = drain(*a.cq, 1);
-  REQUIRE(wc.size() == 1);
-  CHECK(wc[0].status == IBV_WC_SUCCESS);
-  CHECK(std::memcmp(b.buf.data() + 8192, a.buf.data(), 4096) == 0);
-  for (size_t i = 0; i < 3000; ++i) a.buf[16384 + i] = uint8_t(i * 3 + 5);
-  ibv_sge rsge{reinterpret_cast<uintptr_t>(b.buf.data() + 32768), 3000, b.mr->lkey()};
-  wr.sg_list = &rsge;
-  wr.opcode = IBV_WR_RDMA_READ;
-  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(a.buf.data() + 16384);
-  wr.wr.rdma.rkey = a.mr->rkey();
-  REQUIRE(qb->post_send(&wr, &bad) == 0);
-  wc = drain(*b.cq, 1);
-  REQUIRE(wc.size() == 1);
-  CHECK(wc[0].status == IBV_WC_SUCCESS);
-  CHECK(std::memcmp(b.buf.data() + 32768, a.buf.data() + 16384, 3000) == 0);
+  write_then_read(a, *qa, b, *qb, 4096);
 
   // b disconnects: both sides hear of it, both QPs are in the error state.
   REQUIRE(b.cm->disconnect(req.id) == 0);
@@ -369,32 +375,7 @@ TEST_CASE("cm: QPs the application moves itself: connect and accept by number, q
   CHECK(attr_b.sq_psn == attr_a.rq_psn);
   CHECK(attr_a.dest_qp_num == qb->qp_num());
   CHECK(attr_b.dest_qp_num == qa->qp_num());
-  for (size_t i = 0; i < 2048; ++i) a.buf[i] = uint8_t(i * 5 + 3);
-  ibv_sge sge{reinterpret_cast<uintptr_t>(a.buf.data()), 2048, a.mr->lkey()};
-  SendWr wr;
-  wr.wr_id = 1;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_RDMA_WRITE;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(b.buf.data() + 4096);
-  wr.wr.rdma.rkey = b.mr->rkey();
-  const SendWr* bad = nullptr;
-  REQUIRE(qa->post_send(&wr, &bad) == 0);
-  auto wc = drain(*a.cq, 1);
-  REQUIRE(wc.size() == 1);
-  CHECK(wc[0].status == IBV_WC_SUCCESS);
-  CHECK(std::memcmp(b.buf.data() + 4096, a.buf.data(), 2048) == 0);
-  ibv_sge rsge{reinterpret_cast<uintptr_t>(b.buf.data() + 16384), 2048, b.mr->lkey()};
-  wr.sg_list = &rsge;
-  wr.opcode = IBV_WR_RDMA_READ;
-  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(a.buf.data());
-  wr.wr.rdma.rkey = a.mr->rkey();
-  REQUIRE(qb->post_send(&wr, &bad) == 0);
-  wc = drain(*b.cq, 1);
-  REQUIRE(wc.size() == 1);
-  CHECK(wc[0].status == IBV_WC_SUCCESS);
-  CHECK(std::memcmp(b.buf.data() + 16384, a.buf.data(), 2048) == 0);
+  write_then_read(a, *qa, b, *qb, 2048);
 
   REQUIRE(a.cm->disconnect(aid) == 0);
   CHECK(b.next_event().type == cm::EventType::disconnected);

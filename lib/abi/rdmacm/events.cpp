@@ -342,7 +342,9 @@ void on_event(Dev& d, const cm::Event& ce) {
   if (ce.ud) return on_sidr_event(d, it, ce);
   switch (ce.type) {
     case cm::EventType::established:
-      e = new_event(id, RDMA_CM_EVENT_ESTABLISHED);
+    case cm::EventType::connect_response:  // the REP, for a QP the program moves itself
+      e = new_event(id, ce.type == cm::EventType::established ? RDMA_CM_EVENT_ESTABLISHED
+                                                                : RDMA_CM_EVENT_CONNECT_RESPONSE);
       set_private(*e, ce.private_data);
       e->ev.param.conn.qp_num = ce.peer_qpn;
       e->ev.param.conn.flow_control = ce.flow_control;
@@ -359,12 +361,6 @@ void on_event(Dev& d, const cm::Event& ce) {
       break;
     case cm::EventType::connect_error:
       e = new_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -ce.status);
-      break;
-    case cm::EventType::connect_response:
-      e = new_event(id, RDMA_CM_EVENT_CONNECT_RESPONSE);
-      set_private(*e, ce.private_data);
-      e->ev.param.conn.qp_num = ce.peer_qpn;
-      e->ev.param.conn.flow_control = ce.flow_control;
       break;
     case cm::EventType::connect_request:
       return;
