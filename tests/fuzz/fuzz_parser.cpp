@@ -7,7 +7,10 @@
 //  * an accepted frame's offsets stay inside the frame and add up;
 //  * parse_mbuf on a 2- or 3-segment chain gives the same verdict, view and
 //    fields as parse_frame on the contiguous copy;
-//  * the builder accepts the decoded fields and its frame parses back to them.
+//  * the builder accepts the decoded fields and its frame parses back to them;
+//  * a CM MAD (a QP1 frame's payload, or the input's bytes themselves) that
+//    the header check accepts decodes, and its encoding is a fixed point:
+//    decoding and encoding it again gives the same 256 bytes.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +18,8 @@
 #include <memory>
 #include <span>
 
+#include "cm/cm_messages.h"
+#include "cm/cma_header.h"
 #include "fuzz_input.h"
 #include "mbuf_chain.h"
 #include "uroce/wire/builder.h"
@@ -113,6 +118,51 @@ void check_rebuild(std::span<const uint8_t> frame) {
   FUZZ_CHECK(again.pad == v.pad);
 }
 
+template <class Decode>
+void cm_fixed_point(const uint8_t* data, uint64_t tid, Decode decode) {
+  namespace cm = uroce::cm;
+  const cm::Mad once = cm::encode(decode(data), tid);
+  const cm::Mad twice = cm::encode(decode(once.data() + cm::kMadHeaderSize), tid);
+  FUZZ_CHECK(once == twice);
+}
+
+// What the connection manager reads from a MAD QP1 received.
+void check_cm(std::span<const uint8_t> mad) {
+  namespace cm = uroce::cm;
+  cm::MadHeader h;
+  cm::Attr attr{};
+  if (cm::check_cm_header(mad, h, attr) != cm::MadCheck::ok) return;
+  FUZZ_CHECK(mad.size() >= cm::kMadSize);
+  const uint8_t* d = mad.data() + cm::kMadHeaderSize;
+  cm::CmaHeader cma;
+  switch (attr) {
+    case cm::Attr::req:
+      (void)cm::decode_cma_header(cm::decode_req(d).private_data, cma);
+      cm_fixed_point(d, h.tid, cm::decode_req);
+      break;
+    case cm::Attr::rep: cm_fixed_point(d, h.tid, cm::decode_rep); break;
+    case cm::Attr::rtu: cm_fixed_point(d, h.tid, cm::decode_rtu); break;
+    case cm::Attr::rej: cm_fixed_point(d, h.tid, cm::decode_rej); break;
+    case cm::Attr::mra: cm_fixed_point(d, h.tid, cm::decode_mra); break;
+    case cm::Attr::dreq: cm_fixed_point(d, h.tid, cm::decode_dreq); break;
+    case cm::Attr::drep: cm_fixed_point(d, h.tid, cm::decode_drep); break;
+    case cm::Attr::sidr_req: {
+      const cm::SidrReq r = cm::decode_sidr_req(d);
+      (void)cm::decode_cma_header({r.private_data.data(), r.private_data.size()}, cma);
+      cm_fixed_point(d, h.tid, cm::decode_sidr_req);
+      break;
+    }
+    case cm::Attr::sidr_rep: cm_fixed_point(d, h.tid, cm::decode_sidr_rep); break;
+  }
+}
+
+// A frame to QP1: its payload is a MAD.
+void check_cm_frame(std::span<const uint8_t> frame) {
+  PacketView v;
+  if (parse(frame, v, false, false) != ParseError::ok || v.bth().dest_qp() != uroce::cm::kGsiQpn) return;
+  check_cm({v.payload, v.payload_len});
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -129,5 +179,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     check_mbuf(own, false);
   }
   check_rebuild(frame);
+  check_cm_frame(frame);
+  check_cm(frame);
   return 0;
 }
