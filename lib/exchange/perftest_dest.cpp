@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include <cctype>
+#include <algorithm>
 #include <cstdio>
 
 #include "uroce/exchange/perftest.h"
+#include "uroce/wire/byte_order.h"
 
 namespace uroce::exchange {
 
@@ -107,6 +109,39 @@ bool decode_perftest_dest(const char* bytes, size_t len, PerftestDest& out, std:
   d.vaddr = values[5];
   for (int i = 0; i < 16; ++i) d.gid.bytes[size_t(i)] = uint8_t(values[6 + i]);
   d.srqn = uint32_t(values[22]);
+  out = d;
+  return true;
+}
+
+void encode_perftest_dest_binary(const PerftestDest& d, PerftestBinaryRecord& out) {
+  out.fill(0);
+  uint8_t* p = out.data();
+  wire::store_be32(p + 0, d.lid);
+  wire::store_be32(p + 4, d.out_reads);
+  wire::store_be32(p + 8, d.qpn);
+  wire::store_be32(p + 12, d.psn);
+  wire::store_be32(p + 16, d.rkey);
+  wire::store_be64(p + 24, d.vaddr);
+  std::copy(d.gid.bytes.begin(), d.gid.bytes.end(), p + 32);
+  wire::store_be32(p + 48, d.srqn);
+  wire::store_be32(p + 52, d.gid_index);
+}
+
+bool decode_perftest_dest_binary(const uint8_t* p, size_t len, PerftestDest& out, std::string& error) {
+  if (len != kPerftestBinaryRecordSize) {
+    error = "perftest record: " + std::to_string(len) + " bytes instead of 56 (rdma_cm's binary struct pingpong_dest)";
+    return false;
+  }
+  PerftestDest d;
+  d.lid = wire::load_be32(p + 0);
+  d.out_reads = wire::load_be32(p + 4);
+  d.qpn = wire::load_be32(p + 8);
+  d.psn = wire::load_be32(p + 12);
+  d.rkey = wire::load_be32(p + 16);
+  d.vaddr = wire::load_be64(p + 24);
+  std::copy(p + 32, p + 48, d.gid.bytes.begin());
+  d.srqn = wire::load_be32(p + 48);
+  d.gid_index = wire::load_be32(p + 52);
   out = d;
   return true;
 }

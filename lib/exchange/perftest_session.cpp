@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "uroce/exchange/perftest.h"
-#include "uroce/exchange/tcp_channel.h"
+#include "uroce/exchange/channel.h"
 #include "uroce/wire/byte_order.h"
 
 namespace uroce::exchange {
@@ -106,6 +106,15 @@ int PerftestSession::agree_mtu(int mine, int peer) {
 }
 
 bool PerftestSession::hand_shake(const PerftestDest& mine, PerftestDest& peer, std::string& error) {
+  if (format_ == PerftestRecordFormat::kBinary) {
+    PerftestBinaryRecord out, in;
+    encode_perftest_dest_binary(mine, out);
+    if (!swap(out.data(), in.data(), in.size(), "ctx_hand_shake", error)) return false;
+    std::string why;
+    if (!decode_perftest_dest_binary(in.data(), in.size(), peer, why))
+      return error = "perftest ctx_hand_shake: from " + ch_.peer() + ": " + why, false;
+    return true;
+  }
   PerftestRecord out, in;
   if (!encode_perftest_dest(mine, out, error)) return false;
   if (!swap(out.data(), in.data(), in.size(), "ctx_hand_shake", error)) return false;
@@ -156,6 +165,8 @@ bool PerftestSession::exchange_bw_reports(const PerftestBwReport& mine, bool per
 
 bool PerftestSession::close(const PerftestDest& mine, std::string& error) {
   if (!barrier(mine, error)) return false;
+  // Over rdma_cm (-R) perftest sends no "done": the QP record is the last step.
+  if (format_ == PerftestRecordFormat::kBinary) return true;
   std::string why;
   // Both sides write "done" without reading first; perftest never reads
   // it. We read it so that closing does not reset the connection under a

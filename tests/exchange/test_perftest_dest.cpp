@@ -221,3 +221,40 @@ TEST_CASE("perftest QP count mismatch: a peer with more QPs does not repeat its 
   const std::vector<PerftestDest> same{qp(0x11, 0xaaa)};
   CHECK(perftest_qp_mismatch(first, &same, 1, "client").empty());
 }
+
+// perftest -R's binary record (rdma_write_keys): the payload of the SEND
+// that carried ib_send_bw -R's client's QP record in
+// tests/data/rxe/send_bw_rdmacm.pcap (frame 31), with its uninitialised
+// padding (0x747f0000) as it was sent.
+TEST_CASE("perftest binary record: rxe's ib_send_bw -R record decodes field by field", "[exchange][perftest]") {
+  const char* hex =
+      "00000000000000010000001200369d1d00000000747f0000000055ca9437700000000000000000000000ffff0a6300030000000000000001";
+  std::vector<uint8_t> b;
+  for (size_t i = 0; hex[i]; i += 2) b.push_back(uint8_t(std::stoul(std::string(hex + i, 2), nullptr, 16)));
+  REQUIRE(b.size() == kPerftestBinaryRecordSize);
+  PerftestDest d;
+  std::string error;
+  REQUIRE(decode_perftest_dest_binary(b.data(), b.size(), d, error));
+  CHECK(d.lid == 0);
+  CHECK(d.out_reads == 1);
+  CHECK(d.qpn == 0x12);
+  CHECK(d.psn == 0x369d1d);
+  CHECK(d.rkey == 0);
+  CHECK(d.vaddr == 0x000055ca94377000ull);
+  CHECK(d.gid == v4("10.99.0.3"));
+  CHECK(d.srqn == 0);
+  CHECK(d.gid_index == 1);
+
+  // Encoding gives the same bytes, except the padding, sent as zeros.
+  PerftestBinaryRecord out;
+  encode_perftest_dest_binary(d, out);
+  std::vector<uint8_t> expect = b;
+  std::fill(expect.begin() + 20, expect.begin() + 24, 0);
+  CHECK(std::vector<uint8_t>(out.begin(), out.end()) == expect);
+
+  // Another size is not this record (the text record is 108 bytes).
+  CHECK_FALSE(decode_perftest_dest_binary(b.data(), 55, d, error));
+  CHECK(error.find("56") != std::string::npos);
+  PerftestRecord text = valid_record();
+  CHECK_FALSE(decode_perftest_dest_binary(reinterpret_cast<const uint8_t*>(text.data()), text.size(), d, error));
+}

@@ -25,7 +25,7 @@
 
 namespace uroce::exchange {
 
-class TcpChannel;
+class Channel;
 
 // The version this implementation announces (perftest_parameters.h
 // VERSION of perftest 4.5-0.17) in the 16-byte field of exchange_versions().
@@ -43,6 +43,7 @@ struct PerftestDest {
   uint32_t srqn = 0;       // XRC/DC only, else 0
   uint64_t vaddr = 0;      // the remote buffer for RDMA WRITE/READ/atomics
   wire::IpAddr gid;
+  uint32_t gid_index = 0;  // the sender's GID index: in the binary record only
 
   bool operator==(const PerftestDest&) const = default;
 };
@@ -64,6 +65,23 @@ bool decode_perftest_dest(const char* bytes, size_t len, PerftestDest& out, std:
 inline bool decode_perftest_dest(const PerftestRecord& r, PerftestDest& out, std::string& error) {
   return decode_perftest_dest(r.data(), r.size(), out, error);
 }
+
+// The record perftest -R sends over its rdma_cm channel instead
+// (perftest_communication.c: rdma_write_keys): struct pingpong_dest as
+// x86-64 lays it out, every integer in network order, the GID as is:
+//
+//   0 LID  4 OUT_READS  8 QPN  12 PSN  16 RKEY  20 (4 bytes of padding,
+//   not initialised)  24 VADDR (8)  32 GID (16)  48 SRQN  52 GID_INDEX
+inline constexpr size_t kPerftestBinaryRecordSize = 56;
+using PerftestBinaryRecord = std::array<uint8_t, kPerftestBinaryRecordSize>;
+// The padding is sent as zeros. Decoding takes any padding; it fails only
+// on a record of another size.
+void encode_perftest_dest_binary(const PerftestDest& d, PerftestBinaryRecord& out);
+bool decode_perftest_dest_binary(const uint8_t* bytes, size_t len, PerftestDest& out, std::string& error);
+
+// How a session sends its QP records: perftest's text over TCP, its
+// binary struct over an rdma_cm channel (-R).
+enum class PerftestRecordFormat { kText, kBinary };
 
 // check_sys_data(): two big-endian 32-bit ints, each its own swap.
 // perftest then uses the larger of each pair.
@@ -102,7 +120,8 @@ enum class PerftestRole { kClient, kServer };
 // the peer (the channel's own message, e.g. a timeout, included).
 class PerftestSession {
  public:
-  PerftestSession(TcpChannel& channel, PerftestRole role) : ch_(channel), role_(role) {}
+  PerftestSession(Channel& channel, PerftestRole role, PerftestRecordFormat format = PerftestRecordFormat::kText)
+      : ch_(channel), role_(role), format_(format) {}
 
   // exchange_versions() + check_version_compatibility(): 16 bytes each way,
   // kPerftestVersion NUL-padded. Rejects a peer older than 5.70 (perftest
@@ -133,14 +152,16 @@ class PerftestSession {
   // (5 bytes) from each side without waiting for the other (which is why
   // captures show either side's "done" first). Then reads the peer's
   // "done\0"; a peer that closes without one (newer perftest) is accepted.
-  // The channel can be destroyed afterwards.
+  // The channel can be destroyed afterwards. Over rdma_cm (binary
+  // records) the closing record is all: perftest -R sends no "done".
   bool close(const PerftestDest& mine, std::string& error);
 
  private:
   bool swap(const void* mine, void* peer, size_t n, const char* step, std::string& error);
 
-  TcpChannel& ch_;
+  Channel& ch_;
   PerftestRole role_;
+  PerftestRecordFormat format_;
   std::string peer_version_;
 };
 

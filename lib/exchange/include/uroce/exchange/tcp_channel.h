@@ -19,14 +19,15 @@
 #include <memory>
 #include <string>
 
+#include "uroce/exchange/channel.h"
+
 namespace uroce::exchange {
 
 using Idle = std::function<void()>;
-using Millis = std::chrono::milliseconds;
 
 class TcpListener;
 
-class TcpChannel {
+class TcpChannel final : public Channel {
  public:
   // Client: connects to host:port (a name or an IPv4/IPv6 literal),
   // retrying refused connections until `timeout` (the server may start a
@@ -38,18 +39,18 @@ class TcpChannel {
   // client; timeout 0 waits forever. TcpListener splits the two steps (and
   // tells the port when `port` is 0).
   static std::unique_ptr<TcpChannel> accept(uint16_t port, Millis timeout, const Idle& idle, std::string& error);
-  ~TcpChannel();
+  ~TcpChannel() override;
   TcpChannel(const TcpChannel&) = delete;
   TcpChannel& operator=(const TcpChannel&) = delete;
 
   // Exactly n bytes, within the channel's timeout; false and a message
   // (peer closed, timed out after N ms waiting for K bytes, ...) otherwise.
-  bool send(const void* data, size_t n, std::string& error);
-  bool recv(void* data, size_t n, std::string& error);
+  bool send(const void* data, size_t n, std::string& error) override;
+  bool recv(void* data, size_t n, std::string& error) override;
   // As recv, but a peer that closes the connection cleanly before sending
   // a single byte is not an error: true with `eof` set. For optional
   // trailers such as perftest's "done" (some versions do not send it).
-  bool recv_or_eof(void* data, size_t n, bool& eof, std::string& error);
+  bool recv_or_eof(void* data, size_t n, bool& eof, std::string& error) override;
 
   // The last step of a conversation: says "nothing more from me" (shuts
   // down the sending side) and waits, without the idle callback, until the
@@ -58,23 +59,23 @@ class TcpChannel {
   // polling their ports before they linger know, when it returns, that
   // neither polls any more: a shared-memory link (memif) can then be torn
   // down without the other side still inside it. False on timeout.
-  bool linger(Millis timeout);
+  bool linger(Millis timeout) override;
 
   // Without waiting: the peer has closed or shut down its side, or the
   // connection failed. For a side whose run shows no sign of the peer
   // (frames that leave whether anyone receives them or not): a process
   // that dies closes its sockets.
-  bool peer_closed() const;
+  bool peer_closed() const override;
   // Without waiting: bytes from the peer wait to be read (or it closed).
   // For a side busy with RDMA that expects nothing on the channel now: a
   // peer that talks is at another step (runs another test).
-  bool peer_spoke() const;
+  bool peer_spoke() const override;
 
-  void set_timeout(Millis timeout) { timeout_ = timeout; }
-  Millis timeout() const { return timeout_; }
+  void set_timeout(Millis timeout) override { timeout_ = timeout; }
+  Millis timeout() const override { return timeout_; }
   void set_idle(const Idle& idle) { idle_ = idle; }
   // "10.0.0.2:18515" ("[fe80::1]:18515" for IPv6), for messages.
-  const std::string& peer() const { return peer_; }
+  const std::string& peer() const override { return peer_; }
 
   struct Impl;
 
