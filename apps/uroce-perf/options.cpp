@@ -54,8 +54,8 @@ const std::map<std::string, TestSpec> kTests = {
 
 constexpr FlagUse I = FlagUse::implemented, G = FlagUse::ignored, Y = FlagUse::not_yet;
 constexpr const char* kCx = "a ConnectX (mlx5) offload uroce does not have";
-constexpr const char* kCm = "rdma_cm is not in uroce yet (the connection manager comes later); uroce-perf exchanges "
-                            "QP records over TCP as perftest does without -R";
+constexpr const char* kCm = "-z alone (the conversation over rdma_cm, the QPs connected from records) is not in "
+                            "uroce-perf; -R does both over the connection manager, as perftest's -R does";
 constexpr const char* kPlainFrames = "uroce-perf's raw frames are plain Ethernet frames (no IP, UDP or TCP header, "
                                      "no VLAN tag)";
 
@@ -97,7 +97,7 @@ const std::vector<PerftestFlag> kFlags = {
     {'q', "qp", nullptr, true, kBwUsage, I, nullptr},
     {'Q', "cq-mod", nullptr, true, kBwUsage, I, nullptr},
     {'r', "rx-depth", nullptr, true, kSendUsage, I, nullptr},
-    {'R', "rdma_cm", nullptr, false, kIb, Y, kCm},
+    {'R', "rdma_cm", nullptr, false, kIb, I, nullptr},
     {'s', "size", nullptr, true, kSB | kWB | kRB | kSL | kWL | kRL | kRaw, I, nullptr},
     {'S', "sl", nullptr, true, kAll, I, nullptr},
     {'t', "tx-depth", nullptr, true, kBwUsage, I, nullptr},
@@ -136,7 +136,7 @@ const std::vector<PerftestFlag> kFlags = {
     {0, "report-per-port", nullptr, false, kIbBw, G, "a uroce device has one port (-O is ignored too)"},
     {0, "reversed", nullptr, false, kBwUsage, I, nullptr},
     {0, "run_infinitely", nullptr, false, kBwUsage, I, nullptr},
-    {0, "retry_count", nullptr, true, kIb, G, "it sets the retry count in rdma_cm mode (-R), which uroce has not yet"},
+    {0, "retry_count", nullptr, true, kIb, G, "uroce-perf -R asks the CM for perftest's default, 7"},
     {0, "tclass", nullptr, true, kAll, I, nullptr},
     {0, "use_hugepages", nullptr, false, kAll, I, nullptr},
     {0, "wait_destroy", nullptr, true, kBwUsage, G, "uroce-perf frees its resources when the test ends"},
@@ -293,6 +293,7 @@ int apply(Parse& p, const Given& g) {
   }
   if (name == "iters") return o.iters_given = true, set_number(g, 5, 100000000, o.iters);
   if (name == "noPeak") return o.no_peak = true, -1;
+  if (name == "rdma_cm") return o.rdma_cm = true, -1;
   if (name == "port") return set_number(g, 1, 65535, o.tcp_port);
   if (name == "qp") return set_number(g, 1, 16384, o.num_qps);
   if (name == "cq-mod") return set_number(g, 1, 1024, o.cq_mod);
@@ -516,6 +517,8 @@ int check_addresses(const Options& o) {
   wire::MacAddr mac;
   if (!o.ip.empty() && !wire::IpAddr::parse(o.ip, ip)) return usage("--ip " + o.ip + ": not an IPv4 or IPv6 address");
   if (!o.mac.empty() && !wire::MacAddr::parse(o.mac, mac)) return usage("--mac " + o.mac + ": not a MAC address (XX:XX:XX:XX:XX:XX)");
+  if (o.rdma_cm && !o.daemon.empty())
+    return usage("-R: the connection manager does not run through uroced yet; leave out --daemon");
   if (!o.daemon.empty()) {
     if (o.loopback || !o.dev.empty() || !o.server.empty())
       return usage("--daemon runs both ends here as clients of uroced; it takes no --loopback, --dev or SERVER");
@@ -526,6 +529,17 @@ int check_addresses(const Options& o) {
                    "--use_hugepages, --pcap)");
     if (o.inline_size > 256) return usage("--daemon: -I is at most 256");
     return -1;
+  }
+  if (o.rdma_cm) {
+    if (o.loopback) return usage("-R: --loopback runs both ends in one process, with no connection manager between them");
+    if (o.conn == Conn::uc) return usage("-R: UC is not supported in librdmacm (as in perftest)");
+    if (o.conn == Conn::ud) return usage("-R: uroce-perf connects RC QPs through the CM; UD's (SIDR) is not in uroce-perf yet");
+    if (o.verb == Verb::atomic || o.kind == Kind::lat && o.verb != Verb::send)
+      return usage("-R: uroce-perf runs write_bw, read_bw, send_bw and send_lat over the CM so far");
+    wire::IpAddr server;
+    if (!o.server.empty() && !wire::IpAddr::parse(o.server, server))
+      return usage("-R: the SERVER is its RoCE address (an IPv4 or IPv6 address, the CM's destination), not " + o.server);
+    if (o.run_infinitely) return usage("-R: --run_infinitely is not supported with -R yet");
   }
   if (o.loopback && !o.dev.empty())
     return usage("--loopback runs both ends over an in-process link; it takes no --dev");
@@ -672,9 +686,9 @@ int parse_options(int argc, char** argv, Options& o) {
                    spelling(f).c_str(), spec.binary);
   }
   // Flags perftest refuses by their value, whatever the test.
-  if (o.tos >= 0 && o.verb != Verb::raw)
-    return usage("-T: TOS only valid for rdma_cm based QP and RawEth QP (as in perftest; -R is not in uroce yet: "
-                 "set the traffic class with --tclass)");
+  if (o.tos >= 0 && o.verb != Verb::raw && !o.rdma_cm)
+    return usage("-T: TOS only valid for rdma_cm based QP and RawEth QP (as in perftest)");
+  if (o.tos >= 0 && o.rdma_cm) return usage("-T: uroce's connection manager does not set a TOS yet: leave -T out");
   if (o.tos >= 0) std::fprintf(stderr, "uroce-perf: -T ignored: %s\n", kPlainFrames);
   if (o.hop_limit != 64 && o.verb != Verb::raw) return usage("-L: Hop limit only valid for RawEth QP (as in perftest)");
   if (o.hop_limit != 64) std::fprintf(stderr, "uroce-perf: -L ignored: %s\n", kPlainFrames);

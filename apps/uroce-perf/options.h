@@ -95,6 +95,7 @@ struct Options {
   std::string pcap;                 // --pcap FILE
   bool verify = false;              // --verify
   bool loopback = false;            // --loopback
+  bool rdma_cm = false;             // -R: the conversation and the test's QPs over the connection manager
   std::string daemon;               // --daemon SOCKET: both ends as clients of uroced
   bool raw_acks = false;            // --raw-acks: raw_lat with an ACK-sized frame ahead of each frame
   bool resources = false;           // --resources: a "resources:" line after each --run_infinitely row

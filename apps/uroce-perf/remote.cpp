@@ -4,16 +4,19 @@
 #include <rte_mbuf.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <random>
 #include <stdexcept>
+#include <thread>
 #include <unordered_set>
 
 #include "app_support.h"
 #include "bw.h"
+#include "cm_link.h"
 #include "endpoint.h"
 #include "lat.h"
 #include "perftest_glue.h"
@@ -46,6 +49,11 @@ class Remote {
   explicit Remote(const Options& o)
       : o_(o), client_(!o.server.empty()), sender_(client_ != (o.reversed && o.kind == Kind::bw)) {}
   int run();
+  // Before the process ends: a thread still polling the port would race
+  // with its closing.
+  void stop_engine() {
+    if (port_end_) device().stop_engine_thread();
+  }
   void flush_capture() {
     std::string err;
     if (port_end_ && !port_end_->flush_capture(err)) std::fprintf(stderr, "uroce: %s\n", err.c_str());
@@ -54,6 +62,14 @@ class Remote {
  private:
   bool open(std::string& error);
   bool connect_exchange(std::string& error);
+  bool start_session(std::string& error);
+  // -R: the conversation's connection, the test's, and their ends.
+  bool open_cm(std::string& error);
+  bool connect_cm_channel(std::string& error);
+  bool connect_cm_qps(std::string& error);
+  bool connect_with_retry(QueuePair& qp, const cm::ConnParam& p, uint64_t& id, std::string& error);
+  cm::ConnParam cm_params() const;
+  void disconnect_cm();
   bool swap_dests(std::string& error);
   bool connect_qps(std::string& error);
   bool set_up(std::string& error);
@@ -114,7 +130,9 @@ class Remote {
   std::unique_ptr<uroce::Endpoint> port_end_;
   std::unique_ptr<Endpoint> ep_;
   std::unique_ptr<exchange::TcpListener> listener_;  // the server's, bound before anything is printed
-  std::unique_ptr<exchange::TcpChannel> ch_;
+  std::unique_ptr<CmLink> cm_;                 // -R
+  std::vector<uint64_t> cm_ids_;               // -R: the test QPs' connections
+  std::unique_ptr<exchange::Channel> ch_;      // TCP, or -R's CmChannel
   std::unique_ptr<PerftestSession> session_;
   std::unique_ptr<Watchdog> watchdog_;
   std::function<void()> serving_;  // the server's side of the test, stepped while it waits
@@ -155,14 +173,23 @@ bool Remote::open(std::string& error) {
 }
 
 bool Remote::connect_exchange(std::string& error) {
+  if (o_.rdma_cm) return connect_cm_channel(error) && start_session(error);
   const Millis timeout(uint64_t(o_.timeout_s) * 1000);
   const exchange::Idle idle = [this] { idle_poll(); };
-  ch_ = client_ ? exchange::TcpChannel::connect(o_.server, o_.tcp_port, timeout, idle, error)
-                : listener_->accept(Millis(0), idle, error);
-  if (!ch_) return false;
-  ch_->set_timeout(timeout);
-  session_ = std::make_unique<PerftestSession>(*ch_, client_ ? exchange::PerftestRole::kClient
-                                                             : exchange::PerftestRole::kServer);
+  auto tcp = client_ ? exchange::TcpChannel::connect(o_.server, o_.tcp_port, timeout, idle, error)
+                     : listener_->accept(Millis(0), idle, error);
+  if (!tcp) return false;
+  tcp->set_timeout(timeout);
+  ch_ = std::move(tcp);
+  return start_session(error);
+}
+
+// perftest's first steps, over TCP or -R's channel alike: versions,
+// system data, the MTU.
+bool Remote::start_session(std::string& error) {
+  session_ = std::make_unique<PerftestSession>(
+      *ch_, client_ ? exchange::PerftestRole::kClient : exchange::PerftestRole::kServer,
+      o_.rdma_cm ? exchange::PerftestRecordFormat::kBinary : exchange::PerftestRecordFormat::kText);
   exchange::PerftestSysData sys, peer_sys;
   int peer_mtu = 0;
   if (!session_->exchange_versions(error) || !session_->exchange_sys_data(sys, peer_sys, error) ||
@@ -222,6 +249,17 @@ bool Remote::connect_qps(std::string& error) {
 bool Remote::set_up(std::string& error) {
   const PerftestDest me = to_dest(ep_->info(0));
   PerftestDest ignored;
+  if (o_.rdma_cm) {
+    // create_rdma_cm_connection: a sync, the test's connections, a sync
+    // (records of zeros, before anything is known); then perftest's
+    // records as without -R, but no QP to connect.
+    const PerftestDest zero{};
+    if (!session_->hand_shake(zero, ignored, error) || !connect_cm_qps(error) ||
+        !session_->hand_shake(zero, ignored, error) || !swap_dests(error))
+      return false;
+    if (o_.verb == Verb::send) return prepare() && session_->barrier(me, error) && swap_dests(error);
+    return swap_dests(error) && prepare() && session_->barrier(me, error);
+  }
   if (o_.kind == Kind::lat && o_.verb != Verb::send && !session_->hand_shake(me, ignored, error)) return false;
   if (!swap_dests(error) || !connect_qps(error)) return false;
   if (o_.verb == Verb::send) return prepare() && session_->barrier(me, error) && swap_dests(error);
@@ -628,21 +666,29 @@ RunInfo Remote::run_info() const {
 int Remote::run() {
   std::string error;
   // A busy TCP port is a failure to report before any banner or port work.
-  if (!client_ && !(listener_ = exchange::TcpListener::listen(o_.tcp_port, error))) return fail(error);
-  if (!open(error)) return fail(error);
+  if (!client_ && !o_.rdma_cm && !(listener_ = exchange::TcpListener::listen(o_.tcp_port, error)))
+    return fail(error);
+  if (!open(error) || (o_.rdma_cm && !open_cm(error))) return fail(error);
   watchdog_ = std::make_unique<Watchdog>(device(), Millis(uint64_t(o_.timeout_s) * 1000));
   try {
     if (!client_) print_waiting_for_client(o_);
     if (!connect_exchange(error) || !set_up(error)) return fail(error);
     print_banner(o_, run_info());
-    if (o_.use_event && o_.verb != Verb::raw && !device().start_engine_thread(-1, error)) return fail(error);
+    if (o_.use_event && o_.verb != Verb::raw && !device().engine_thread_running() &&
+        !device().start_engine_thread(-1, error))
+      return fail(error);
     const bool ok = run_test(error);
     if (o_.kind == Kind::bw || lat_row_here()) print_footer(o_);
     if (!ok || !close(error)) return fail(error + peer_gone_hint(error));
-    device().stop_engine_thread();
-    // Neither side polls its port from here on; once both know that, the
-    // ports can close (a memif peer still polling would crash).
-    ch_->linger(Millis(2000));
+    if (o_.rdma_cm) {
+      disconnect_cm();  // the CM needs the engine for its DREQs and DREPs
+      device().stop_engine_thread();
+    } else {
+      device().stop_engine_thread();
+      // Neither side polls its port from here on; once both know that, the
+      // ports can close (a memif peer still polling would crash).
+      ch_->linger(Millis(2000));
+    }
   } catch (const std::exception& e) {
     return fail(e.what());
   }
@@ -656,11 +702,121 @@ int Remote::run() {
   return 0;
 }
 
+// -R: the engine runs on a thread of its own (the connection manager
+// needs it), and this thread's posts and polls drive it too
+// (Progress::kCallersDrive): the measured loops see no thread crossing.
+// The server listens from here on, for the conversation and the test's
+// connections alike (perftest's server listens twice, and a client that
+// comes between the two is refused).
+bool Remote::open_cm(std::string& error) {
+  if (!device().start_engine_thread(-1, error, Device::Progress::kCallersDrive)) return false;
+  if (!(cm_ = CmLink::open(device(), error))) return false;
+  auto ch = CmChannel::create(device(), *cm_, error);
+  if (!ch) return false;
+  ch_ = std::move(ch);
+  if (client_) return true;
+  if (const int rc = cm_->manager().listen(o_.tcp_port))
+    return error = "-R: couldn't listen on port " + std::to_string(o_.tcp_port) + ": " + std::strerror(rc) +
+                   (rc == EADDRINUSE ? " (another program on this device listens there)" : ""),
+           false;
+  return true;
+}
+
+// perftest's, for the test's connections: READ depths only where the test
+// reads, its default retry counts. No private data (rdma_cm's header only).
+cm::ConnParam Remote::cm_params() const {
+  cm::ConnParam p;
+  if (o_.verb == Verb::read || o_.verb == Verb::atomic)
+    p.responder_resources = p.initiator_depth = uint8_t(std::min<uint32_t>(ep_->info(0).out_reads, 255));
+  return p;
+}
+
+// A REQ that reaches the server before it listens is refused (REJ reason
+// 8): perftest's server listens for the test's connections only after a
+// sync, and any server may start after its client. Tried again, with the
+// QP back in RESET, until --timeout.
+bool Remote::connect_with_retry(QueuePair& qp, const cm::ConnParam& p, uint64_t& id, std::string& error) {
+  wire::IpAddr server;
+  wire::IpAddr::parse(o_.server, server);  // checked with the options
+  const Millis timeout(uint64_t(o_.timeout_s) * 1000);
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  const auto idle = [this] { idle_poll(); };
+  for (;;) {
+    std::string why;
+    if (cm_->connect(qp, server, o_.tcp_port, p, timeout, idle, id, why)) return true;
+    cm_->manager().release(id);
+    if (why.find("REJ reason 8") == std::string::npos || std::chrono::steady_clock::now() >= until)
+      return error = "-R: connecting to " + o_.server + " port " + std::to_string(o_.tcp_port) + ": " + why, false;
+    auto& ch = static_cast<CmChannel&>(*ch_);
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_RESET;
+    if (&qp == &ch.qp() ? !ch.reset() : qp.modify(a, IBV_QP_STATE) != 0)
+      return error = "-R: couldn't make a refused QP ready again", false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+bool Remote::connect_cm_channel(std::string& error) {
+  auto& ch = static_cast<CmChannel&>(*ch_);
+  const Millis timeout(uint64_t(o_.timeout_s) * 1000);
+  const cm::ConnParam p;  // perftest's conversation: SENDs only, retry counts 7
+  uint64_t id = 0;
+  std::string peer;
+  if (client_) {
+    if (!connect_with_retry(ch.qp(), p, id, error)) return false;
+    peer = o_.server;
+  } else {
+    wire::IpAddr from;
+    // The server waits for its client as long as it takes, as without -R.
+    if (!cm_->accept(ch.qp(), p, Millis(0), timeout, {}, id, from, error)) return error = "-R: " + error, false;
+    peer = from.is_v4_mapped() ? from.to_string().substr(7) : from.to_string();
+  }
+  ch.connected(id, peer + " (rdma_cm, port " + std::to_string(o_.tcp_port) + ")");
+  ch.set_idle([this] { idle_poll(); });
+  ch.set_timeout(timeout);
+  return true;
+}
+
+// One connection per QP, to the port of the conversation: the client
+// connects them in order, the server accepts them as they come.
+bool Remote::connect_cm_qps(std::string& error) {
+  const Millis timeout(uint64_t(o_.timeout_s) * 1000);
+  const cm::ConnParam p = cm_params();
+  for (size_t q = 0; q < ep_->qp_count(); ++q) {
+    uint64_t id = 0;
+    wire::IpAddr from;
+    const bool ok = client_ ? connect_with_retry(ep_->qp(q), p, id, error)
+                            : cm_->accept(ep_->qp(q), p, timeout, timeout, [this] { idle_poll(); }, id, from, error);
+    if (!ok) return error = "-R: test connection " + std::to_string(q) + ": " + error, false;
+    cm_ids_.push_back(id);
+    watchdog_->alive();
+  }
+  return true;
+}
+
+// The client ends the test's connections (DREQ) and waits for the DREPs;
+// the server waits for those DREQs and ends any connection left itself.
+// Then the conversation's, as the peer's process would at its exit.
+void Remote::disconnect_cm() {
+  const Millis wait(2000);
+  if (client_)
+    for (uint64_t id : cm_ids_) cm_->manager().disconnect(id);
+  const auto until = std::chrono::steady_clock::now() + wait;
+  for (uint64_t id : cm_ids_)
+    while (!cm_->disconnected(id) && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  for (uint64_t id : cm_ids_)
+    if (!cm_->disconnected(id)) cm_->disconnect(id, wait);
+  for (size_t q = 0; q < ep_->qp_count(); ++q) cm_->manager().detach_qp(ep_->qp(q));
+  ch_->linger(wait);
+}
+
 }  // namespace
 
 void run_remote(const Options& o) {
   Remote remote(o);
   const int rc = remote.run();
+  remote.stop_engine();
   // The port is not closed: a memif peer's disconnect is handled by DPDK's
   // interrupt thread, which races with closing our own memif port (DPDK
   // 22.11 crashes in either order). Both sides have stopped polling

@@ -135,8 +135,8 @@ nlohmann::ordered_json test_info(const Options& o, const RunInfo& run) {
   j["GID_index"] = o.gid_index;
   if (shows_out_reads(o)) j["Outstand_reads"] = out_reads(o, run);
   else j["Max_inline_data"] = o.inline_size;
-  j["rdma_cm_QPs"] = "OFF";
-  j["Data_ex_method"] = "Ethernet";
+  j["rdma_cm_QPs"] = o.rdma_cm ? "ON" : "OFF";
+  j["Data_ex_method"] = o.rdma_cm ? "rdma_cm" : "Ethernet";
   return j;
 }
 
@@ -265,8 +265,8 @@ void print_banner(const Options& o, const RunInfo& run) {
   std::printf(" GID index       : %d\n", o.gid_index);
   if (shows_out_reads(o)) std::printf(" Outstand reads  : %u\n", out_reads(o, run));
   else std::printf(" Max inline data : %u[B]\n", o.inline_size);
-  std::printf(" rdma_cm QPs\t : OFF\n");
-  std::printf(" Data ex. method : Ethernet\n");
+  std::printf(" rdma_cm QPs\t : %s\n", o.rdma_cm ? "ON" : "OFF");
+  std::printf(" Data ex. method : %s\n", o.rdma_cm ? "rdma_cm" : "Ethernet");
   std::printf("%s", kLine);
   if (o.verb == Verb::raw) return;  // perftest's raw tests print MACs, not QP records
   for (const PeerInfo& p : run.local) print_address(o, "local", p);

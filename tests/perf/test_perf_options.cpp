@@ -111,12 +111,13 @@ std::vector<std::string> args_for(const std::string& test, const PerftestFlag& f
 }
 
 // The implemented flags refused with the values above: by perftest too
-// (-T needs rdma_cm outside raw tests; a burst or typical size needs a
+// (-T needs rdma_cm outside raw tests; -R needs two processes, not
+// --loopback; a burst or typical size needs a
 // rate limiter; no SW rate limiter in atomics), or by uroce-perf in its raw
 // tests (no -b, --reversed or rate limiter there yet).
 bool refused_with_these_values(const std::string& name, const std::string& test) {
   const bool raw = test.rfind("raw", 0) == 0;
-  return (name == "tos" && !raw) || name == "burst_size" || name == "typical_pkt_size" ||
+  return (name == "tos" && !raw) || name == "rdma_cm" || name == "burst_size" || name == "typical_pkt_size" ||
          (name == "rate_limit" && (raw || test == "atomic_bw")) ||
          (raw && (name == "bidirectional" || name == "reversed"));
 }
@@ -194,7 +195,25 @@ TEST_CASE("flags another test type lists get perftest's treatment", "[perf][opti
   refused({"read_bw", "--loopback", "-c", "UC"}, "UC connection not possible in READ/ATOMIC");
   refused({"atomic_bw", "--loopback", "-c", "UC"}, "UC connection not possible in READ/ATOMIC");
   refused({"read_lat", "--loopback", "-c", "UC"}, "UC connection not possible in READ/ATOMIC");
-  refused({"write_bw", "--loopback", "-R"}, "rdma_cm");
+  refused({"write_bw", "--loopback", "-R"}, "no connection manager between them");
+  // -R between two processes: RC, and the tests it runs so far.
+  const std::vector<std::string> dev = {"--dev", "net_null0", "--ip", "10.0.0.1", "-R"};
+  auto with_dev = [&](std::vector<std::string> a) {
+    a.insert(a.begin() + 1, dev.begin(), dev.end());
+    return a;
+  };
+  refused(with_dev({"write_bw", "-c", "UC"}), "UC is not supported in librdmacm");
+  refused(with_dev({"send_bw", "-c", "UD"}), "UD's (SIDR) is not in uroce-perf yet");
+  refused(with_dev({"write_lat"}), "write_bw, read_bw, send_bw and send_lat");
+  refused(with_dev({"atomic_bw"}), "write_bw, read_bw, send_bw and send_lat");
+  refused(with_dev({"write_bw", "server.example"}), "its RoCE address");
+  refused(with_dev({"write_bw", "-T", "5"}), "does not set a TOS yet");
+  refused({"write_bw", "--daemon", "/run/uroced.sock", "-R"}, "does not run through uroced yet");
+  for (const char* t : {"write_bw", "read_bw", "send_bw", "send_lat"}) {
+    const Outcome r = parse(with_dev({t, "10.0.0.2"}));
+    INFO(t << ": " << r.err);
+    CHECK(r.rc == -1);
+  }
   refused({"write_bw", "--loopback", "-e"}, "Events feature not available on WRITE verb");
   refused({"write_lat", "--loopback", "-X", "0"}, "Events feature not available on WRITE verb");
   // perftest takes -t in a latency test and does nothing with it
