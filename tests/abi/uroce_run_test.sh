@@ -10,7 +10,7 @@
 #
 # usage: uroce_run_test.sh CASE UROCE_RUN WORKDIR
 #   CASE: usage | devinfo | pingpong | perftest | perftest-more | perftest-flags | ucx-view | ucx | user-view | rdmacm
-#         | rdmacm-apps
+#         | rdmacm-apps | perf-rdmacm
 set -u
 
 if [ "${1:-}" != --in-netns ]; then
@@ -536,6 +536,53 @@ case $case_ in
       cm_pair "ib_$t-R" "ib_$t -R -d uroce0 -x 1 -n 200 -s 4096" "ib_$t -R -d uroce0 -x 1 -n 200 -s 4096 10.0.0.1" \
         "^ *4096 +200 " "^ *4096 +200 "
     done ;;
+
+  perf-rdmacm)
+    # uroce-perf -R: perftest's conversation over an rdma_cm QP (binary
+    # records in SENDs) and the test's QPs connected by the CM, against
+    # itself and against Debian's perftest -R on uroce-run, in both roles.
+    need ib_write_bw
+    [ -x "${UROCE_PERF:-}" ] || { echo "SKIP: UROCE_PERF is not set to uroce-perf"; exit 77; }
+    setup_links
+    perf_srv() { timeout -k 5 60 "$UROCE_PERF" "$@" -R --dev net_af_packet0,iface=ra --ip 10.0.0.1; }
+    perf_cli() { inb timeout -k 5 60 "$UROCE_PERF" "$@" -R --dev net_af_packet0,iface=rb --ip 10.0.0.2 10.0.0.1; }
+    # NAME, server command, client command: both must print the row of 4096 B x 200.
+    pair() {
+      local name=$1 srv=$2 cli=$3
+      $srv >"$work/$name.srv.out" 2>&1 &
+      SRV=$!
+      sleep 1.5
+      $cli >"$work/$name.cli.out" 2>&1
+      CRC=$?
+      wait "$SRV"; SRC=$?; SRV=
+      [ $CRC = 0 ] || fail "$name: client exited $CRC"
+      [ $SRC = 0 ] || fail "$name: server exited $SRC"
+      for side in srv cli; do
+        grep -qE "^ *4096 +200 " "$work/$name.$side.out" || fail "$name: the $side printed no row of 200 x 4096 B"
+      done
+      echo "ok: $name"
+    }
+    args="-n 200 -s 4096"
+    for t in write_bw read_bw send_bw send_lat; do
+      pair "uroce-perf-$t" "perf_srv $t $args" "perf_cli $t $args"
+      grep -q "Data ex. method : rdma_cm" "$work/uroce-perf-$t.cli.out" || fail "uroce-perf -R: no 'Data ex. method : rdma_cm'"
+      pair "uroce-perf-$t-server-perftest-client" "perf_srv $t $args" \
+        "inb timeout -k 5 60 $run --dev net_af_packet0,iface=rb --ip 10.0.0.2 -- ib_$t -R -d uroce0 -x 1 $args 10.0.0.1"
+      # perftest's server listens for the test's connections only after a
+      # sync: uroce-perf's client tries a refused REQ again.
+      pair "perftest-$t-server-uroce-perf-client" \
+        "timeout -k 5 60 $run --dev net_af_packet0,iface=ra --ip 10.0.0.1 -- ib_$t -R -d uroce0 -x 1 $args" \
+        "perf_cli $t $args"
+    done
+    # Nobody listens on the port: the client's REQs are refused (REJ 8)
+    # until --timeout, and it says so.
+    perf_srv write_bw -p 7998 >"$work/rej.srv.out" 2>&1 &
+    SRV=$!
+    sleep 1.5
+    out=$(perf_cli write_bw -p 7999 --timeout 2 2>&1) && fail "uroce-perf -R to a port nobody listens on succeeded"
+    kill "$SRV"; wait "$SRV"; SRV=
+    grep -q "REJ reason 8" <<<"$out" || fail "uroce-perf -R to a port nobody listens on: no REJ reason 8 ($out)"
+    echo "ok: uroce-perf -R to a port nobody listens on: refused (REJ 8) after --timeout" ;;
 
   rdmacm-apps)
     # Programs that reach the peer's rdma_cm at the address they also use

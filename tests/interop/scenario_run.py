@@ -114,6 +114,9 @@ def cm_args(template, port):
 
 def host_argv(sc, bins, n, port):
     app = bins[sc.uroce[0]]
+    if templated(sc) and sc.uroce[0] == "uroce-perf":
+        # uroce-perf -R: the port's MTU is the link's, as -m 4096 asks.
+        return [app] + [cm_args(a, port) for a in sc.uroce[1:]] + ["--dev", net.vdev(n), "--ip", net.UROCE_IP]
     if templated(sc):
         return [app, "--dev", net.vdev(n), "--ip", net.UROCE_IP, "--mtu", str(net.LINK_MTU), "--"] + \
             [cm_args(a, port) for a in sc.uroce[1:]]
@@ -205,7 +208,8 @@ def _run(h, vm, n, sc, d, res, cap, argv, tool, port, before, t0, t_run, dump):
         res.procs.append(up)
         if cm:
             # As ss shows it: the command's name, cut to 15 characters.
-            wait_port_open(up, os.path.basename(sc.uroce[1])[:15], n.ns, 20)
+            program = sc.uroce[0] if sc.uroce[0] == "uroce-perf" else sc.uroce[1]
+            wait_port_open(up, os.path.basename(program)[:15], n.ns, 20)
         else:
             wait_listening(up, n.ns, port, 20)
         target = "" if templated(sc) else net.BR_IP

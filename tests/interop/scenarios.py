@@ -313,6 +313,17 @@ def cm():
         out.append(Scenario(f"{name}-vm_client", "cm", "client", rxe_dev(cli).replace("{addr}", "{uroce_ip}"),
                             ["uroce-run"] + own_dev(srv).replace("{addr}", "{uroce_ip}").split(), 4096, iters=1,
                             expect=[("uroce", srv_ok), ("tool", cli_ok)]))
+    # uroce-perf -R (its own perftest conversation over an rdma_cm QP, the
+    # test's QPs connected by the CM) against rxe's perftest -R.
+    for test in ("write_bw", "read_bw", "send_bw", "send_lat"):
+        common = "-R -F -n 100 -s 5000 -p {port}"
+        row = r"^ *5000 +100 "
+        own = ["uroce-perf", test] + common.split() + ["-m", "4096"]
+        out.append(Scenario(f"uroce-perf-{test}-R-vm_server", "cm", "server", f"ib_{test} -d rxe0 {common}",
+                            own + ["{vm_ip}"], 4096, iters=1, expect=[("uroce", row), ("tool", row)]))
+        out.append(Scenario(f"uroce-perf-{test}-R-vm_client", "cm", "client",
+                            f"ib_{test} -d rxe0 {common} {{uroce_ip}}", own, 4096, iters=1,
+                            expect=[("uroce", row), ("tool", row)]))
     # udaddy: UD ids found by SIDR, ten messages each way (its port is
     # fixed: 7174 in the UDP port space).
     ok = r"^return status 0$"
