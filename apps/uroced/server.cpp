@@ -22,7 +22,7 @@ namespace uroced {
 namespace {
 
 // epoll tags: the kind in the low 3 bits, a client id above.
-enum Tag : uint64_t { kListen = 0, kChannel = 1, kSock = 2, kDoorbell = 3, kAsync = 4, kTelemetry = 5 };
+enum Tag : uint64_t { kListen = 0, kChannel = 1, kSock = 2, kDoorbell = 3, kAsync = 4, kTelemetry = 5, kCm = 6 };
 uint64_t tag(uint32_t id, Tag kind) { return (uint64_t(id) << 3) | kind; }
 
 constexpr uint64_t kIdleBeforeSleepNs = 200'000;
@@ -141,7 +141,7 @@ void Server::accept_clients() {
       continue;
     }
     const uint32_t id = next_id_++;
-    auto session = std::make_unique<Session>(device_, *channel_, settings_.limits, s, peer, id);
+    auto session = std::make_unique<Session>(device_, *channel_, cm_, settings_.limits, s, peer, id);
     if (!add_fd(epoll_fd_, s, tag(id, kSock))) continue;  // the session closes s
     UROCED_LOG(INFO, "client %u connected (pid %d, uid %u)", id, int(peer.pid), unsigned(peer.uid));
     sessions_.emplace(id, std::move(session));
@@ -175,6 +175,12 @@ void Server::on_event(uint64_t t, uint32_t events) {
       return;
     }
     case kChannel: return;  // drained by wake_up
+    case kCm:
+      cm_.dispatch([this](uint32_t client) -> CmInbox* {
+        auto it = sessions_.find(client);
+        return it == sessions_.end() ? nullptr : &it->second->cm_inbox();
+      });
+      return;
     case kTelemetry: {  // the request is served at the top of the loop
       uint64_t v;
       (void)!read(telemetry_->fd(), &v, sizeof v);
@@ -191,8 +197,11 @@ void Server::on_event(uint64_t t, uint32_t events) {
       if (it == sessions_.end()) return;
       Session& s = *it->second;
       const bool had_arena = s.has_arena();
+      const bool had_cm = cm_.event_fd() >= 0;
       if (!(events & EPOLLIN) || !s.on_readable()) return drop(id, "disconnected");
       if (!had_arena && s.has_arena()) add_fd(epoll_fd_, s.doorbell(), tag(id, kDoorbell));
+      // The first client that asked for the connection manager opened it.
+      if (!had_cm && cm_.event_fd() >= 0) add_fd(epoll_fd_, cm_.event_fd(), kCm);
       return;
     }
   }

@@ -17,7 +17,7 @@ namespace uroced {
 
 class Server {
  public:
-  Server(uroce::Device& device, const Settings& settings) : device_(device), settings_(settings) {}
+  Server(uroce::Device& device, const Settings& settings) : device_(device), settings_(settings), cm_(device) {}
   ~Server();
   // Creates the socket (its directory too), with the configured mode and group.
   bool listen(std::string& error);
@@ -44,6 +44,7 @@ class Server {
 
   uroce::Device& device_;
   const Settings& settings_;
+  CmHub cm_;  // the port's connection manager, opened by the first client that asks
   int listen_fd_ = -1;
   int epoll_fd_ = -1;
   std::unique_ptr<uroce::CompletionChannel> channel_;

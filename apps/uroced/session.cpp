@@ -52,7 +52,9 @@ auto* find(Map& m, uint32_t handle) {
 const char* op_name(Op op) {
   static constexpr const char* kNames[] = {"hello",   "alloc_pd",  "dealloc_pd", "create_cq", "destroy_cq",
                                            "create_qp", "destroy_qp", "modify_qp", "query_qp",  "alloc_mr",
-                                           "reg_mr",  "dereg_mr",  "create_comp_channel", "destroy_comp_channel"};
+                                           "reg_mr",  "dereg_mr",  "create_comp_channel", "destroy_comp_channel",
+                                           "cm_open", "cm_listen", "cm_connect", "cm_accept", "cm_id_op",
+                                           "cm_qp_attr", "cm_get_event", "neighbor"};
   const auto i = uint32_t(op) - uint32_t(Op::hello);
   return i < std::size(kNames) ? kNames[i] : "unknown";
 }
@@ -147,9 +149,9 @@ bool Leftover::release() {
 
 // ---- session ----
 
-Session::Session(uroce::Device& device, uroce::CompletionChannel& channel, const Limits& limits, int sock,
+Session::Session(uroce::Device& device, uroce::CompletionChannel& channel, CmHub& cm, const Limits& limits, int sock,
                  const ucred& peer, uint32_t id)
-    : device_(device), channel_(channel), limits_(limits), sock_(sock), peer_(peer), id_(id) {}
+    : device_(device), channel_(channel), cm_(cm), limits_(limits), sock_(sock), peer_(peer), id_(id) {}
 
 Session::~Session() {
   if (events_ >= 0) close(events_);
@@ -302,6 +304,16 @@ void Session::dispatch(Op op, const void* msg, size_t len, Received& r) {
       reply(&rep, sizeof rep);
       return;
     }
+    case Op::cm_open:
+    case Op::cm_listen:
+    case Op::cm_connect:
+    case Op::cm_accept:
+    case Op::cm_id_op:
+    case Op::cm_qp_attr:
+    case Op::cm_get_event:
+    case Op::neighbor:
+      dispatch_cm(op, msg, len);
+      return;
     default: {
       auto rep = make_reply<HandleRep>(op);
       rep.h.status = EOPNOTSUPP;
@@ -459,6 +471,7 @@ int Session::destroy_qp(uint32_t handle) {
   if (qp == nullptr) return EINVAL;
   // Completions of the QP already in its CQs stay there and reach the
   // client's rings as any other.
+  cm_.detach_qp(*qp->qp);
   qp->qp.reset();
   --pds_.at(qp->pd).children;
   --cqs_.at(qp->send_cq).users;
@@ -639,6 +652,11 @@ void Session::describe(ClientView& client, std::vector<QpView>& qps) const {
 }
 
 void Session::teardown(Leftover& left) {
+  // Its connections first: a request not answered is rejected, an
+  // established connection disconnected (DREQ), as Linux does for a
+  // process that ends; its ports are free again.
+  cm_.forget(id_);
+  for (auto& [h, qp] : qps_) cm_.detach_qp(*qp.qp);
   // QPs to error first, so peers see errors at once, then gone.
   for (auto& [h, qp] : qps_) {
     ibv_qp_attr attr{};

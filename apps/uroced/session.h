@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "cm_hub.h"
 #include "daemon/protocol.h"
 #include "daemon/socket_io.h"
 #include "settings.h"
@@ -105,8 +106,8 @@ struct Qp {
 
 class Session {
  public:
-  Session(uroce::Device& device, uroce::CompletionChannel& channel, const Limits& limits, int sock, const ucred& peer,
-          uint32_t id);
+  Session(uroce::Device& device, uroce::CompletionChannel& channel, CmHub& cm, const Limits& limits, int sock,
+          const ucred& peer, uint32_t id);
   ~Session();
   int sock() const { return sock_; }
   int doorbell() const { return doorbell_; }
@@ -115,6 +116,8 @@ class Session {
   bool has_arena() const { return arena_.base() != nullptr; }
   // A ring index out of range: the client is ended.
   bool broken() const { return broken_; }
+  // The connection manager's events for this client.
+  CmInbox& cm_inbox() { return inbox_; }
 
   // One control request from the socket. False: the client is gone or
   // broke the protocol, tear it down.
@@ -155,6 +158,10 @@ class Session {
   int register_mapping(uint32_t pd, MappedMr&& m, void* host, uint64_t iova, uint64_t length, int access,
                        uroce::daemon::MrRep& rep);
   bool reply(const void* rep, size_t len, int fd = -1);
+  // The connection manager's calls and the neighbour table (session_cm.cpp).
+  void dispatch_cm(uroce::daemon::Op op, const void* msg, size_t len);
+  uroce::QueuePair* own_qp(uint32_t handle);
+  bool owns_qpn(uint32_t qpn) const;
 
   int service_sq(Qp& qp);
   int service_rq(Qp& qp);
@@ -175,6 +182,8 @@ class Session {
 
   uroce::Device& device_;
   uroce::CompletionChannel& channel_;
+  CmHub& cm_;
+  CmInbox inbox_;
   const Limits limits_;
   int sock_;
   ucred peer_;

@@ -333,11 +333,16 @@ std::unique_ptr<MemoryRegion> ProtectionDomain::reg_mr(void* addr, size_t length
   const uint64_t page = page_size();
   const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
   if (addr == nullptr || length == 0 || a + length < a) return err = EINVAL, nullptr;
-  const uintptr_t start = a & ~(page - 1);
-  const size_t map_len = ((a + length + page - 1) & ~(page - 1)) - start;
-  if (!pages::private_anonymous(start, map_len)) return err = EINVAL, nullptr;
-  const int fd = pages::share(reinterpret_cast<void*>(start), map_len);
-  if (fd < 0) return err = errno ? errno : ENOMEM, nullptr;
+  uintptr_t start = a & ~(page - 1);
+  size_t map_len = ((a + length + page - 1) & ~(page - 1)) - start;
+  int fd = -1;
+  // Pages another registration shares already: the same memfd again.
+  const bool again = pages::acquire(start, map_len, start, map_len, fd);
+  if (!again) {
+    if (!pages::private_memory(start, map_len)) return err = EINVAL, nullptr;
+    fd = pages::share(reinterpret_cast<void*>(start), map_len);
+    if (fd < 0) return err = errno ? errno : ENOMEM, nullptr;
+  }
   auto req = make_request<RegMrReq>(Op::reg_mr);
   req.pd = handle_;
   req.access = access;
@@ -347,11 +352,17 @@ std::unique_ptr<MemoryRegion> ProtectionDomain::reg_mr(void* addr, size_t length
   req.map_length = map_len;
   MrRep rep{};
   err = conn_->call(&req, sizeof req, &rep, sizeof rep, fd);
-  close(fd);
   if (err != 0) {
-    pages::make_private(reinterpret_cast<void*>(start), map_len);
+    if (!again) {
+      close(fd);
+      pages::make_private(reinterpret_cast<void*>(start), map_len);
+    } else if (pages::release(start)) {
+      pages::untrack(reinterpret_cast<void*>(start));
+      pages::make_private(reinterpret_cast<void*>(start), map_len);
+    }
     return nullptr;
   }
+  if (!again) pages::add(start, map_len, fd);
   std::unique_ptr<MemoryRegion> mr(new MemoryRegion());
   mr->conn_ = conn_;
   mr->handle_ = rep.mr;
@@ -361,7 +372,7 @@ std::unique_ptr<MemoryRegion> ProtectionDomain::reg_mr(void* addr, size_t length
   mr->map_ = reinterpret_cast<void*>(start);
   mr->map_len_ = map_len;
   mr->client_memory_ = true;
-  pages::track(mr->map_, map_len);
+  if (!again) pages::track(mr->map_, map_len);
   return mr;
 }
 
@@ -382,13 +393,16 @@ int ProtectionDomain::dereg_mr(std::unique_ptr<MemoryRegion>& mr) {
 MemoryRegion::~MemoryRegion() {
   destroy(conn_, Op::dereg_mr, handle_);
   if (map_ == nullptr) return;
-  pages::untrack(map_);
-  // The application's memory stays where it was, private again; memory
-  // from the daemon goes.
-  if (client_memory_)
+  // The application's memory stays where it was, private again once no
+  // registration shares it; memory from the daemon goes.
+  if (client_memory_) {
+    if (!pages::release(reinterpret_cast<uintptr_t>(map_))) return;
+    pages::untrack(map_);
     pages::make_private(map_, map_len_);
-  else
+  } else {
+    pages::untrack(map_);
     munmap(map_, map_len_);
+  }
 }
 
 // ---- queue pair ----
@@ -452,6 +466,25 @@ int QueuePair::query(ibv_qp_attr& attr) {
   return err;
 }
 
+int Connection::neighbor(const uint8_t* ip, bool start, uint32_t& state, uint8_t* mac) {
+  auto req = make_request<NeighborReq>(Op::neighbor);
+  std::memcpy(req.ip, ip, 16);
+  req.start = start ? 1 : 0;
+  NeighborRep rep{};
+  const int err = call(&req, sizeof req, &rep, sizeof rep);
+  if (err == 0) {
+    state = rep.state;
+    if (rep.reachable) std::memcpy(mac, rep.mac, 6);
+  }
+  return err;
+}
+
+void QueuePair::refresh_state(ibv_qp_state below) {
+  if (state_ >= below || state_ == IBV_QPS_ERR || conn_->dead()) return;
+  ibv_qp_attr attr{};
+  query(attr);
+}
+
 int QueuePair::check_send(const SendWr& wr) const {
   if (conn_->dead()) return EIO;
   if (state_ == IBV_QPS_RESET || state_ == IBV_QPS_INIT || state_ == IBV_QPS_RTR) return EINVAL;
@@ -465,6 +498,7 @@ int QueuePair::check_send(const SendWr& wr) const {
 }
 
 int QueuePair::post_send_all(const SendWr* wr, const SendWr** bad) {
+  refresh_state(IBV_QPS_RTS);
   uint32_t n = 0;
   for (const SendWr* w = wr; w != nullptr; w = w->next, ++n) {
     if (const int err = check_send(*w)) {
@@ -483,6 +517,7 @@ int QueuePair::post_send_all(const SendWr* wr, const SendWr** bad) {
 }
 
 int QueuePair::post_send(const SendWr* wr, const SendWr** bad) {
+  refresh_state(IBV_QPS_RTS);
   auto* ring = static_cast<RingHeader*>(sq_);
   SendSlot* slots = ring_slots<SendSlot>(ring);
   const uint32_t start = sq_producer_;
@@ -527,6 +562,7 @@ int QueuePair::post_send(const SendWr* wr, const SendWr** bad) {
 }
 
 int QueuePair::post_recv(const RecvWr* wr, const RecvWr** bad) {
+  refresh_state(IBV_QPS_INIT);
   auto* ring = static_cast<RingHeader*>(rq_);
   RecvSlot* slots = ring_slots<RecvSlot>(ring);
   const uint32_t start = rq_producer_;

@@ -55,7 +55,7 @@ __attribute__((no_sanitize("address"))) void copy_pages(void* to, const void* fr
 
 }  // namespace
 
-bool private_anonymous(uintptr_t start, size_t len) {
+bool private_memory(uintptr_t start, size_t len) {
   std::ifstream maps("/proc/self/maps");
   uintptr_t covered = start;
   for (std::string line; std::getline(maps, line);) {
@@ -69,8 +69,11 @@ bool private_anonymous(uintptr_t start, size_t len) {
     const uintptr_t hi = std::stoull(range.substr(dash + 1), nullptr, 16);
     if (hi <= covered || lo >= start + len) continue;
     if (lo > covered) return false;  // a hole
-    const bool anon = inode == 0 && (path.empty() || path == "[heap]");
-    if (perms.compare(0, 4, "rw-p") != 0 || !anon) return false;
+    // Private memory only: anonymous, the heap, or a private file mapping
+    // (a program's data and bss, whose writes never reach the file); not
+    // a stack or the kernel's pages ([stack], [vvar], ...).
+    const bool special = !path.empty() && path[0] == '[' && path != "[heap]";
+    if (perms.compare(0, 4, "rw-p") != 0 || special) return false;
     covered = hi;
     if (covered >= start + len) return true;
   }
@@ -108,6 +111,45 @@ bool make_private(void* start, size_t len) {
   copy_pages(copy, start, len);
   // mremap swaps the copy in at once: the range is never unmapped between.
   return mremap(copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, start) == start;
+}
+
+namespace {
+
+struct Share {
+  size_t len;
+  int fd;
+  unsigned users;
+};
+std::mutex g_share_mutex;
+std::map<uintptr_t, Share> g_shares;  // start -> its range
+
+}  // namespace
+
+bool acquire(uintptr_t start, size_t len, uintptr_t& range_start, size_t& range_len, int& fd) {
+  std::lock_guard lock(g_share_mutex);
+  auto it = g_shares.upper_bound(start);
+  if (it == g_shares.begin()) return false;
+  --it;
+  if (start < it->first || start + len > it->first + it->second.len) return false;
+  ++it->second.users;
+  range_start = it->first;
+  range_len = it->second.len;
+  fd = it->second.fd;
+  return true;
+}
+
+void add(uintptr_t start, size_t len, int fd) {
+  std::lock_guard lock(g_share_mutex);
+  g_shares[start] = Share{len, fd, 1};
+}
+
+bool release(uintptr_t start) {
+  std::lock_guard lock(g_share_mutex);
+  auto it = g_shares.find(start);
+  if (it == g_shares.end() || --it->second.users > 0) return false;
+  close(it->second.fd);
+  g_shares.erase(it);
+  return true;
 }
 
 void track(void* start, size_t len) {

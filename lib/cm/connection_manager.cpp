@@ -9,6 +9,9 @@
 // the thread take turns, so QP1's posts come from one thread at a time.
 #include "uroce/cm/connection_manager.h"
 
+#include "remote_manager.h"
+#include "verbs/remote.h"
+
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -952,9 +955,12 @@ std::unique_ptr<ConnectionManager> ConnectionManager::open(Device& device, std::
     error = "the connection manager needs the device's engine on its own thread (Device::start_engine_thread)";
     return nullptr;
   }
-  if (detail::Access::remote(device)) {
-    error = "the connection manager does not run on a client of uroced";
-    return nullptr;
+  if (detail::RemoteDevice* r = detail::Access::remote(device)) {
+    auto remote = RemoteManager::open(*r->conn, error);
+    if (!remote) return nullptr;
+    auto m = std::unique_ptr<ConnectionManager>(new ConnectionManager(nullptr));
+    m->remote_ = std::move(remote);
+    return m;
   }
   auto impl = std::make_unique<Impl>(device);
   if (!impl->start(error)) return nullptr;
@@ -962,6 +968,7 @@ std::unique_ptr<ConnectionManager> ConnectionManager::open(Device& device, std::
 }
 
 int ConnectionManager::listen(uint16_t port) {
+  if (remote_) return remote_->listen(port, false, true);
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (!impl_->listening.insert(port).second) return EADDRINUSE;
   if (!impl_->held.empty()) impl_->wake();  // a REQ may be waiting for this port
@@ -969,6 +976,7 @@ int ConnectionManager::listen(uint16_t port) {
 }
 
 int ConnectionManager::stop_listening(uint16_t port) {
+  if (remote_) return remote_->listen(port, false, false);
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->listening.erase(port) ? 0 : EINVAL;
 }
@@ -1026,6 +1034,7 @@ int ConnectionManager::Impl::start_connect(Conn& c, const ConnParam& p, uint64_t
 
 int ConnectionManager::connect(QueuePair& qp, const wire::IpAddr& peer, uint16_t port, const ConnParam& p,
                                uint64_t& id) {
+  if (remote_) return remote_->connect(&qp, 0, IBV_QPT_RC, peer, port, p, false, id);
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mu);
   if ((qp.qp_type() != IBV_QPT_RC && qp.qp_type() != IBV_QPT_UC) ||
@@ -1042,6 +1051,7 @@ int ConnectionManager::connect(QueuePair& qp, const wire::IpAddr& peer, uint16_t
 
 int ConnectionManager::connect(uint32_t qpn, ibv_qp_type type, const wire::IpAddr& peer, uint16_t port,
                                const ConnParam& p, uint64_t& id) {
+  if (remote_) return remote_->connect(nullptr, qpn, type, peer, port, p, false, id);
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mu);
   if ((type != IBV_QPT_RC && type != IBV_QPT_UC) || qpn == 0 || qpn > 0xffffff) return EINVAL;
@@ -1073,6 +1083,7 @@ void ConnectionManager::Impl::send_rep(Conn& c, const ConnParam& p) {
 }
 
 int ConnectionManager::accept(uint64_t id, QueuePair& qp, const ConnParam& p) {
+  if (remote_) return remote_->accept(id, &qp, 0, 0, false, p);
   Impl& m = *impl_;
   // RTR needs the peer's MAC, which the engine resolves from the REQ's
   // source address: wait for it (with the table unlocked) within a bound.
@@ -1106,6 +1117,7 @@ int ConnectionManager::accept(uint64_t id, QueuePair& qp, const ConnParam& p) {
 }
 
 int ConnectionManager::accept(uint64_t id, uint32_t qpn, const ConnParam& p) {
+  if (remote_) return remote_->accept(id, nullptr, qpn, 0, false, p);
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mu);
   auto it = m.conns.find(id);
@@ -1123,6 +1135,7 @@ int ConnectionManager::accept(uint64_t id, uint32_t qpn, const ConnParam& p) {
 }
 
 int ConnectionManager::establish(uint64_t id) {
+  if (remote_) return remote_->establish(id);
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mu);
   auto it = m.conns.find(id);
@@ -1137,6 +1150,7 @@ int ConnectionManager::establish(uint64_t id) {
 }
 
 int ConnectionManager::qp_attr(uint64_t id, ibv_qp_attr& attr, int& mask) {
+  if (remote_) return remote_->qp_attr(id, attr, mask);
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mu);
   auto it = m.conns.find(id);
@@ -1158,16 +1172,19 @@ int ConnectionManager::qp_attr(uint64_t id, ibv_qp_attr& attr, int& mask) {
 }
 
 int ConnectionManager::listen_ud(uint16_t port) {
+  if (remote_) return remote_->listen(port, true, true);
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->listening_ud.insert(port).second ? 0 : EADDRINUSE;
 }
 
 int ConnectionManager::stop_listening_ud(uint16_t port) {
+  if (remote_) return remote_->listen(port, true, false);
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->listening_ud.erase(port) ? 0 : EINVAL;
 }
 
 int ConnectionManager::resolve_service(const wire::IpAddr& peer, uint16_t port, const ConnParam& p, uint64_t& id) {
+  if (remote_) return remote_->connect(nullptr, 0, IBV_QPT_UD, peer, port, p, true, id);
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mu);
   if (p.private_data.size() > kSidrReqPrivate - kCmaHeaderSize) return EINVAL;
@@ -1201,6 +1218,11 @@ int ConnectionManager::resolve_service(const wire::IpAddr& peer, uint16_t port, 
 }
 
 int ConnectionManager::accept_ud(uint64_t id, uint32_t qpn, uint32_t qkey, std::span<const uint8_t> private_data) {
+  if (remote_) {
+    ConnParam p;
+    p.private_data.assign(private_data.begin(), private_data.end());
+    return remote_->accept(id, nullptr, qpn, qkey, true, p);
+  }
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mu);
   auto it = m.conns.find(id);
@@ -1214,6 +1236,7 @@ int ConnectionManager::accept_ud(uint64_t id, uint32_t qpn, uint32_t qkey, std::
 }
 
 int ConnectionManager::reject(uint64_t id, std::span<const uint8_t> private_data) {
+  if (remote_) return remote_->reject(id, private_data);
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mu);
   auto it = m.conns.find(id);
@@ -1240,6 +1263,7 @@ int ConnectionManager::reject(uint64_t id, std::span<const uint8_t> private_data
 }
 
 int ConnectionManager::disconnect(uint64_t id) {
+  if (remote_) return remote_->disconnect(id);
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mu);
   auto it = m.conns.find(id);
@@ -1255,6 +1279,7 @@ int ConnectionManager::disconnect(uint64_t id) {
 }
 
 void ConnectionManager::detach_qp(const QueuePair& qp) {
+  if (remote_) return;  // the daemon detaches a QP its client destroys
   std::lock_guard<std::mutex> lock(impl_->mu);
   for (auto& [id, c] : impl_->conns)
     if (c.qp == &qp) c.qp = nullptr;
@@ -1265,6 +1290,7 @@ void ConnectionManager::detach_qp(const QueuePair& qp) {
 // REP in progress is refused with REJ "consumer defined", an established
 // connection is disconnected; TimeWait and a DREQ run out on their timers.
 int ConnectionManager::release(uint64_t id) {
+  if (remote_) return remote_->release(id);
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mu);
   auto it = m.conns.find(id);
@@ -1317,9 +1343,10 @@ int ConnectionManager::release(uint64_t id) {
   return 0;
 }
 
-int ConnectionManager::event_fd() const { return impl_->event_fd; }
+int ConnectionManager::event_fd() const { return remote_ ? remote_->event_fd() : impl_->event_fd; }
 
 bool ConnectionManager::get_event(Event& out) {
+  if (remote_) return remote_->get_event(out);
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mu);
   if (m.events.empty()) return false;

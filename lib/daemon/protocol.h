@@ -15,7 +15,7 @@
 namespace uroce::daemon {
 
 inline constexpr uint32_t kMagic = 0x75724f44;  // "urOD"
-inline constexpr uint32_t kVersion = 2;
+inline constexpr uint32_t kVersion = 3;
 inline constexpr const char* kDefaultSocket = "/run/uroce/uroced.sock";
 
 enum class Op : uint32_t {
@@ -33,6 +33,16 @@ enum class Op : uint32_t {
   dereg_mr,
   create_comp_channel,
   destroy_comp_channel,
+  // The connection manager, which runs in the daemon on its port's QP1
+  // (docs/daemon.md, "The connection manager"), and the neighbour table.
+  cm_open,       // AllocPdReq -> HandleRep with the client's CM event eventfd
+  cm_listen,     // CmListenReq -> HandleRep
+  cm_connect,    // CmConnectReq -> CmIdRep
+  cm_accept,     // CmAcceptReq -> HandleRep
+  cm_id_op,      // CmIdReq -> HandleRep
+  cm_qp_attr,    // CmIdReq -> CmQpAttrRep
+  cm_get_event,  // AllocPdReq -> CmEventRep
+  neighbor,      // NeighborReq -> NeighborRep
 };
 
 struct ReqHeader {
@@ -157,6 +167,108 @@ struct MrRep {  // alloc_mr comes with the region's memfd
   uint32_t key;   // lkey == rkey
   uint64_t addr;  // alloc_mr: where the client must map it (the daemon's address)
   uint64_t length;
+};
+
+// ---- the connection manager (uroce::cm::ConnectionManager's calls) ----
+
+inline constexpr uint32_t kCmPrivateData = 196;  // the largest field: a REP's
+
+struct CmParam {  // uroce::cm::ConnParam
+  uint8_t private_data[kCmPrivateData];
+  uint32_t private_data_len;
+  uint8_t responder_resources;
+  uint8_t initiator_depth;
+  uint8_t retry_count;
+  uint8_t rnr_retry_count;
+  uint8_t flow_control;
+  uint8_t pad = 0;
+  uint16_t local_port;
+};
+
+struct CmListenReq {
+  ReqHeader h;
+  uint16_t port;
+  uint8_t ud;   // rdma_cm's UDP port space (SIDR)
+  uint8_t on;   // listen, or stop listening
+  uint32_t pad = 0;
+};
+
+struct CmConnectReq {
+  ReqHeader h;
+  uint32_t qp;       // the client's QP handle, or 0: a QP the client moves itself
+  uint32_t qpn;      // with qp 0
+  uint32_t qp_type;  // with qp 0
+  uint16_t port;
+  uint8_t ud;        // resolve_service (SIDR REQ) instead of a REQ
+  uint8_t pad = 0;
+  uint8_t peer[16];  // GID (IPv4-mapped for IPv4)
+  CmParam param;
+};
+struct CmIdRep {
+  RepHeader h;
+  uint64_t id;
+};
+
+struct CmAcceptReq {
+  ReqHeader h;
+  uint64_t id;
+  uint32_t qp;    // as in CmConnectReq
+  uint32_t qpn;
+  uint32_t qkey;  // ud: accept_ud's
+  uint8_t ud;
+  uint8_t pad[3] = {};
+  CmParam param;
+};
+
+enum class CmIdOp : uint32_t { establish = 1, disconnect, release, reject };
+struct CmIdReq {
+  ReqHeader h;
+  uint64_t id;
+  CmIdOp what;  // cm_id_op only
+  uint32_t qp_state;  // cm_qp_attr: the state whose attributes are asked for
+  uint32_t private_data_len;  // reject's
+  uint8_t private_data[kCmPrivateData];
+};
+
+struct CmQpAttrRep {
+  RepHeader h;
+  ibv_qp_attr attr;
+  int32_t mask;
+  uint32_t pad = 0;
+};
+
+struct CmEventRep {  // status EAGAIN: no event waits
+  RepHeader h;
+  uint32_t remaining;  // events still queued after this one
+  uint32_t type;       // uroce::cm::EventType
+  uint64_t id;
+  int32_t status;
+  uint32_t private_data_len;
+  uint8_t private_data[kCmPrivateData + 60];  // up to a MAD's 232 bytes of data
+  uint8_t local[16];
+  uint8_t peer[16];
+  uint16_t port;
+  uint16_t peer_port;
+  uint32_t peer_qpn;
+  uint32_t qkey;
+  uint8_t responder_resources;
+  uint8_t initiator_depth;
+  uint8_t ud;
+  uint8_t flow_control;
+};
+
+struct NeighborReq {
+  ReqHeader h;
+  uint8_t ip[16];
+  uint32_t start;  // start resolving unless the MAC is known
+  uint32_t pad = 0;
+};
+struct NeighborRep {
+  RepHeader h;
+  uint32_t state;  // uroce::NeighborState
+  uint8_t mac[6];
+  uint8_t reachable;
+  uint8_t pad = 0;
 };
 
 // One asynchronous event of a client's object, written by the daemon into

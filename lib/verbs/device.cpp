@@ -134,13 +134,22 @@ void Device::add_neighbor(const wire::IpAddr& ip, const wire::MacAddr& mac) {
 }
 
 NeighborState Device::resolve_neighbor(const wire::IpAddr& ip) {
-  if (remote_) return NeighborState::unknown;  // RTR answers EHOSTUNREACH until the daemon knows
+  if (remote_) {
+    uint32_t state = 0;
+    uint8_t mac[6];
+    if (remote_->conn->neighbor(ip.bytes.data(), true, state, mac) != 0) return NeighborState::failed;
+    return NeighborState(state);
+  }
   detail::Pause pause(*thread_);
   return engine_->resolve_neighbor(ip);
 }
 
 bool Device::neighbor_mac(const wire::IpAddr& ip, wire::MacAddr& mac) const {
-  if (remote_) return false;
+  if (remote_) {
+    uint32_t state = 0;
+    if (remote_->conn->neighbor(ip.bytes.data(), false, state, mac.bytes.data()) != 0) return false;
+    return NeighborState(state) == NeighborState::reachable;
+  }
   detail::Pause pause(*thread_);
   return engine_->resolve(ip, mac);
 }

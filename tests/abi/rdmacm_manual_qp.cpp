@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 
 namespace {
@@ -157,7 +158,8 @@ int serve(rdma_event_channel* ch, const char* host, const char* port) {
   rdma_cm_id* id = e->id;
   const uint32_t peer_qpn = e->param.conn.qp_num;
   rdma_ack_cm_event(e);
-  Node n;
+  auto node = std::make_unique<Node>();  // on the heap: a client of uroced cannot register its stack
+  Node& n = *node;
   make_qp(n, id->verbs);
   // As librdmacm's rdma_accept does for a QP on the id: RTS before the REP.
   move(id, n, IBV_QPS_INIT, peer_qpn);
@@ -188,7 +190,8 @@ int connect_to(rdma_event_channel* ch, const char* host, const char* port) {
   rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
   if (rdma_resolve_route(id, 2000) != 0) die("rdma_resolve_route");
   rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
-  Node n;
+  auto node = std::make_unique<Node>();  // on the heap: a client of uroced cannot register its stack
+  Node& n = *node;
   make_qp(n, id->verbs);
   move(id, n, IBV_QPS_INIT, 0);
   post_recvs(n);

@@ -474,6 +474,38 @@ void check_protocol() {
   std::memcpy(longer, &dq, sizeof dq);
   check(raw_call(s, longer, sizeof longer) == EINVAL, "a request of the wrong size is not EINVAL");
   check(raw_call(s, &pd, sizeof pd) == 0, "alloc_pd");
+  // The connection manager: nothing before cm_open; an id or a QP number
+  // that is not the client's is refused.
+  daemon::CmListenReq listen{};
+  listen.h = {daemon::Op::cm_listen, sizeof listen};
+  listen.port = 7000;
+  listen.on = 1;
+  check(raw_call(s, &listen, sizeof listen) == EINVAL, "cm_listen before cm_open is not EINVAL");
+  daemon::AllocPdReq cm_open{{daemon::Op::cm_open, sizeof(daemon::AllocPdReq)}};
+  check(raw_call(s, &cm_open, sizeof cm_open) == 0, "cm_open");
+  daemon::AllocPdReq get_event{{daemon::Op::cm_get_event, sizeof(daemon::AllocPdReq)}};
+  check(raw_call(s, &get_event, sizeof get_event) == EAGAIN, "cm_get_event with no event is not EAGAIN");
+  daemon::CmIdReq release{};
+  release.h = {daemon::Op::cm_id_op, sizeof release};
+  release.id = 1;
+  release.what = daemon::CmIdOp::release;
+  check(raw_call(s, &release, sizeof release) == EINVAL, "releasing a connection that is not the client's");
+  daemon::CmAcceptReq accept{};
+  accept.h = {daemon::Op::cm_accept, sizeof accept};
+  accept.id = 1;
+  check(raw_call(s, &accept, sizeof accept) == EINVAL, "accepting a request that is not the client's");
+  daemon::CmConnectReq connect{};
+  connect.h = {daemon::Op::cm_connect, sizeof connect};
+  connect.qpn = 17;  // no QP of this client
+  connect.qp_type = IBV_QPT_RC;
+  connect.port = 7000;
+  const uint8_t peer[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1};
+  std::memcpy(connect.peer, peer, 16);
+  check(raw_call(s, &connect, sizeof connect) == EINVAL, "a REQ offering a QP number that is not the client's");
+  connect.qp = 4242;  // no such handle
+  check(raw_call(s, &connect, sizeof connect) == EINVAL, "a REQ naming a QP handle that is not the client's");
+  check(raw_call(s, &listen, sizeof listen) == 0, "cm_listen");
+  check(raw_call(s, &listen, sizeof listen) == EADDRINUSE, "listening twice on a port is not EADDRINUSE");
   // An unsealed memfd could be shrunk under the daemon: refused.
   const int fd = memfd_create("unsealed", MFD_CLOEXEC);
   check(fd >= 0 && ftruncate(fd, 4096) == 0, "memfd");
@@ -700,7 +732,27 @@ int run_fork() {
   check(block[0] == 'A' && block[1500] == 'b', "deregistration lost the bytes");
   const pid_t child2 = spawn([&] { block[1] = 'Y'; });
   check(child_ok(child2) && block[1] == 'a', "private again after dereg");
-  // Registering a range that is not private anonymous memory: refused.
+  // Two registrations in one page (two fields of a struct, as rping's
+  // buffers): the second shares the first's pages again; the pages stay
+  // shared until both are gone.
+  auto first = pd->reg_mr(block, 500, IBV_ACCESS_LOCAL_WRITE, err);
+  check(first != nullptr, "reg_mr of a first buffer " + std::to_string(err));
+  auto second = pd->reg_mr(block + 500, 500, IBV_ACCESS_LOCAL_WRITE, err);
+  check(second != nullptr, "reg_mr of a second buffer in the same page " + std::to_string(err));
+  check(first->lkey() != second->lkey(), "two registrations have one key");
+  check(pd->dereg_mr(first) == 0, "dereg_mr of the first");
+  const pid_t child3 = spawn([&] { block[2] = 'Z'; });
+  check(child_ok(child3) && block[2] == 'a', "a forked child shares the pages the second still registers");
+  block[3] = 'D';
+  check(pd->dereg_mr(second) == 0, "dereg_mr of the second");
+  check(block[3] == 'D' && block[1500] == 'b', "the last deregistration lost the bytes");
+  // A program's own data (a private file mapping): registered as heap is.
+  static uint8_t in_bss[256];
+  in_bss[7] = 'q';
+  auto bss_mr = pd->reg_mr(in_bss, sizeof in_bss, IBV_ACCESS_LOCAL_WRITE, err);
+  check(bss_mr != nullptr && in_bss[7] == 'q', "reg_mr of a static buffer " + std::to_string(err));
+  check(pd->dereg_mr(bss_mr) == 0 && in_bss[7] == 'q', "dereg_mr of a static buffer");
+  // Registering a range that is not private memory: refused.
   auto stack_mr = pd->reg_mr(&err, sizeof err, IBV_ACCESS_LOCAL_WRITE, err);
   check(stack_mr == nullptr && err == EINVAL, "the stack was registered");
   std::free(block);

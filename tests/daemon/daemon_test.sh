@@ -6,10 +6,11 @@
 set -u
 case_=$1 uroced=$2 peer=$3 work=$4 perf=$5 run=$6 pingpong=$7 dump=$8
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (the DPDK EAL)"; exit 77; }
-if { [ "$case_" = shim ] || [ "$case_" = pingpong ]; } && [ -z "${DAEMON_TEST_NETNS:-}" ]; then
+if { [ "$case_" = shim ] || [ "$case_" = pingpong ] || [ "$case_" = rdmacm ]; } && [ -z "${DAEMON_TEST_NETNS:-}" ]; then
   # The programs' TCP exchange on a loopback of its own: no port clashes
   # with anything else on the machine.
-  for t in unshare ip $([ "$case_" = shim ] && echo ibv_devinfo ibv_rc_pingpong ib_write_bw); do
+  for t in unshare ip $([ "$case_" = shim ] && echo ibv_devinfo ibv_rc_pingpong ib_write_bw) \
+           $([ "$case_" = rdmacm ] && echo rping ucmatose rdma_server ib_write_bw); do
     command -v $t >/dev/null || { echo "SKIP: $t not installed"; exit 77; }
   done
   DAEMON_TEST_NETNS=1 exec unshare --net -- "$0" "$@"
@@ -66,6 +67,79 @@ stop_second() {
 }
 
 case $case_ in
+  rdmacm)
+    # rdma_cm programs through uroce-run --daemon: the daemon's connection
+    # manager, on its port's QP1, serves all its clients; their ports are
+    # taken daemon-wide, and a client that dies is disconnected (DREQ).
+    ip link set lo up
+    start_default
+    # NAME, SERVER and CLIENT commands (the server through the daemon at
+    # $sock, the client through CSOCK) and the line each must print.
+    cm_pair() {
+      local name=$1 srv=$2 cli=$3 srv_ok=$4 cli_ok=$5 csock=${6:-$sock}
+      timeout 60 "$run" --daemon "$sock" -- $srv >"$work/$name.srv.out" 2>&1 &
+      local s=$!
+      sleep 1
+      timeout 60 "$run" --daemon "$csock" -- $cli >"$work/$name.cli.out" 2>&1
+      local crc=$?
+      wait $s; local src=$?
+      [ $src = 0 ] && [ $crc = 0 ] ||
+        { cat "$work/$name.srv.out" "$work/$name.cli.out"; fail "$name: server $src, client $crc"; }
+      grep -qE "$srv_ok" "$work/$name.srv.out" || { cat "$work/$name.srv.out"; fail "$name: the server did not print '$srv_ok'"; }
+      grep -qE "$cli_ok" "$work/$name.cli.out" || { cat "$work/$name.cli.out"; fail "$name: the client did not print '$cli_ok'"; }
+      echo "ok: $name through the daemon"
+    }
+    cm_pair rping "rping -s -a 10.0.0.1 -p 7174 -v -C 20" "rping -c -a 10.0.0.1 -p 7174 -v -C 20" \
+      "^server ping data: rdma-ping-19: " "^ping data: rdma-ping-19: "
+    cm_pair ucmatose "ucmatose -b 10.0.0.1 -c 4 -C 10" "ucmatose -s 10.0.0.1 -c 4 -C 10" "^return status 0" "^return status 0"
+    cm_pair rdma_server-client "rdma_server -s 10.0.0.1 -p 7471" "rdma_client -s 10.0.0.1 -p 7471" \
+      "^rdma_server: end 0" "^rdma_client: end 0"
+    # A QP the program moves itself (rdma_init_qp_attr, rdma_establish).
+    if [ -x "${RDMACM_MANUAL_QP:-}" ]; then
+      cm_pair manual_qp "$RDMACM_MANUAL_QP -s 10.0.0.1 -p 7472" "$RDMACM_MANUAL_QP -c 10.0.0.1 -p 7472" \
+        "^rdmacm_manual_qp: end 0" "^rdmacm_manual_qp: end 0"
+      cm_pair manual_qp-ucmatose "ucmatose -b 10.0.0.1 -p 7473" "$RDMACM_MANUAL_QP -c 10.0.0.1 -p 7473" \
+        "^return status 0" "^rdmacm_manual_qp: end 0"
+    fi
+    for t in write_bw send_lat; do
+      cm_pair "ib_$t-R" "ib_$t -R -d uroce0 -x 1 -n 200 -s 4096" "ib_$t -R -d uroce0 -x 1 -n 200 -s 4096 10.0.0.1" \
+        "^ *4096 +200 " "^ *4096 +200 "
+    done
+    # A port one client listens on is taken for the others (EADDRINUSE),
+    # as between two processes on Linux.
+    timeout 60 "$run" --daemon "$sock" -- rping -s -a 10.0.0.1 -p 7175 -C 1000000 >"$work/busy1.out" 2>&1 &
+    s1=$!
+    sleep 1
+    timeout 20 "$run" --daemon "$sock" -- rping -s -a 10.0.0.1 -p 7175 >"$work/busy2.out" 2>&1 &&
+      fail "a second listener on a port taken through the daemon succeeded"
+    grep -q "rdma_listen" "$work/busy2.out" || { cat "$work/busy2.out"; fail "the second listener did not fail in rdma_listen"; }
+    echo "ok: a port another client listens on: rdma_listen fails"
+    # A client killed with SIGKILL: the daemon releases its connection and
+    # the peer hears DISCONNECTED at once (a DREQ, as Linux sends for a
+    # process that ends).
+    timeout 60 "$run" --daemon "$sock" -- rping -c -a 10.0.0.1 -p 7175 -C 1000000 >"$work/kill.cli.out" 2>&1 &
+    c1=$!
+    sleep 2
+    kill -0 $c1 2>/dev/null || { cat "$work/kill.cli.out"; fail "the long rping client ended early"; }
+    pkill -KILL -f "^rping -s -a 10.0.0.1 -p 7175 -C 1000000" || fail "no rping server to kill"
+    start_ms=$(($(date +%s%N) / 1000000))
+    wait $c1; crc=$?
+    took=$(( $(date +%s%N) / 1000000 - start_ms ))
+    wait $s1 2>/dev/null
+    [ $crc != 124 ] || fail "the rping client waited for its killed server until its timeout"
+    grep -q "DISCONNECT EVENT" "$work/kill.cli.out" || { cat "$work/kill.cli.out"; fail "the client heard no disconnection"; }
+    [ $took -lt 5000 ] || fail "the client took $took ms to hear its killed server's disconnection"
+    echo "ok: a server killed with SIGKILL: its client hears DISCONNECTED in $took ms"
+    stop
+    # Two daemons over a memif link: the CM's MADs on the wire between
+    # their managers.
+    start_linked
+    cm_pair rping-two-daemons "rping -s -a 10.0.0.1 -p 7176 -v -C 20" "rping -c -a 10.0.0.1 -p 7176 -v -C 20" \
+      "^server ping data: rdma-ping-19: " "^ping data: rdma-ping-19: " "$sock2"
+    cm_pair ib_read_bw-R-two-daemons "ib_read_bw -R -d uroce0 -x 1 -n 200 -s 4096" \
+      "ib_read_bw -R -d uroce0 -x 1 -n 200 -s 4096 10.0.0.1" "^ *4096 +200 " "^ *4096 +200 " "$sock2"
+    stop_second
+    stop ;;
   pair)
     # The client links no DPDK.
     ! ldd "$peer" | grep -q librte_ || fail "daemon_peer links DPDK"

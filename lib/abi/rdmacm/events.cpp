@@ -70,6 +70,13 @@ bool load_devices(Registry& r) {
       if (wire::IpAddr::parse(text.substr(at, comma - at), a)) d->addresses.push_back(a);
       at = comma + 1;
     }
+    // A client of uroced has the daemon's addresses, known once it is open
+    // (GID 0 is the link-local one).
+    if (d->addresses.empty() && !rec_of(list[i])->settings.daemon.empty() &&
+        (d->verbs = ibv_open_device(list[i])) != nullptr) {
+      const auto& gids = ctx_of(d->verbs)->device().gids();
+      for (size_t g = 1; g < gids.size(); ++g) d->addresses.push_back(gids[g]);
+    }
     r.devs.push_back(std::move(d));
   }
   // The list stays allocated: the ibv_device pointers live as long.
@@ -118,11 +125,6 @@ void stop_at_exit() {
 int open_dev(Registry& r, Dev& d) {
   if (d.cm) return 0;
   const char* name = ibv_get_device_name(d.device);
-  if (!rec_of(d.device)->settings.daemon.empty()) {
-    log_once("daemon", std::string("cannot run the connection manager on ") + name +
-                           ": rdma_cm through uroced is not supported");
-    return ENOSYS;
-  }
   if (!d.verbs) {
     d.verbs = ibv_open_device(d.device);
     if (!d.verbs) return errno ? errno : ENODEV;

@@ -91,8 +91,10 @@ struct ConnParam {
 
 class UROCE_API ConnectionManager {
  public:
-  // nullptr and a message when the device runs no engine thread, is a
-  // client of uroced, or already has a manager (QP1 is taken).
+  // nullptr and a message when the device runs no engine thread or
+  // already has a manager (QP1 is taken). On a client of uroced the
+  // manager is the daemon's, shared by all its clients: each call goes to
+  // it, and a port one client listens on is taken for the others.
   static std::unique_ptr<ConnectionManager> open(Device& device, std::string& error);
   ~ConnectionManager();
   ConnectionManager(const ConnectionManager&) = delete;
@@ -159,6 +161,7 @@ class UROCE_API ConnectionManager {
   struct Impl;
   explicit ConnectionManager(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+  std::unique_ptr<class RemoteManager> remote_;  // on a client of uroced: the daemon's manager
 };
 
 }  // namespace cm

@@ -129,6 +129,8 @@ class QueuePair {
   int post_recv(const RecvWr* wr, const RecvWr** bad);
   uint32_t qp_num() const { return qpn_; }
   ibv_qp_state state() const { return state_; }
+  // The daemon's name for it (the connection manager's calls name it).
+  uint32_t handle() const { return handle_; }
   void* context = nullptr;  // the application's (ibv_qp's qp_context)
 
  private:
@@ -137,6 +139,10 @@ class QueuePair {
   void doorbell();
   // What post_send refuses a WR for, ring room aside: 0 or an errno.
   int check_send(const SendWr& wr) const;
+  // The daemon may have moved the QP on (its connection manager brings
+  // QPs to RTS): before a post is refused for the state, the state is
+  // asked for again.
+  void refresh_state(ibv_qp_state below);
   Connection* conn_ = nullptr;
   uint32_t handle_ = 0, qpn_ = 0;
   ibv_qp_state state_ = IBV_QPS_RESET;
@@ -215,6 +221,11 @@ class Connection {
   bool dead() const { return dead_.load(std::memory_order_relaxed); }
   // Looks at the socket without blocking; true if the daemon is gone.
   bool check_dead();
+
+  // The daemon's neighbour table (ARP/ND on its port): `start` begins
+  // resolving `ip` (16 bytes, IPv4-mapped) unless its MAC is known. The
+  // state is a uroce::NeighborState; `mac` is set when it is reachable.
+  int neighbor(const uint8_t* ip, bool start, uint32_t& state, uint8_t* mac);
 
   // One request, one reply (with at most one descriptor each way); the
   // reply's status, or EPIPE once the daemon is gone. Internal.
