@@ -518,7 +518,7 @@ int check_addresses(const Options& o) {
   if (!o.ip.empty() && !wire::IpAddr::parse(o.ip, ip)) return usage("--ip " + o.ip + ": not an IPv4 or IPv6 address");
   if (!o.mac.empty() && !wire::MacAddr::parse(o.mac, mac)) return usage("--mac " + o.mac + ": not a MAC address (XX:XX:XX:XX:XX:XX)");
   if (o.rdma_cm && !o.daemon.empty())
-    return usage("-R: the connection manager does not run through uroced yet; leave out --daemon");
+    return usage("-R: --daemon runs both ends in this process, with no connection manager between them");
   if (!o.daemon.empty()) {
     if (o.loopback || !o.dev.empty() || !o.server.empty())
       return usage("--daemon runs both ends here as clients of uroced; it takes no --loopback, --dev or SERVER");

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "cm_hub.h"
 
-#include <sys/eventfd.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,26 +37,38 @@ uroce::cm::ConnParam param_of(const CmParam& p) {
 }  // namespace
 
 CmInbox::~CmInbox() {
-  if (efd_ >= 0) close(efd_);
+  if (write_fd_ >= 0) close(write_fd_);
 }
 
 int CmInbox::open() {
-  if (efd_ < 0) efd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  return efd_;
+  if (write_fd_ >= 0) {
+    errno = EBUSY;  // one manager per client: a second would take the first's events
+    return -1;
+  }
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+  fcntl(fds[1], F_SETFL, O_NONBLOCK);
+  write_fd_ = fds[1];
+  return fds[0];
+}
+
+void CmInbox::signal() {
+  const char one = 1;
+  if (write(write_fd_, &one, 1) < 0) {
+    // EAGAIN: full, readable anyway; EPIPE: the client closed its end
+  }
 }
 
 void CmInbox::push(Event e) {
   events_.push_back(std::move(e));
-  uint64_t one = 1;
-  if (efd_ >= 0 && write(efd_, &one, sizeof one) < 0) {
-    // EAGAIN: the counter is at its limit, readable anyway
-  }
+  if (write_fd_ >= 0) signal();
 }
 
 bool CmInbox::pop(Event& e) {
   if (events_.empty()) return false;
   e = std::move(events_.front());
   events_.pop_front();
+  if (!events_.empty()) signal();
   return true;
 }
 
@@ -107,8 +119,11 @@ void CmHub::dispatch(const std::function<CmInbox*(uint32_t)>& inbox) {
     auto it = owner_.find(e.id);
     if (it == owner_.end()) continue;  // released meanwhile
     client = it->second;
-    // A SIDR exchange is over with its answer: the manager forgets the id.
-    if (e.ud && e.type != EventType::connect_request) disown(e.id);
+    // The manager has forgotten the connection: a SIDR exchange answered,
+    // a REQ rejected or unanswered, a QP that could not be connected.
+    if ((e.ud && e.type != EventType::connect_request) || e.type == EventType::rejected ||
+        e.type == EventType::unreachable || e.type == EventType::connect_error)
+      disown(e.id);
     if (CmInbox* in = inbox(client)) in->push(std::move(e));
   }
 }
@@ -149,7 +164,7 @@ int CmHub::accept(uint32_t client, uroce::QueuePair* qp, const CmAcceptReq& req)
   const auto p = param_of(req.param);
   if (req.ud) {
     const int err = cm_->accept_ud(req.id, req.qpn, req.qkey, p.private_data);
-    disown(req.id);  // answered: the manager forgets the request
+    if (err == 0) disown(req.id);  // answered: the manager forgets the request
     return err;
   }
   return qp ? cm_->accept(req.id, *qp, p) : cm_->accept(req.id, req.qpn, p);

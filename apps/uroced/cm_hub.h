@@ -24,19 +24,26 @@
 
 namespace uroced {
 
-// One client's side: its queue of events and the eventfd that says so.
+// One client's side: its queue of events, and a pipe whose read end the
+// client holds, readable while events wait. The daemon writes a byte per
+// event it queues, and one more when it hands out an event with others
+// behind it (the client drains the pipe before it asks); its end never
+// blocks, and the client cannot write to it (an eventfd shared between
+// the two would let the client make the daemon's write block).
 class CmInbox {
  public:
   ~CmInbox();
-  // The eventfd (created at the first cm_open); -1 before.
+  // The read end for the client (made at the first cm_open), or -1 with
+  // errno. The session keeps no copy: a write with the reader gone fails.
   int open();
-  int fd() const { return efd_; }
+  bool opened() const { return write_fd_ >= 0; }
   void push(uroce::cm::Event e);
   bool pop(uroce::cm::Event& e);
   size_t size() const { return events_.size(); }
 
  private:
-  int efd_ = -1;
+  void signal();
+  int write_fd_ = -1;
   std::deque<uroce::cm::Event> events_;
 };
 

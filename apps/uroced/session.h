@@ -8,7 +8,9 @@
 
 #include <cstdint>
 #include <deque>
+#include <array>
 #include <map>
+#include <set>
 #include <memory>
 #include <unordered_map>
 #include <utility>
@@ -184,6 +186,7 @@ class Session {
   uroce::CompletionChannel& channel_;
   CmHub& cm_;
   CmInbox inbox_;
+  std::set<std::array<uint8_t, 16>> asked_;  // addresses it had resolved (NEIGHBOR)
   const Limits limits_;
   int sock_;
   ucred peer_;

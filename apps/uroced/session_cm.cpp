@@ -16,6 +16,9 @@ namespace {
 
 using namespace uroce::daemon;
 
+// Addresses one client may have the daemon resolve.
+constexpr size_t kNeighborsPerClient = 1024;
+
 template <typename Rep>
 Rep make_reply(Op op) {
   Rep rep{};
@@ -73,11 +76,12 @@ void Session::dispatch_cm(Op op, const void* msg, size_t len) {
         rep.h.status = errno;
       }
       reply(&rep, sizeof rep, rep.h.status == 0 ? fd : -1);
+      if (fd >= 0) close(fd);  // the client has its copy
       return;
     }
     case Op::cm_listen: {
       auto rep = make_reply<HandleRep>(op);
-      rep.h.status = !sized(sizeof(CmListenReq)) || inbox_.fd() < 0
+      rep.h.status = !sized(sizeof(CmListenReq)) || !inbox_.opened()
                          ? EINVAL
                          : cm_.listen(id_, peer_.uid, *static_cast<const CmListenReq*>(msg));
       reply(&rep, sizeof rep);
@@ -87,7 +91,7 @@ void Session::dispatch_cm(Op op, const void* msg, size_t len) {
       auto rep = make_reply<CmIdRep>(op);
       const auto* req = static_cast<const CmConnectReq*>(msg);
       uroce::QueuePair* qp = sized(sizeof(CmConnectReq)) && req->qp ? own_qp(req->qp) : nullptr;
-      if (!sized(sizeof(CmConnectReq)) || inbox_.fd() < 0 || (req->qp && !qp) ||
+      if (!sized(sizeof(CmConnectReq)) || !inbox_.opened() || (req->qp && !qp) ||
           (!req->qp && !req->ud && !owns_qpn(req->qpn)))
         rep.h.status = EINVAL;
       else rep.h.status = cm_.connect(id_, qp, *req, rep.id);
@@ -145,8 +149,15 @@ void Session::dispatch_cm(Op op, const void* msg, size_t len) {
           rep.state = uint32_t(uroce::NeighborState::reachable);
           rep.reachable = 1;
           std::copy(mac.bytes.begin(), mac.bytes.end(), rep.mac);
+        } else if (!req->start) {
+          rep.state = uint32_t(uroce::NeighborState::resolving);
+        } else if (asked_.size() >= kNeighborsPerClient && !asked_.count(ip.bytes)) {
+          // Each address asked for is an entry in the port's table and ARP
+          // or ND on the wire: a client gets a bounded number.
+          rep.h.status = ENOMEM;
         } else {
-          rep.state = uint32_t(req->start ? device_.resolve_neighbor(ip) : uroce::NeighborState::resolving);
+          asked_.insert(ip.bytes);
+          rep.state = uint32_t(device_.resolve_neighbor(ip));
         }
       }
       reply(&rep, sizeof rep);

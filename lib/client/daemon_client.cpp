@@ -336,6 +336,9 @@ std::unique_ptr<MemoryRegion> ProtectionDomain::reg_mr(void* addr, size_t length
   uintptr_t start = a & ~(page - 1);
   size_t map_len = ((a + length + page - 1) & ~(page - 1)) - start;
   int fd = -1;
+  // One registration at a time: two in one page must not both share it.
+  static std::mutex registering;
+  std::lock_guard<std::mutex> one_at_a_time(registering);
   // Pages another registration shares already: the same memfd again.
   const bool again = pages::acquire(start, map_len, start, map_len, fd);
   if (!again) {

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -22,15 +23,33 @@ namespace {
 std::mutex g_mutex;
 std::map<uintptr_t, size_t>* g_ranges = nullptr;  // start -> length; leaked: used from atfork
 
+struct Share {
+  size_t len;
+  int fd;
+  unsigned users;
+};
+std::mutex g_share_mutex;
+std::map<uintptr_t, Share> g_shares;  // start -> its range
+
 // fork: each shared range becomes a private copy in the child, so the
 // child neither sees the parent's later writes nor clobbers the parent's
-// heap objects around a registered buffer.
-void before_fork() { g_mutex.lock(); }
-void after_fork_parent() { g_mutex.unlock(); }
+// heap objects around a registered buffer; the child's own registrations
+// share nothing of the parent's.
+void before_fork() {
+  g_share_mutex.lock();
+  g_mutex.lock();
+}
+void after_fork_parent() {
+  g_mutex.unlock();
+  g_share_mutex.unlock();
+}
 void after_fork_child() {
   if (g_ranges != nullptr)
     for (const auto& [start, len] : *g_ranges) make_private(reinterpret_cast<void*>(start), len);
+  for (const auto& [start, s] : g_shares) close(s.fd);
+  g_shares.clear();
   g_mutex.unlock();
+  g_share_mutex.unlock();
 }
 
 std::map<uintptr_t, size_t>& ranges() {
@@ -71,9 +90,17 @@ bool private_memory(uintptr_t start, size_t len) {
     if (lo > covered) return false;  // a hole
     // Private memory only: anonymous, the heap, or a private file mapping
     // (a program's data and bss, whose writes never reach the file); not
-    // a stack or the kernel's pages ([stack], [vvar], ...).
+    // a stack or the kernel's pages ([stack], [vvar], ...), not hugepages.
     const bool special = !path.empty() && path[0] == '[' && path != "[heap]";
-    if (perms.compare(0, 4, "rw-p") != 0 || special) return false;
+    if (perms.compare(0, 4, "rw-p") != 0 || special || path.rfind("/anon_hugepage", 0) == 0) return false;
+    // A file mapping must lie within its file: a page past the end faults.
+    if (inode != 0) {
+      struct stat st {};
+      const uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
+      if (stat(path.c_str(), &st) != 0 || std::stoull(offset, nullptr, 16) + (hi - lo) >
+                                                 ((uint64_t(st.st_size) + page - 1) & ~(page - 1)))
+        return false;
+    }
     covered = hi;
     if (covered >= start + len) return true;
   }
@@ -112,18 +139,6 @@ bool make_private(void* start, size_t len) {
   // mremap swaps the copy in at once: the range is never unmapped between.
   return mremap(copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, start) == start;
 }
-
-namespace {
-
-struct Share {
-  size_t len;
-  int fd;
-  unsigned users;
-};
-std::mutex g_share_mutex;
-std::map<uintptr_t, Share> g_shares;  // start -> its range
-
-}  // namespace
 
 bool acquire(uintptr_t start, size_t len, uintptr_t& range_start, size_t& range_len, int& fd) {
   std::lock_guard lock(g_share_mutex);

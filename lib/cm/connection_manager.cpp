@@ -935,6 +935,7 @@ void ConnectionManager::Impl::timers() {
     fail_qp(c);
     Event e;
     e.id = c.id;
+    e.ud = c.sidr;
     if (c.state == State::dreq_sent) {
       e.type = EventType::disconnected;
       e.status = -ETIMEDOUT;
@@ -1089,9 +1090,10 @@ int ConnectionManager::accept(uint64_t id, QueuePair& qp, const ConnParam& p) {
   // source address: wait for it (with the table unlocked) within a bound.
   wire::IpAddr peer;
   {
+    // Nothing to wait for unless this is a request to answer.
     std::lock_guard<std::mutex> lock(m.mu);
     auto it = m.conns.find(id);
-    if (it == m.conns.end()) return EINVAL;
+    if (it == m.conns.end() || it->second.state != State::req_rcvd || it->second.sidr) return EINVAL;
     peer = it->second.peer;
   }
   wire::MacAddr mac;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "remote_manager.h"
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -133,22 +134,18 @@ int RemoteManager::qp_attr(uint64_t id, ibv_qp_attr& attr, int& mask) {
   return err;
 }
 
-// The eventfd is readable while events wait: cleared before asking, set
-// again when the daemon says more are queued. An event queued meanwhile
-// writes it again on the daemon's side.
+// The pipe is readable while events wait: drained before asking; the
+// daemon writes to it again for an event queued meanwhile, and when the
+// one it hands out has others behind it.
 bool RemoteManager::get_event(Event& out) {
   std::lock_guard<std::mutex> lock(mu_);
-  uint64_t v;
-  while (read(efd_, &v, sizeof v) < 0 && errno == EINTR) {
+  char drain[256];
+  pollfd p{efd_, POLLIN, 0};
+  while (::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) && read(efd_, drain, sizeof drain) > 0) {
   }
   auto req = make_request<AllocPdReq>(Op::cm_get_event);
   CmEventRep rep{};
   if (conn_.call(&req, sizeof req, &rep, sizeof rep) != 0) return false;
-  if (rep.remaining) {
-    v = 1;
-    if (write(efd_, &v, sizeof v) < 0) {
-    }
-  }
   Event e;
   e.type = EventType(rep.type);
   e.id = rep.id;

@@ -3,7 +3,7 @@
 // the daemon, on its port's QP1, for all its clients (listeners arbitrate
 // ports across them); each call here is one request on the daemon socket,
 // naming QPs by the daemon's handles, and the events come back one request
-// at a time, announced by an eventfd the daemon writes (docs/daemon.md).
+// at a time, announced by a pipe the daemon writes (docs/daemon.md).
 #pragma once
 
 #include <memory>
@@ -34,7 +34,7 @@ class RemoteManager {
   int release(uint64_t id);
   int reject(uint64_t id, std::span<const uint8_t> private_data);
   int qp_attr(uint64_t id, ibv_qp_attr& attr, int& mask);
-  int event_fd() const { return efd_; }
+  int event_fd() const { return efd_; }  // the read end of the daemon's pipe
   bool get_event(Event& out);
 
  private:

@@ -35,7 +35,7 @@ enum class Op : uint32_t {
   destroy_comp_channel,
   // The connection manager, which runs in the daemon on its port's QP1
   // (docs/daemon.md, "The connection manager"), and the neighbour table.
-  cm_open,       // AllocPdReq -> HandleRep with the client's CM event eventfd
+  cm_open,       // AllocPdReq -> HandleRep with the read end of the client's CM event pipe
   cm_listen,     // CmListenReq -> HandleRep
   cm_connect,    // CmConnectReq -> CmIdRep
   cm_accept,     // CmAcceptReq -> HandleRep
@@ -239,7 +239,7 @@ struct CmQpAttrRep {
 
 struct CmEventRep {  // status EAGAIN: no event waits
   RepHeader h;
-  uint32_t remaining;  // events still queued after this one
+  uint32_t remaining;  // events still queued after this one (the pipe says so too)
   uint32_t type;       // uroce::cm::EventType
   uint64_t id;
   int32_t status;
