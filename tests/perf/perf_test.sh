@@ -172,7 +172,7 @@ for side in ('client', 'server'):
     [ $? = 2 ] && grep -q "loopback" "$out" || fail "client/server mode should explain it needs --dev and --ip, or --loopback"
     for case in "--loopback --dev net_null0|takes no --dev" "--dev net_null0 --ip 300.1.1.1|not an IPv4" \
                 "--dev net_null0 --ip 10.0.0.1 --mac zz|not a MAC" "--loopback -x 3|valid indexes 0..2" \
-                "--loopback --idle-sleep-us 2000000|idle-sleep-us" "--loopback -R|rdma_cm"; do
+                "--loopback --idle-sleep-us 2000000|idle-sleep-us" "--loopback -R|no connection manager between them"; do
       timeout 30 "$perf" send_bw ${case%%|*} >"$out" 2>&1
       rc=$?
       [ $rc = 2 ] && grep -q -- "${case##*|}" "$out" || fail "send_bw ${case%%|*}: exit $rc, expected 2 and '${case##*|}'"

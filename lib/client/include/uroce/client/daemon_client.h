@@ -169,12 +169,13 @@ class ProtectionDomain {
   // Memory from the daemon (a shared memfd), zeroed, mapped at the address
   // the daemon has it at; EEXIST if that address is taken here.
   std::unique_ptr<MemoryRegion> alloc_mr(size_t length, int access, int& err);
-  // The application's own private anonymous memory (malloc, mmap): the
-  // pages around it are moved into a sealed memfd shared with the daemon,
-  // which keeps these addresses as the region's. EINVAL for other memory
-  // (files, the stack, a range that overlaps another registration). Other
-  // data in those pages must not be written by other threads meanwhile
-  // (docs/daemon.md).
+  // The application's own private memory (malloc, mmap, a program's data
+  // and bss): the pages around it are moved into a sealed memfd shared
+  // with the daemon, which keeps these addresses as the region's; a range
+  // within pages another registration shares already shares that memfd
+  // again. EINVAL for other memory (shared files, hugepages, the stack, a
+  // range that straddles shared and unshared pages). Other data in those
+  // pages must not be written by other threads meanwhile (docs/daemon.md).
   std::unique_ptr<MemoryRegion> reg_mr(void* addr, size_t length, int access, int& err);
   // EBUSY (mr kept) while posted work or frames in flight use it.
   int dereg_mr(std::unique_ptr<MemoryRegion>& mr);
