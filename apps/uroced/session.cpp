@@ -551,26 +551,46 @@ int Session::alloc_mr(const AllocMrReq& req, MrRep& rep, int& fd) {
 }
 
 int Session::reg_mr(const RegMrReq& req, MrRep& rep, Received& r) {
-  if (r.nfds != 1) return EINVAL;
-  const int fd = r.fds[0];
   const uint64_t page = page_size();
   const bool shape_ok = find(pds_, req.pd) != nullptr && (req.access & ~kAccessMask) == 0 && req.length > 0 &&
                         req.map_addr % page == 0 && req.map_length % page == 0 && req.map_length > 0 &&
                         req.map_addr + req.map_length > req.map_addr && req.addr >= req.map_addr &&
-                        req.length <= req.map_length && req.addr - req.map_addr <= req.map_length - req.length;
+                        req.length <= req.map_length && req.addr - req.map_addr <= req.map_length - req.length &&
+                        req.segments >= 1 && req.segments <= kMaxRegSegments && r.nfds == int(req.segments);
   if (!shape_ok) return EINVAL;
+  // The segments cover the range in order, in whole pages of their files.
+  uint64_t at = req.map_addr;
+  for (uint32_t i = 0; i < req.segments; ++i) {
+    const RegSegment& s = req.seg[i];
+    if (s.addr != at || s.length == 0 || s.length % page || s.offset % page ||
+        s.length > req.map_addr + req.map_length - at || s.offset + s.length < s.offset)
+      return EINVAL;
+    at += s.length;
+  }
+  if (at != req.map_addr + req.map_length) return EINVAL;
   if (const int err = mr_quota(req.map_length); err != 0) return err;
-  // A client that could shrink the file would make the daemon fault on
-  // the pages it cut off.
-  const int seals = fcntl(fd, F_GET_SEALS);
-  struct stat st {};
-  if (seals < 0 || (uint32_t(seals) & kRequiredSeals) != kRequiredSeals) return EPERM;
-  if (fstat(fd, &st) != 0 || uint64_t(st.st_size) < req.map_length) return EINVAL;
+  // A client that could shrink a file would make the daemon fault on the
+  // pages it cut off.
+  for (uint32_t i = 0; i < req.segments; ++i) {
+    const int seals = fcntl(r.fds[i], F_GET_SEALS);
+    struct stat st {};
+    if (seals < 0 || (uint32_t(seals) & kRequiredSeals) != kRequiredSeals) return EPERM;
+    if (fstat(r.fds[i], &st) != 0 || uint64_t(st.st_size) < req.seg[i].offset + req.seg[i].length) return EINVAL;
+  }
   // Wherever there is room: the region keeps the client's addresses as its
   // IOVA, so clients whose buffers sit at the same addresses (forked
-  // workers) each register theirs.
-  void* p = mmap(nullptr, req.map_length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  // workers) each register theirs. The segments go side by side into one
+  // reservation.
+  void* p = mmap(nullptr, req.map_length, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) return ENOMEM;
+  for (uint32_t i = 0; i < req.segments; ++i) {
+    const RegSegment& s = req.seg[i];
+    void* want = static_cast<uint8_t*>(p) + (s.addr - req.map_addr);
+    if (mmap(want, s.length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, r.fds[i], off_t(s.offset)) != want) {
+      munmap(p, req.map_length);
+      return ENOMEM;
+    }
+  }
   MappedMr m;
   m.map = p;
   m.map_len = req.map_length;

@@ -100,9 +100,14 @@ Connection::~Connection() {
 }
 
 int Connection::call(const void* req, size_t req_len, void* rep, size_t rep_len, int send_fd, int* recv_fd) {
+  return call(req, req_len, rep, rep_len, send_fd >= 0 ? &send_fd : nullptr, send_fd >= 0 ? 1 : 0, recv_fd);
+}
+
+int Connection::call(const void* req, size_t req_len, void* rep, size_t rep_len, const int* send_fds, int nsend,
+                     int* recv_fd) {
   std::lock_guard lock(mutex_);
   if (dead()) return EPIPE;
-  if (send_datagram(sock_, req, req_len, send_fd >= 0 ? &send_fd : nullptr, send_fd >= 0 ? 1 : 0) != 0) {
+  if (send_datagram(sock_, req, req_len, send_fds, nsend) != 0) {
     dead_ = true;
     return EPIPE;
   }
@@ -333,18 +338,19 @@ std::unique_ptr<MemoryRegion> ProtectionDomain::reg_mr(void* addr, size_t length
   const uint64_t page = page_size();
   const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
   if (addr == nullptr || length == 0 || a + length < a) return err = EINVAL, nullptr;
-  uintptr_t start = a & ~(page - 1);
-  size_t map_len = ((a + length + page - 1) & ~(page - 1)) - start;
-  int fd = -1;
+  const uintptr_t start = a & ~(page - 1);
+  const size_t map_len = ((a + length + page - 1) & ~(page - 1)) - start;
   // One registration at a time: two in one page must not both share it.
   static std::mutex registering;
   std::lock_guard<std::mutex> one_at_a_time(registering);
-  // Pages another registration shares already: the same memfd again.
-  const bool again = pages::acquire(start, map_len, start, map_len, fd);
-  if (!again) {
-    if (!pages::private_memory(start, map_len)) return err = EINVAL, nullptr;
-    fd = pages::share(reinterpret_cast<void*>(start), map_len);
-    if (fd < 0) return err = errno ? errno : ENOMEM, nullptr;
+  // The ranges earlier registrations share, and new ones between them.
+  std::vector<pages::Piece> pieces;
+  if (!pages::cover(start, map_len, pieces)) return err = errno, nullptr;
+  std::vector<uintptr_t> ranges;
+  for (const auto& p : pieces) ranges.push_back(p.range);
+  if (pieces.size() > kMaxRegSegments) {
+    pages::drop(ranges);
+    return err = EINVAL, nullptr;
   }
   auto req = make_request<RegMrReq>(Op::reg_mr);
   req.pd = handle_;
@@ -353,29 +359,26 @@ std::unique_ptr<MemoryRegion> ProtectionDomain::reg_mr(void* addr, size_t length
   req.length = length;
   req.map_addr = start;
   req.map_length = map_len;
+  req.segments = uint32_t(pieces.size());
+  int fds[kMaxRegSegments];
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    req.seg[i] = RegSegment{pieces[i].addr, pieces[i].len, pieces[i].offset};
+    fds[i] = pieces[i].fd;
+  }
   MrRep rep{};
-  err = conn_->call(&req, sizeof req, &rep, sizeof rep, fd);
+  err = conn_->call(&req, sizeof req, &rep, sizeof rep, fds, int(pieces.size()));
   if (err != 0) {
-    if (!again) {
-      close(fd);
-      pages::make_private(reinterpret_cast<void*>(start), map_len);
-    } else if (pages::release(start)) {
-      pages::untrack(reinterpret_cast<void*>(start));
-      pages::make_private(reinterpret_cast<void*>(start), map_len);
-    }
+    pages::drop(ranges);
     return nullptr;
   }
-  if (!again) pages::add(start, map_len, fd);
   std::unique_ptr<MemoryRegion> mr(new MemoryRegion());
   mr->conn_ = conn_;
   mr->handle_ = rep.mr;
   mr->key_ = rep.key;
   mr->addr_ = addr;
   mr->length_ = length;
-  mr->map_ = reinterpret_cast<void*>(start);
-  mr->map_len_ = map_len;
+  mr->ranges_ = std::move(ranges);
   mr->client_memory_ = true;
-  if (!again) pages::track(mr->map_, map_len);
   return mr;
 }
 
@@ -395,14 +398,11 @@ int ProtectionDomain::dereg_mr(std::unique_ptr<MemoryRegion>& mr) {
 
 MemoryRegion::~MemoryRegion() {
   destroy(conn_, Op::dereg_mr, handle_);
-  if (map_ == nullptr) return;
   // The application's memory stays where it was, private again once no
   // registration shares it; memory from the daemon goes.
   if (client_memory_) {
-    if (!pages::release(reinterpret_cast<uintptr_t>(map_))) return;
-    pages::untrack(map_);
-    pages::make_private(map_, map_len_);
-  } else {
+    pages::drop(ranges_);
+  } else if (map_ != nullptr) {
     pages::untrack(map_);
     munmap(map_, map_len_);
   }

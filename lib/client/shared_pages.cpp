@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <iterator>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -140,31 +142,59 @@ bool make_private(void* start, size_t len) {
   return mremap(copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, start) == start;
 }
 
-bool acquire(uintptr_t start, size_t len, uintptr_t& range_start, size_t& range_len, int& fd) {
-  std::lock_guard lock(g_share_mutex);
-  auto it = g_shares.upper_bound(start);
-  if (it == g_shares.begin()) return false;
-  --it;
-  if (start < it->first || start + len > it->first + it->second.len) return false;
-  ++it->second.users;
-  range_start = it->first;
-  range_len = it->second.len;
-  fd = it->second.fd;
-  return true;
-}
+namespace {
 
-void add(uintptr_t start, size_t len, int fd) {
-  std::lock_guard lock(g_share_mutex);
-  g_shares[start] = Share{len, fd, 1};
-}
-
-bool release(uintptr_t start) {
-  std::lock_guard lock(g_share_mutex);
-  auto it = g_shares.find(start);
-  if (it == g_shares.end() || --it->second.users > 0) return false;
+// With g_share_mutex held.
+void drop_locked(uintptr_t range) {
+  auto it = g_shares.find(range);
+  if (it == g_shares.end() || --it->second.users > 0) return;
+  const size_t len = it->second.len;
   close(it->second.fd);
   g_shares.erase(it);
+  untrack(reinterpret_cast<void*>(range));
+  make_private(reinterpret_cast<void*>(range), len);
+}
+
+}  // namespace
+
+bool cover(uintptr_t start, size_t len, std::vector<Piece>& out) {
+  std::lock_guard lock(g_share_mutex);
+  out.clear();
+  const uintptr_t end = start + len;
+  auto undo = [&](int err) {
+    for (const Piece& p : out) drop_locked(p.range);
+    out.clear();
+    errno = err;
+    return false;
+  };
+  for (uintptr_t at = start; at < end;) {
+    auto next = g_shares.upper_bound(at);
+    if (next != g_shares.begin()) {
+      auto it = std::prev(next);
+      if (at < it->first + it->second.len) {  // a range shared already
+        const uintptr_t to = std::min(end, it->first + it->second.len);
+        ++it->second.users;
+        out.push_back(Piece{at, to - at, it->second.fd, at - it->first, it->first});
+        at = to;
+        continue;
+      }
+    }
+    // The pages up to the next range: shared now.
+    const uintptr_t to = next == g_shares.end() ? end : std::min(end, next->first);
+    if (!private_memory(at, to - at)) return undo(EINVAL);
+    const int fd = share(reinterpret_cast<void*>(at), to - at);
+    if (fd < 0) return undo(errno ? errno : ENOMEM);
+    g_shares[at] = Share{to - at, fd, 1};
+    track(reinterpret_cast<void*>(at), to - at);
+    out.push_back(Piece{at, to - at, fd, 0, at});
+    at = to;
+  }
   return true;
+}
+
+void drop(const std::vector<uintptr_t>& ranges) {
+  std::lock_guard lock(g_share_mutex);
+  for (uintptr_t r : ranges) drop_locked(r);
 }
 
 void track(void* start, size_t len) {

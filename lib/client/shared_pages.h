@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace uroce::client::pages {
 
@@ -22,18 +23,24 @@ int share(void* start, size_t len);
 // contents.
 bool make_private(void* start, size_t len);
 
-// The application's pages that registrations share with the daemon, one
-// memfd per range: a registration whose pages lie within a range shared
-// already (two buffers of one page, a struct's fields) shares that range's
-// memfd again; the pages go back to private memory with the last one.
-// acquire: the range holding [start, start+len) with a user more, its
-// start, length and memfd (kept by the table); false if none holds it.
-bool acquire(uintptr_t start, size_t len, uintptr_t& range_start, size_t& range_len, int& fd);
-// A new range and its memfd (the table keeps it), with one user.
-void add(uintptr_t start, size_t len, int fd);
-// One user fewer; true if it was the last (the range is forgotten and its
-// memfd closed: the caller makes the pages private).
-bool release(uintptr_t start);
+// The application's pages that registrations share with the daemon, in
+// ranges of one memfd each. A registration's pages are covered by the
+// ranges shared already (two buffers of one page, a struct's fields,
+// neighbours that overlap) and new ranges for the pages between them;
+// a range goes back to private memory with its last registration.
+struct Piece {
+  uintptr_t addr;    // pages of the registration
+  size_t len;
+  int fd;            // the range's memfd (the table keeps it)
+  uint64_t offset;   // of addr in it
+  uintptr_t range;   // the range's start
+};
+// Covers [start, start+len) (whole pages) in order, a user more for each
+// range it takes. False with errno (EINVAL: memory that is not private)
+// and nothing taken if part of it cannot be shared.
+bool cover(uintptr_t start, size_t len, std::vector<Piece>& out);
+// One user fewer of each range; a range's last user makes it private again.
+void drop(const std::vector<uintptr_t>& ranges);
 
 // Ranges a forked child must not share: registered client memory and
 // daemon-provided regions alike.

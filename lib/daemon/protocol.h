@@ -152,14 +152,27 @@ struct AllocMrReq {
   int32_t access;
   uint64_t length;
 };
-struct RegMrReq {  // with the region's memfd
+// The pages of a client registration come from one memfd or several (a
+// range shared by an earlier registration, and the pages beside it):
+// `length` bytes of the segment's memfd from `offset` hold the client's
+// pages at `addr`.
+inline constexpr uint32_t kMaxRegSegments = 8;
+struct RegSegment {
+  uint64_t addr;
+  uint64_t length;
+  uint64_t offset;
+};
+struct RegMrReq {  // with one memfd per segment, in order
   ReqHeader h;
   uint32_t pd;
   int32_t access;
   uint64_t addr;       // the client's buffer
   uint64_t length;
-  uint64_t map_addr;   // the page-rounded range the memfd covers, from offset 0
+  uint64_t map_addr;   // the page-rounded range, which the segments cover in order
   uint64_t map_length;
+  uint32_t segments;
+  uint32_t pad = 0;
+  RegSegment seg[kMaxRegSegments];
 };
 struct MrRep {  // alloc_mr comes with the region's memfd
   RepHeader h;

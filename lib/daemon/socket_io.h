@@ -12,7 +12,7 @@
 
 namespace uroce::daemon {
 
-inline constexpr int kMaxFds = 3;
+inline constexpr int kMaxFds = 8;
 
 // 0, or an errno.
 inline int send_datagram(int sock, const void* buf, size_t len, const int* fds, int nfds) {
@@ -42,8 +42,11 @@ struct Received {
   ssize_t len = 0;   // 0: the peer closed; -1: error (err)
   int err = 0;
   bool truncated = false;  // the datagram or its descriptors did not fit
-  int fds[kMaxFds] = {-1, -1, -1};
+  int fds[kMaxFds];
   int nfds = 0;
+  Received() {
+    for (int& fd : fds) fd = -1;
+  }
 };
 
 // Receives one datagram into buf. Descriptors that arrive are returned

@@ -511,7 +511,8 @@ void check_protocol() {
   check(fd >= 0 && ftruncate(fd, 4096) == 0, "memfd");
   void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   daemon::RegMrReq rm{{daemon::Op::reg_mr, sizeof(daemon::RegMrReq)}, 0, IBV_ACCESS_LOCAL_WRITE,
-                      reinterpret_cast<uintptr_t>(page), 4096, reinterpret_cast<uintptr_t>(page), 4096};
+                      reinterpret_cast<uintptr_t>(page), 4096, reinterpret_cast<uintptr_t>(page), 4096, 1};
+  rm.seg[0] = {reinterpret_cast<uintptr_t>(page), 4096, 0};
   daemon::HandleRep rep{};
   check(daemon::send_datagram(s, &pd, sizeof pd, nullptr, 0) == 0, "raw send");
   daemon::Received r = daemon::recv_datagram(s, &rep, sizeof rep);
@@ -740,6 +741,18 @@ int run_fork() {
   auto second = pd->reg_mr(block + 500, 500, IBV_ACCESS_LOCAL_WRITE, err);
   check(second != nullptr, "reg_mr of a second buffer in the same page " + std::to_string(err));
   check(first->lkey() != second->lkey(), "two registrations have one key");
+  // One that reaches past those pages: their range and new pages, side by side.
+  const long page = sysconf(_SC_PAGESIZE);
+  auto* big = static_cast<uint8_t*>(std::malloc(size_t(3 * page)));
+  std::memset(big, 'g', size_t(3 * page));
+  auto head = pd->reg_mr(big, 100, IBV_ACCESS_LOCAL_WRITE, err);
+  check(head != nullptr, "reg_mr at the start of a block " + std::to_string(err));
+  auto across = pd->reg_mr(big + 50, size_t(2 * page), IBV_ACCESS_LOCAL_WRITE, err);
+  check(across != nullptr, "reg_mr across a shared range and new pages " + std::to_string(err));
+  check(pd->dereg_mr(head) == 0 && big[0] == 'g' && big[2 * page] == 'g', "dereg_mr of the first of two ranges");
+  big[page] = 'h';
+  check(pd->dereg_mr(across) == 0 && big[page] == 'h' && big[3 * page - 1] == 'g', "dereg_mr across two ranges");
+  std::free(big);
   check(pd->dereg_mr(first) == 0, "dereg_mr of the first");
   const pid_t child3 = spawn([&] { block[2] = 'Z'; });
   check(child_ok(child3) && block[2] == 'a', "a forked child shares the pages the second still registers");

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <vector>
 #include <string>
 #include <unordered_map>
 
@@ -64,10 +65,13 @@ class MemoryRegion {
   uint32_t key_ = 0;
   void* addr_ = nullptr;
   size_t length_ = 0;
-  // The pages the region shares with the daemon.
+  // alloc_mr: the daemon's memory, mapped here.
   void* map_ = nullptr;
   size_t map_len_ = 0;
-  bool client_memory_ = false;  // reg_mr: private pages go back at deregistration
+  // reg_mr: the shared ranges its pages are in (private again with their
+  // last registration).
+  std::vector<uintptr_t> ranges_;
+  bool client_memory_ = false;
 };
 
 class CompletionQueue {
@@ -231,6 +235,8 @@ class Connection {
   // One request, one reply (with at most one descriptor each way); the
   // reply's status, or EPIPE once the daemon is gone. Internal.
   int call(const void* req, size_t req_len, void* rep, size_t rep_len, int send_fd = -1, int* recv_fd = nullptr);
+  int call(const void* req, size_t req_len, void* rep, size_t rep_len, const int* send_fds, int nsend,
+           int* recv_fd = nullptr);
   uint8_t* arena() const { return arena_; }
   void ring_doorbell();
   CompletionQueue* cq_by_handle(uint32_t handle);
