@@ -20,22 +20,6 @@ constexpr uint64_t kSendSlot = kRecvSlots;
 // How long a receive is still looked for once the peer is down.
 constexpr auto kLastWords = std::chrono::milliseconds(100);
 
-std::string why_refused(const cm::Event& e) {
-  switch (e.type) {
-    case cm::EventType::rejected:
-      return e.status == 8 ? "the server refused the connection: nobody listens on that port (REJ reason 8)"
-                           : "the server refused the connection (REJ reason " + std::to_string(e.status) + ")";
-    case cm::EventType::unreachable:
-      return "no answer from the server's connection manager (its CM retries ran out)";
-    case cm::EventType::connect_error:
-      return "the QP could not be connected: " + std::string(std::strerror(e.status));
-    case cm::EventType::disconnected:
-      return "the peer disconnected";
-    default:
-      return "unexpected connection event " + std::to_string(int(e.type));
-  }
-}
-
 }  // namespace
 
 std::unique_ptr<CmLink> CmLink::open(Device& dev, std::string& error) {
@@ -85,7 +69,7 @@ bool CmLink::connect(QueuePair& qp, const wire::IpAddr& peer, uint16_t port, con
   const uint64_t mine = id;
   cm::Event e;
   if (!wait([mine](const cm::Event& ev) { return ev.id == mine; }, timeout, idle, e, error)) return false;
-  if (e.type != cm::EventType::established) return error = why_refused(e), false;
+  if (e.type != cm::EventType::established) return error = cm::describe(e), false;
   return true;
 }
 
@@ -103,7 +87,7 @@ bool CmLink::accept(QueuePair& qp, const cm::ConnParam& p, Millis request_timeou
   cm::Event e;
   if (!wait([mine](const cm::Event& ev) { return ev.id == mine; }, timeout, idle, e, error))
     return error = "the client did not complete the connection: " + error, false;
-  if (e.type != cm::EventType::established) return error = why_refused(e), false;
+  if (e.type != cm::EventType::established) return error = cm::describe(e), false;
   return true;
 }
 

@@ -36,20 +36,6 @@ cm::ConnParam params() {
   return p;
 }
 
-std::string refused(const cm::Event& e) {
-  switch (e.type) {
-    case cm::EventType::rejected:
-      return e.status == 8 ? "the server refused the connection: nobody listens on that port (REJ reason 8)"
-                           : "the server refused the connection (REJ reason " + std::to_string(e.status) + ")";
-    case cm::EventType::unreachable:
-      return "no answer from the server's connection manager (its CM retries ran out)";
-    case cm::EventType::connect_error:
-      return "the QP could not be connected: " + std::string(std::strerror(e.status));
-    default:
-      return "unexpected connection event " + std::to_string(int(e.type));
-  }
-}
-
 // Sets the connection up; `id` names it, `peer` is the other side's address.
 bool establish(cm::ConnectionManager& m, Context& ctx, const Options& o, uint64_t& id, cm::Event& est,
                std::string& error) {
@@ -61,7 +47,7 @@ bool establish(cm::ConnectionManager& m, Context& ctx, const Options& o, uint64_
     if (const int rc = m.connect(ctx.qp(), server, o.tcp_port, params(), id))
       return error = "couldn't send the connection request: " + std::string(std::strerror(rc)), false;
     if (!next_event(m, 0, est)) return false;
-    if (est.type != cm::EventType::established) return error = refused(est), false;
+    if (est.type != cm::EventType::established) return error = cm::describe(est), false;
     est.peer = server;
     return true;
   }

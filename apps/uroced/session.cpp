@@ -34,14 +34,6 @@ uint32_t pow2_at_least(uint32_t n) {
 
 uint64_t page_size() { return uint64_t(sysconf(_SC_PAGESIZE)); }
 
-template <typename Rep>
-Rep make_reply(Op op) {
-  Rep rep{};
-  rep.h.op = op;
-  rep.h.size = sizeof(Rep);
-  return rep;
-}
-
 template <typename Map>
 auto* find(Map& m, uint32_t handle) {
   auto it = m.find(handle);
@@ -190,7 +182,7 @@ bool Session::on_readable() {
 }
 
 bool Session::hello(const void* msg, size_t len) {
-  auto rep = make_reply<HelloRep>(Op::hello);
+  auto rep = make_message<HelloRep>(Op::hello);
   rep.version = kVersion;
   const auto* req = static_cast<const HelloReq*>(msg);
   if (len != sizeof(HelloReq) || req->magic != kMagic || req->version != kVersion) {
@@ -233,13 +225,13 @@ void Session::dispatch(Op op, const void* msg, size_t len, Received& r) {
   auto sized = [&](size_t want) { return len == want; };
   switch (op) {
     case Op::alloc_pd: {
-      auto rep = make_reply<HandleRep>(op);
+      auto rep = make_message<HandleRep>(op);
       rep.h.status = sized(sizeof(AllocPdReq)) ? alloc_pd(rep.handle) : EINVAL;
       reply(&rep, sizeof rep);
       return;
     }
     case Op::create_comp_channel: {
-      auto rep = make_reply<HandleRep>(op);
+      auto rep = make_message<HandleRep>(op);
       int fd = -1;
       rep.h.status = sized(sizeof(AllocPdReq)) ? create_channel(rep.handle, fd) : EINVAL;
       reply(&rep, sizeof rep, fd);
@@ -251,7 +243,7 @@ void Session::dispatch(Op op, const void* msg, size_t len, Received& r) {
     case Op::destroy_cq:
     case Op::destroy_qp:
     case Op::dereg_mr: {
-      auto rep = make_reply<HandleRep>(op);
+      auto rep = make_message<HandleRep>(op);
       if (!sized(sizeof(HandleReq))) {
         rep.h.status = EINVAL;
       } else {
@@ -266,32 +258,32 @@ void Session::dispatch(Op op, const void* msg, size_t len, Received& r) {
       return;
     }
     case Op::create_cq: {
-      auto rep = make_reply<CreateCqRep>(op);
+      auto rep = make_message<CreateCqRep>(op);
       rep.h.status = sized(sizeof(CreateCqReq)) ? create_cq(*static_cast<const CreateCqReq*>(msg), rep) : EINVAL;
       reply(&rep, sizeof rep);
       return;
     }
     case Op::create_qp: {
-      auto rep = make_reply<CreateQpRep>(op);
+      auto rep = make_message<CreateQpRep>(op);
       rep.h.status = sized(sizeof(CreateQpReq)) ? create_qp(*static_cast<const CreateQpReq*>(msg), rep) : EINVAL;
       reply(&rep, sizeof rep);
       return;
     }
     case Op::modify_qp: {
-      auto rep = make_reply<HandleRep>(op);
+      auto rep = make_message<HandleRep>(op);
       rep.h.status = sized(sizeof(ModifyQpReq)) ? modify_qp(*static_cast<const ModifyQpReq*>(msg)) : EINVAL;
       reply(&rep, sizeof rep);
       return;
     }
     case Op::query_qp: {
-      auto rep = make_reply<QueryQpRep>(op);
+      auto rep = make_message<QueryQpRep>(op);
       rep.h.status =
           sized(sizeof(HandleReq)) ? query_qp(static_cast<const HandleReq*>(msg)->handle, rep.attr) : EINVAL;
       reply(&rep, sizeof rep);
       return;
     }
     case Op::alloc_mr: {
-      auto rep = make_reply<MrRep>(op);
+      auto rep = make_message<MrRep>(op);
       int fd = -1;
       rep.h.status = sized(sizeof(AllocMrReq)) ? alloc_mr(*static_cast<const AllocMrReq*>(msg), rep, fd) : EINVAL;
       reply(&rep, sizeof rep, rep.h.status == 0 ? fd : -1);
@@ -299,7 +291,7 @@ void Session::dispatch(Op op, const void* msg, size_t len, Received& r) {
       return;
     }
     case Op::reg_mr: {
-      auto rep = make_reply<MrRep>(op);
+      auto rep = make_message<MrRep>(op);
       rep.h.status = sized(sizeof(RegMrReq)) ? reg_mr(*static_cast<const RegMrReq*>(msg), rep, r) : EINVAL;
       reply(&rep, sizeof rep);
       return;
@@ -315,7 +307,7 @@ void Session::dispatch(Op op, const void* msg, size_t len, Received& r) {
       dispatch_cm(op, msg, len);
       return;
     default: {
-      auto rep = make_reply<HandleRep>(op);
+      auto rep = make_message<HandleRep>(op);
       rep.h.status = EOPNOTSUPP;
       reply(&rep, sizeof rep);
       return;
@@ -413,14 +405,25 @@ int Session::create_qp(const CreateQpReq& req, CreateQpRep& rep) {
   if (pd == nullptr || scq == nullptr || rcq == nullptr || req.qp_type != IBV_QPT_RC) return EINVAL;
   if (qps_.size() >= limits_.max_qp) return over_quota("max_qp", limits_.max_qp);
   const uint32_t max_wr = device_.limits().max_qp_wr;
-  if (req.max_send_wr == 0 || req.max_send_wr > max_wr || req.max_recv_wr > max_wr || req.max_send_sge > kMaxSge ||
-      req.max_recv_sge > kMaxSge || req.max_inline_data > kMaxInline)
+  if (req.max_send_wr > max_wr || req.max_recv_wr > max_wr || req.max_send_sge > kMaxSge ||
+      req.max_recv_sge > kMaxSge || req.max_inline_data > kMaxInline) {
+    // What a program asked for beyond what the daemon serves, for its
+    // operator; once per client, as the quotas.
+    static const char* const kCaps = "create_qp caps";
+    if (std::find(quotas_logged_.begin(), quotas_logged_.end(), kCaps) != quotas_logged_.end()) return EINVAL;
+    quotas_logged_.push_back(kCaps);
+    UROCED_LOG(NOTICE,
+               "client %u (pid %d): create_qp refused: %u/%u WRs, %u/%u SGEs, %u inline bytes "
+               "(the daemon's QPs: up to %u WRs, %u SGEs, %u inline bytes)",
+               id_, int(peer_.pid), req.max_send_wr, req.max_recv_wr, req.max_send_sge, req.max_recv_sge,
+               req.max_inline_data, max_wr, kMaxSge, kMaxInline);
     return EINVAL;
+  }
   Qp qp;
   qp.pd = req.pd;
   qp.send_cq = req.send_cq;
   qp.recv_cq = req.recv_cq;
-  qp.sq_entries = pow2_at_least(req.max_send_wr);
+  qp.sq_entries = pow2_at_least(std::max(req.max_send_wr, 1u));  // a receive-only QP (qperf's) has none
   qp.rq_entries = pow2_at_least(std::max(req.max_recv_wr, 1u));
   qp.sq_bytes = ring_bytes<SendSlot>(qp.sq_entries);
   qp.rq_bytes = ring_bytes<RecvSlot>(qp.rq_entries);

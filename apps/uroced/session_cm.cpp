@@ -19,14 +19,6 @@ using namespace uroce::daemon;
 // Addresses one client may have the daemon resolve.
 constexpr size_t kNeighborsPerClient = 1024;
 
-template <typename Rep>
-Rep make_reply(Op op) {
-  Rep rep{};
-  rep.h.op = op;
-  rep.h.size = sizeof(Rep);
-  return rep;
-}
-
 void fill(const uroce::cm::Event& e, uint32_t remaining, CmEventRep& rep) {
   rep.remaining = remaining;
   rep.type = uint32_t(e.type);
@@ -65,7 +57,7 @@ void Session::dispatch_cm(Op op, const void* msg, size_t len) {
   auto sized = [&](size_t want) { return len == want; };
   switch (op) {
     case Op::cm_open: {
-      auto rep = make_reply<HandleRep>(op);
+      auto rep = make_message<HandleRep>(op);
       std::string error;
       int fd = -1;
       if (!sized(sizeof(AllocPdReq))) {
@@ -80,7 +72,7 @@ void Session::dispatch_cm(Op op, const void* msg, size_t len) {
       return;
     }
     case Op::cm_listen: {
-      auto rep = make_reply<HandleRep>(op);
+      auto rep = make_message<HandleRep>(op);
       rep.h.status = !sized(sizeof(CmListenReq)) || !inbox_.opened()
                          ? EINVAL
                          : cm_.listen(id_, peer_.uid, *static_cast<const CmListenReq*>(msg));
@@ -88,7 +80,7 @@ void Session::dispatch_cm(Op op, const void* msg, size_t len) {
       return;
     }
     case Op::cm_connect: {
-      auto rep = make_reply<CmIdRep>(op);
+      auto rep = make_message<CmIdRep>(op);
       const auto* req = static_cast<const CmConnectReq*>(msg);
       uroce::QueuePair* qp = sized(sizeof(CmConnectReq)) && req->qp ? own_qp(req->qp) : nullptr;
       if (!sized(sizeof(CmConnectReq)) || !inbox_.opened() || (req->qp && !qp) ||
@@ -99,7 +91,7 @@ void Session::dispatch_cm(Op op, const void* msg, size_t len) {
       return;
     }
     case Op::cm_accept: {
-      auto rep = make_reply<HandleRep>(op);
+      auto rep = make_message<HandleRep>(op);
       const auto* req = static_cast<const CmAcceptReq*>(msg);
       uroce::QueuePair* qp = sized(sizeof(CmAcceptReq)) && req->qp ? own_qp(req->qp) : nullptr;
       if (!sized(sizeof(CmAcceptReq)) || (req->qp && !qp) || (!req->qp && !owns_qpn(req->qpn))) rep.h.status = EINVAL;
@@ -108,13 +100,13 @@ void Session::dispatch_cm(Op op, const void* msg, size_t len) {
       return;
     }
     case Op::cm_id_op: {
-      auto rep = make_reply<HandleRep>(op);
+      auto rep = make_message<HandleRep>(op);
       rep.h.status = sized(sizeof(CmIdReq)) ? cm_.id_op(id_, *static_cast<const CmIdReq*>(msg)) : EINVAL;
       reply(&rep, sizeof rep);
       return;
     }
     case Op::cm_qp_attr: {
-      auto rep = make_reply<CmQpAttrRep>(op);
+      auto rep = make_message<CmQpAttrRep>(op);
       int mask = 0;
       if (sized(sizeof(CmIdReq))) {
         const auto* req = static_cast<const CmIdReq*>(msg);
@@ -128,7 +120,7 @@ void Session::dispatch_cm(Op op, const void* msg, size_t len) {
       return;
     }
     case Op::cm_get_event: {
-      auto rep = make_reply<CmEventRep>(op);
+      auto rep = make_message<CmEventRep>(op);
       uroce::cm::Event e;
       if (!sized(sizeof(AllocPdReq))) rep.h.status = EINVAL;
       else if (!inbox_.pop(e)) rep.h.status = EAGAIN;
@@ -137,7 +129,7 @@ void Session::dispatch_cm(Op op, const void* msg, size_t len) {
       return;
     }
     case Op::neighbor: {
-      auto rep = make_reply<NeighborRep>(op);
+      auto rep = make_message<NeighborRep>(op);
       if (!sized(sizeof(NeighborReq))) {
         rep.h.status = EINVAL;
       } else {

@@ -22,21 +22,13 @@ namespace {
 // Empty polls between looks at the socket for a daemon that is gone.
 constexpr uint32_t kDeadCheckEvery = 1u << 14;
 
-template <typename Req>
-Req make_request(Op op) {
-  Req r{};
-  r.h.op = op;
-  r.h.size = sizeof(Req);
-  return r;
-}
-
 uint64_t page_size() { return uint64_t(sysconf(_SC_PAGESIZE)); }
 
 RingHeader* ring_at(uint8_t* arena, uint64_t offset) { return reinterpret_cast<RingHeader*>(arena + offset); }
 
 void destroy(Connection* conn, Op op, uint32_t handle) {
   if (conn == nullptr || conn->dead()) return;
-  auto req = make_request<HandleReq>(op);
+  auto req = make_message<HandleReq>(op);
   req.handle = handle;
   HandleRep rep{};
   conn->call(&req, sizeof req, &rep, sizeof rep);
@@ -56,7 +48,7 @@ std::unique_ptr<Connection> Connection::connect(const std::string& socket_path, 
   c->sock_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (c->sock_ < 0 || ::connect(c->sock_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
     return error = "cannot connect to uroced at " + path + ": " + std::strerror(errno), nullptr;
-  auto req = make_request<HelloReq>(Op::hello);
+  auto req = make_message<HelloReq>(Op::hello);
   req.magic = kMagic;
   req.version = kVersion;
   HelloRep rep{};
@@ -146,7 +138,7 @@ void Connection::ring_doorbell() {
 }
 
 std::unique_ptr<ProtectionDomain> Connection::alloc_pd(int& err) {
-  auto req = make_request<AllocPdReq>(Op::alloc_pd);
+  auto req = make_message<AllocPdReq>(Op::alloc_pd);
   HandleRep rep{};
   err = call(&req, sizeof req, &rep, sizeof rep);
   if (err != 0) return nullptr;
@@ -159,7 +151,7 @@ std::unique_ptr<ProtectionDomain> Connection::alloc_pd(int& err) {
 std::unique_ptr<CompletionQueue> Connection::create_cq(int cqe, int& err) { return create_cq(cqe, nullptr, err); }
 
 std::unique_ptr<CompletionChannel> Connection::create_comp_channel(int& err) {
-  auto req = make_request<AllocPdReq>(Op::create_comp_channel);
+  auto req = make_message<AllocPdReq>(Op::create_comp_channel);
   HandleRep rep{};
   int fd = -1;
   err = call(&req, sizeof req, &rep, sizeof rep, -1, &fd);
@@ -244,7 +236,7 @@ int CompletionChannel::get_event(CompletionQueue*& cq) {
 
 std::unique_ptr<CompletionQueue> Connection::create_cq(int cqe, CompletionChannel* channel, int& err) {
   if (cqe <= 0) return err = EINVAL, nullptr;
-  auto req = make_request<CreateCqReq>(Op::create_cq);
+  auto req = make_message<CreateCqReq>(Op::create_cq);
   req.cqe = uint32_t(cqe);
   req.channel = channel != nullptr ? channel->handle_ : 0;
   CreateCqRep rep{};
@@ -305,7 +297,7 @@ int CompletionQueue::poll(int n, ibv_wc* wc) {
 ProtectionDomain::~ProtectionDomain() { destroy(conn_, Op::dealloc_pd, handle_); }
 
 std::unique_ptr<MemoryRegion> ProtectionDomain::alloc_mr(size_t length, int access, int& err) {
-  auto req = make_request<AllocMrReq>(Op::alloc_mr);
+  auto req = make_message<AllocMrReq>(Op::alloc_mr);
   req.pd = handle_;
   req.access = access;
   req.length = length;
@@ -352,7 +344,7 @@ std::unique_ptr<MemoryRegion> ProtectionDomain::reg_mr(void* addr, size_t length
     pages::drop(ranges);
     return err = EINVAL, nullptr;
   }
-  auto req = make_request<RegMrReq>(Op::reg_mr);
+  auto req = make_message<RegMrReq>(Op::reg_mr);
   req.pd = handle_;
   req.access = access;
   req.addr = a;
@@ -385,7 +377,7 @@ std::unique_ptr<MemoryRegion> ProtectionDomain::reg_mr(void* addr, size_t length
 int ProtectionDomain::dereg_mr(std::unique_ptr<MemoryRegion>& mr) {
   if (!mr) return EINVAL;
   if (!conn_->dead()) {
-    auto req = make_request<HandleReq>(Op::dereg_mr);
+    auto req = make_message<HandleReq>(Op::dereg_mr);
     req.handle = mr->handle_;
     HandleRep rep{};
     const int err = conn_->call(&req, sizeof req, &rep, sizeof rep);
@@ -412,7 +404,7 @@ MemoryRegion::~MemoryRegion() {
 
 std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, int& err) {
   if (attr.send_cq == nullptr || attr.recv_cq == nullptr || attr.qp_type != IBV_QPT_RC) return err = EINVAL, nullptr;
-  auto req = make_request<CreateQpReq>(Op::create_qp);
+  auto req = make_message<CreateQpReq>(Op::create_qp);
   req.pd = handle_;
   req.send_cq = attr.send_cq->handle_;
   req.recv_cq = attr.recv_cq->handle_;
@@ -447,7 +439,7 @@ QueuePair::~QueuePair() {
 }
 
 int QueuePair::modify(const ibv_qp_attr& attr, int attr_mask) {
-  auto req = make_request<ModifyQpReq>(Op::modify_qp);
+  auto req = make_message<ModifyQpReq>(Op::modify_qp);
   req.qp = handle_;
   req.attr_mask = attr_mask;
   req.attr = attr;
@@ -458,7 +450,7 @@ int QueuePair::modify(const ibv_qp_attr& attr, int attr_mask) {
 }
 
 int QueuePair::query(ibv_qp_attr& attr) {
-  auto req = make_request<HandleReq>(Op::query_qp);
+  auto req = make_message<HandleReq>(Op::query_qp);
   req.handle = handle_;
   QueryQpRep rep{};
   const int err = conn_->call(&req, sizeof req, &rep, sizeof rep);
@@ -470,7 +462,7 @@ int QueuePair::query(ibv_qp_attr& attr) {
 }
 
 int Connection::neighbor(const uint8_t* ip, bool start, uint32_t& state, uint8_t* mac) {
-  auto req = make_request<NeighborReq>(Op::neighbor);
+  auto req = make_message<NeighborReq>(Op::neighbor);
   std::memcpy(req.ip, ip, 16);
   req.start = start ? 1 : 0;
   NeighborRep rep{};

@@ -948,6 +948,22 @@ void ConnectionManager::Impl::timers() {
   }
 }
 
+std::string describe(const Event& e) {
+  switch (e.type) {
+    case EventType::rejected:
+      return e.status == 8 ? "the server refused the connection: nobody listens on that port (REJ reason 8)"
+                           : "the server refused the connection (REJ reason " + std::to_string(e.status) + ")";
+    case EventType::unreachable:
+      return "no answer from the server's connection manager (its CM retries ran out)";
+    case EventType::connect_error:
+      return "the QP could not be connected: " + std::string(std::strerror(e.status < 0 ? -e.status : e.status));
+    case EventType::disconnected:
+      return "the peer disconnected";
+    default:
+      return "unexpected connection event " + std::to_string(int(e.type));
+  }
+}
+
 ConnectionManager::ConnectionManager(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ConnectionManager::~ConnectionManager() = default;
 

@@ -17,14 +17,6 @@ namespace {
 
 using namespace uroce::daemon;
 
-template <typename Req>
-Req make_request(Op op) {
-  Req r{};
-  r.h.op = op;
-  r.h.size = sizeof(Req);
-  return r;
-}
-
 // EINVAL before the daemon hears of it: what the in-process manager refuses too.
 int to_param(const ConnParam& p, CmParam& out) {
   if (p.private_data.size() > kCmPrivateData) return EINVAL;
@@ -48,7 +40,7 @@ uint32_t handle_of(const QueuePair* qp) {
 }  // namespace
 
 std::unique_ptr<RemoteManager> RemoteManager::open(client::Connection& conn, std::string& error) {
-  auto req = make_request<AllocPdReq>(Op::cm_open);
+  auto req = make_message<AllocPdReq>(Op::cm_open);
   HandleRep rep{};
   int fd = -1;
   if (const int err = conn.call(&req, sizeof req, &rep, sizeof rep, -1, &fd)) {
@@ -66,7 +58,7 @@ RemoteManager::~RemoteManager() {
 }
 
 int RemoteManager::listen(uint16_t port, bool ud, bool on) {
-  auto req = make_request<CmListenReq>(Op::cm_listen);
+  auto req = make_message<CmListenReq>(Op::cm_listen);
   req.port = port;
   req.ud = ud;
   req.on = on;
@@ -76,7 +68,7 @@ int RemoteManager::listen(uint16_t port, bool ud, bool on) {
 
 int RemoteManager::connect(const QueuePair* qp, uint32_t qpn, ibv_qp_type type, const wire::IpAddr& peer,
                            uint16_t port, const ConnParam& p, bool ud, uint64_t& id) {
-  auto req = make_request<CmConnectReq>(Op::cm_connect);
+  auto req = make_message<CmConnectReq>(Op::cm_connect);
   if (qp && !(req.qp = handle_of(qp))) return EINVAL;
   req.qpn = qpn;
   req.qp_type = uint32_t(type);
@@ -92,7 +84,7 @@ int RemoteManager::connect(const QueuePair* qp, uint32_t qpn, ibv_qp_type type, 
 
 int RemoteManager::accept(uint64_t id, const QueuePair* qp, uint32_t qpn, uint32_t qkey, bool ud,
                           const ConnParam& p) {
-  auto req = make_request<CmAcceptReq>(Op::cm_accept);
+  auto req = make_message<CmAcceptReq>(Op::cm_accept);
   req.id = id;
   if (qp && !(req.qp = handle_of(qp))) return EINVAL;
   req.qpn = qpn;
@@ -104,7 +96,7 @@ int RemoteManager::accept(uint64_t id, const QueuePair* qp, uint32_t qpn, uint32
 }
 
 int RemoteManager::id_op(uint64_t id, uint32_t what, std::span<const uint8_t> data) {
-  auto req = make_request<CmIdReq>(Op::cm_id_op);
+  auto req = make_message<CmIdReq>(Op::cm_id_op);
   if (data.size() > kCmPrivateData) return EINVAL;
   req.id = id;
   req.what = CmIdOp(what);
@@ -122,7 +114,7 @@ int RemoteManager::reject(uint64_t id, std::span<const uint8_t> data) {
 }
 
 int RemoteManager::qp_attr(uint64_t id, ibv_qp_attr& attr, int& mask) {
-  auto req = make_request<CmIdReq>(Op::cm_qp_attr);
+  auto req = make_message<CmIdReq>(Op::cm_qp_attr);
   req.id = id;
   req.qp_state = uint32_t(attr.qp_state);
   CmQpAttrRep rep{};
@@ -143,7 +135,7 @@ bool RemoteManager::get_event(Event& out) {
   pollfd p{efd_, POLLIN, 0};
   while (::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) && read(efd_, drain, sizeof drain) > 0) {
   }
-  auto req = make_request<AllocPdReq>(Op::cm_get_event);
+  auto req = make_message<AllocPdReq>(Op::cm_get_event);
   CmEventRep rep{};
   if (conn_.call(&req, sizeof req, &rep, sizeof rep) != 0) return false;
   Event e;

@@ -59,6 +59,15 @@ struct RepHeader {
 
 // ---- requests (ReqHeader first) and replies (RepHeader first) ----
 
+// A message of type Msg, zeroed, its header naming `op` and its size.
+template <typename Msg>
+Msg make_message(Op op) {
+  Msg m{};
+  m.h.op = op;
+  m.h.size = sizeof(Msg);
+  return m;
+}
+
 struct HelloReq {
   ReqHeader h;
   uint32_t magic;

@@ -94,6 +94,24 @@ case $case_ in
     cm_pair ucmatose "ucmatose -b 10.0.0.1 -c 4 -C 10" "ucmatose -s 10.0.0.1 -c 4 -C 10" "^return status 0" "^return status 0"
     cm_pair rdma_server-client "rdma_server -s 10.0.0.1 -p 7471" "rdma_client -s 10.0.0.1 -p 7471" \
       "^rdma_server: end 0" "^rdma_client: end 0"
+    # qperf: its control connection over TCP to the same address (on lo
+    # here), its RC tests connected by the daemon's manager; its server's
+    # rc_bw QP has no send queue.
+    if command -v qperf >/dev/null; then
+      ip addr add 10.0.0.1/32 dev lo
+      timeout 60 "$run" --daemon "$sock" -- qperf >"$work/qperf.srv.out" 2>&1 &
+      qs=$!
+      sleep 1
+      timeout 60 "$run" --daemon "$sock" -- qperf 10.0.0.1 -cm1 -v rc_bw rc_lat rc_rdma_write_bw rc_rdma_read_bw \
+        >"$work/qperf.cli.out" 2>&1
+      qrc=$?
+      kill $qs; wait $qs 2>/dev/null
+      [ $qrc = 0 ] || { cat "$work/qperf.cli.out"; fail "qperf -cm1 through the daemon exited $qrc"; }
+      [ "$(grep -cE "^ +(bw|latency) += +[0-9.]+ " "$work/qperf.cli.out")" = 4 ] ||
+        { cat "$work/qperf.cli.out"; fail "qperf -cm1 through the daemon: not four results"; }
+      grep -q "failed\|error" "$work/qperf.cli.out" && { cat "$work/qperf.cli.out"; fail "qperf -cm1: an error"; }
+      echo "ok: qperf -cm1 rc_bw rc_lat rc_rdma_write_bw rc_rdma_read_bw through the daemon"
+    fi
     # fio's rdma engine, every block checked (crc32c): its buffers are
     # fields of one structure, registered one by one across its pages.
     if command -v fio >/dev/null; then

@@ -89,6 +89,12 @@ struct ConnParam {
   uint16_t local_port = 0;
 };
 
+// An event that ends a connection or an attempt at one, in words for a
+// program's message: "the server refused the connection: nobody listens
+// on that port (REJ reason 8)", no answer within the CM's retries, a QP
+// that could not be connected, a disconnection.
+UROCE_API std::string describe(const Event& e);
+
 class UROCE_API ConnectionManager {
  public:
   // nullptr and a message when the device runs no engine thread or
