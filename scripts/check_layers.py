@@ -37,8 +37,9 @@ ALLOWED = {
     "cc":            {"cc"} | TYPES,
     # The Communication Manager: its messages on QP1 (IB CM MADs, rdma_cm's
     # header) and the connection manager on a Device's public objects; the
-    # verbs layer's access.h gives it QP number 1.
-    "cm":            {"cm", "api/objects", "verbs", "util"} | TYPES,
+    # verbs layer's access.h gives it QP number 1. On a client of uroced the
+    # manager is the daemon's: its calls go through the client library.
+    "cm":            {"cm", "api/objects", "verbs", "util", "client", "daemon"} | TYPES,
     "wire":          {"wire"} | TYPES,
     # Threads the library starts (signal mask, name): below every layer.
     "util":          {"util"} | TYPES,
