@@ -5,11 +5,15 @@
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_pdump.h>
 
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "app_support.h"
@@ -145,6 +149,24 @@ std::unique_ptr<uroce::Endpoint> open_endpoint(const uroced::Settings& settings)
   return endpoint;
 }
 
+// DPDK's capture framework: dpdk-dumpcap (and dpdk-pdump), secondary
+// processes of this daemon's file prefix, ask it to copy its ports' frames
+// to them. Only a primary whose memory a secondary can map can serve them.
+bool start_capture_service() {
+  if (rte_eal_process_type() != RTE_PROC_PRIMARY || !rte_eal_has_hugepages()) {
+    UROCED_LOG(INFO, "dpdk-dumpcap: not available (it needs hugepages and the daemon as a multi-process primary)");
+    return false;
+  }
+  if (rte_pdump_init() != 0) {
+    UROCED_LOG(WARNING, "dpdk-dumpcap: the capture framework did not start: %s", rte_strerror(rte_errno));
+    return false;
+  }
+  // The prefix EAL took (an --file-prefix in eal wins over the setting).
+  const std::string dir = rte_eal_get_runtime_dir();
+  UROCED_LOG(INFO, "dpdk-dumpcap --file-prefix=%s can capture the port", dir.substr(dir.rfind('/') + 1).c_str());
+  return true;
+}
+
 void prepare_process() {
   // Each client holds a few descriptors in the daemon (socket, arena,
   // doorbell, event pipe, one per completion channel): the soft limit's
@@ -207,8 +229,11 @@ int main(int argc, char** argv) {
   if (const int rc = parse(argc, argv, settings); rc >= 0) return rc;
   auto endpoint = open_endpoint(settings);
   if (!endpoint) uroce::app::exit_now(1);
+  const bool capture_service = start_capture_service();
   prepare_process();
   if (!serve(*endpoint, settings)) uroce::app::exit_now(1);
+  // A dumpcap still attached is told to stop before the ports go.
+  if (capture_service) rte_pdump_uninit();
   endpoint->device().stop_engine_thread();
   endpoint.reset();
   uroce::app::exit_now(0);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "settings.h"
 
+#include <sched.h>
+
 #include <rte_cfgfile.h>
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 
 #include "app_support.h"
 #include "log.h"
+#include "uroce/port/eal.h"
 
 namespace uroced {
 namespace {
@@ -162,20 +165,50 @@ bool congestion_control(const Settings& s, uroce::cc::CcConfig& out, std::string
   return ok;
 }
 
+// The CPUs this process may run on, in EAL's list syntax ("0,1").
+static std::string allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::string list;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &set)) {
+        if (!list.empty()) list += ',';
+        list += std::to_string(cpu);
+      }
+  return list.empty() ? "0" : list;
+}
+
 std::vector<std::string> eal_args(const Settings& s) {
   // DPDK's own messages at error, as uroce's tools keep them; uroced's at
   // the level asked for.
   std::vector<std::string> v = {"--log-level=*:error", "--log-level=uroced:" + s.log_level};
-  if (!s.lcores.empty()) v.push_back("--lcores=0@(" + s.lcores + ")");
-  // DPDK's telemetry socket at a path that does not change from one start
-  // to the next (/var/run/dpdk/PREFIX/dpdk_telemetry.v2), unless eal says
-  // otherwise.
   std::vector<std::string> user = uroce::app::split_args(s.eal);
   auto given = [&user](const std::string& flag) {
     return std::any_of(user.begin(), user.end(), [&](const std::string& a) { return a == flag || a.rfind(flag + "=", 0) == 0; });
   };
+  // Two lcores on the same CPUs: the main one serves the clients, the
+  // worker runs the engine (an EAL lcore, so DPDK's multi-process stays
+  // available; see start_capture_service). Unless eal names the lcores.
+  const bool user_lcores = given("--lcores") || std::any_of(user.begin(), user.end(), [](const std::string& a) {
+                             return a.size() >= 2 && a[0] == '-' && (a[1] == 'l' || a[1] == 'c');
+                           });
+  if (!user_lcores) {
+    const std::string cpus = s.lcores.empty() ? allowed_cpus() : s.lcores;
+    v.push_back("--lcores=0@(" + cpus + "),1@(" + cpus + ")");
+  }
+  // DPDK's telemetry socket at a path that does not change from one start
+  // to the next (/var/run/dpdk/PREFIX/dpdk_telemetry.v2), unless eal says
+  // otherwise.
   if (!given("--telemetry") && !given("--no-telemetry")) v.push_back("--telemetry");
   if (!given("--file-prefix")) v.push_back("--file-prefix=" + s.file_prefix);
+  // With hugepages the daemon is a multi-process primary, the mode DPDK's
+  // dpdk-dumpcap attaches to as a secondary (uroce's tools take
+  // --in-memory, which shares nothing). Without them EAL shares nothing
+  // either way.
+  if (uroce::eal_hugepages_available() &&
+      !given("--no-huge") && !given("--in-memory") && !given("--no-shconf") && !given("--proc-type"))
+    v.push_back("--proc-type=primary");
   for (std::string& a : user) v.push_back(std::move(a));
   return v;
 }

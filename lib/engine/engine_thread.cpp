@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <rte_errno.h>
+#include <rte_launch.h>
 #include <rte_lcore.h>
 #include <rte_pause.h>
 #include <rte_per_lcore.h>
@@ -17,7 +18,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <csignal>
 #include <cstring>
+#include <mutex>
 
 #include "engine.h"
 #include "../transport/qp.h"
@@ -34,6 +37,30 @@ constexpr unsigned kDoorbellBurst = 32;
 // rounds: a few microseconds of spinning keep latency low under load, and
 // yielding keeps an idle device from starving threads sharing its core.
 constexpr unsigned kIdleSpins = 64;
+
+// Worker lcores EAL started (-l/--lcores with more than one) and that run
+// no function: the engine may take one. An EAL lcore has its lcore id, so
+// the loop needs no rte_thread_register, which turns DPDK's multi-process
+// off for good (a process that serves dpdk-dumpcap needs it on).
+std::mutex g_worker_lcores_lock;
+bool g_worker_lcore_claimed[RTE_MAX_LCORE];
+
+unsigned claim_worker_lcore() {
+  std::lock_guard<std::mutex> lock(g_worker_lcores_lock);
+  unsigned lc;
+  RTE_LCORE_FOREACH_WORKER(lc) {
+    if (!g_worker_lcore_claimed[lc] && rte_eal_get_lcore_state(lc) == WAIT) {
+      g_worker_lcore_claimed[lc] = true;
+      return lc;
+    }
+  }
+  return LCORE_ID_ANY;
+}
+
+void release_worker_lcore(unsigned lc) {
+  std::lock_guard<std::mutex> lock(g_worker_lcores_lock);
+  g_worker_lcore_claimed[lc] = false;
+}
 
 long futex(std::atomic<uint32_t>* word, int op, uint32_t val, const timespec* timeout) {
   return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, val, timeout, nullptr, 0);
@@ -127,10 +154,10 @@ bool EngineThread::start(int cpu, bool callers_drive, std::string& error) {
   handoff_.store(false);
   callers_drive_.store(callers_drive, std::memory_order_relaxed);
   threaded_.store(true, std::memory_order_release);
-  thread_ = util::quiet_thread("uroce-engine", &EngineThread::loop, this, cpu);
+  launch(cpu);
   spin_until([&] { return started_.load(std::memory_order_acquire) != 0; });
   if (started_.load() < 0) {
-    thread_.join();
+    join();
     threaded_.store(false, std::memory_order_release);
     error = start_error_;
     return false;
@@ -143,12 +170,46 @@ void EngineThread::stop() {
   if (!threaded()) return;
   stop_.store(true, std::memory_order_release);
   wake();
-  thread_.join();
+  join();
   // A caller's turn begun before the stop ends before embedded mode starts.
   lock_drive();
   threaded_.store(false, std::memory_order_release);
   unlock_drive();
   for (transport::Cq* cq : cqs_) cq->set_threaded(false);
+}
+
+void EngineThread::launch(int cpu) {
+  worker_lcore_ = claim_worker_lcore();
+  if (worker_lcore_ != LCORE_ID_ANY) {
+    launch_cpu_ = cpu;
+    if (rte_eal_remote_launch(&EngineThread::lcore_main, this, worker_lcore_) == 0) return;
+    release_worker_lcore(worker_lcore_);
+    worker_lcore_ = LCORE_ID_ANY;
+  }
+  thread_ = util::quiet_thread("uroce-engine", &EngineThread::loop, this, cpu);
+}
+
+int EngineThread::lcore_main(void* self) {
+  // As quiet_thread's: the process's signals go to its own threads.
+  sigset_t async;
+  sigemptyset(&async);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM, SIGUSR1, SIGUSR2, SIGCHLD, SIGWINCH})
+    sigaddset(&async, sig);
+  pthread_sigmask(SIG_BLOCK, &async, nullptr);
+  pthread_setname_np(pthread_self(), "uroce-engine");
+  auto* t = static_cast<EngineThread*>(self);
+  t->loop(t->launch_cpu_);
+  return 0;
+}
+
+void EngineThread::join() {
+  if (worker_lcore_ == LCORE_ID_ANY) {
+    thread_.join();
+    return;
+  }
+  rte_eal_wait_lcore(worker_lcore_);
+  release_worker_lcore(worker_lcore_);
+  worker_lcore_ = LCORE_ID_ANY;
 }
 
 void EngineThread::wake() {
@@ -204,9 +265,10 @@ void EngineThread::loop(int cpu) {
     }
   }
   // An lcore id gives this thread its own mempool caches; without one DPDK
-  // still works, through the pools' shared rings.
-  const bool registered = rte_thread_register() == 0;
-  if (!registered)
+  // still works, through the pools' shared rings. A worker lcore has one.
+  const bool eal_lcore = rte_lcore_id() != LCORE_ID_ANY;
+  const bool registered = !eal_lcore && rte_thread_register() == 0;
+  if (!eal_lcore && !registered)
     std::fprintf(stderr, "uroce: engine thread not registered with DPDK (%s); mempool caches bypassed\n",
                  rte_strerror(rte_errno));
   // Naps end when asked: a slack of 50 us (Linux's default) on each would

@@ -136,12 +136,20 @@ class EngineThread {
   void mark_busy(QpSubmit& s);
   bool prepare(const Attached& a, std::string& error);
   bool prepare(transport::Cq& cq, std::string& error);
+  // The loop on a free EAL worker lcore, else on a thread of its own.
+  void launch(int cpu);
+  static int lcore_main(void* self);
+  void join();
 
   engine::Engine& eng_;
   std::recursive_mutex control_;
   int depth_ = 0;           // nesting of pause() on the thread holding control_
   bool handshake_ = false;  // the outermost pause() parked the engine thread
   std::thread thread_;
+  // The EAL worker lcore the loop was launched on, or LCORE_ID_ANY when it
+  // runs on thread_ (registered with DPDK).
+  unsigned worker_lcore_ = ~0u;
+  int launch_cpu_ = -1;
   std::string start_error_;
   rte_ring* doorbells_ = nullptr;
   std::vector<Attached> qps_;

@@ -17,12 +17,19 @@ if { [ "$case_" = shim ] || [ "$case_" = pingpong ] || [ "$case_" = rdmacm ]; } 
 fi
 rm -rf "$work"; mkdir -p "$work"
 sock=$work/uroced.sock log=$work/uroced.log
-DPID= second= held= prefix=
+DPID= second= held= prefix= huge= pages_before= capture=
+pages=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
 cleanup() {
+  [ -n "$capture" ] && kill -9 "$capture" 2>/dev/null
   [ -n "$held" ] && kill -9 "$held" 2>/dev/null
   [ -n "$DPID" ] && kill -9 "$DPID" 2>/dev/null
   [ -n "$prefix" ] && rm -rf "/var/run/dpdk/$prefix"
   [ -n "$second" ] && kill -9 "$second" 2>/dev/null
+  if [ -n "$huge" ]; then
+    sleep 0.2  # the killed processes' mappings go first
+    rm -f "$huge"/* 2>/dev/null; umount "$huge" 2>/dev/null
+  fi
+  [ -n "$pages_before" ] && echo "$pages_before" >"$pages"
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; echo "--- uroced log"; cat "$log"; exit 1; }
@@ -46,6 +53,17 @@ stop() {  # SIGTERM: the daemon tears down and removes its socket
   [ ! -e "$sock" ] || fail "the socket is left behind"
 }
 run_peer() { timeout 60 "$peer" "$sock" "$@" || fail "daemon_peer $* exited $?"; }
+# 256 free 2 MiB pages (more than were there), on a hugetlbfs mount of
+# this test's own ($huge); cleanup gives them back.
+use_hugepages() {
+  [ -w "$pages" ] || { echo "SKIP: no 2 MiB hugepages to set up ($pages)"; exit 77; }
+  pages_before=$(cat "$pages")
+  echo $((pages_before + 256)) >"$pages"
+  local free; free=$(cat "${pages%/nr_hugepages}/free_hugepages")
+  [ "$free" -ge 256 ] || { echo "SKIP: the kernel gave $free free hugepages of the 256 asked"; exit 77; }
+  huge=$work/huge; mkdir -p "$huge"
+  mount -t hugetlbfs -o pagesize=2M nodev "$huge" || { huge=; echo "SKIP: cannot mount hugetlbfs"; exit 77; }
+}
 start_default() { start --dev net_ring0 --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512"; }
 # Two daemons joined by a memif link: "$sock" (10.0.0.1) and "$sock2"
 # (10.0.0.2); a client of each reaches the other over the wire. ARGS go
@@ -53,7 +71,7 @@ start_default() { start --dev net_ring0 --ip 10.0.0.1 --socket "$sock" --eal "--
 sock2=
 start_linked() {
   local link="role=%s,id=0,socket=$work/memif.sock,socket-abstract=no"
-  start --dev "net_memif0,$(printf "$link" server)" --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512" "$@"
+  start --dev "net_memif0,$(printf "$link" server)" --ip 10.0.0.1 --socket "$sock" --eal "${first_eal:---no-huge -m 512}" "$@"
   sock2=$work/uroced2.sock
   "$uroced" --dev "net_memif0,$(printf "$link" client)" --ip 10.0.0.2 --socket "$sock2" --eal "--no-huge -m 512" \
     >"$work/second.log" 2>&1 &
@@ -224,6 +242,36 @@ case $case_ in
       done
       echo "ok: $how: $(tail -1 "$work/dump.out")"
     done ;;
+  dumpcap)
+    # DPDK's own dpdk-dumpcap (package dpdk-dev) captures a running
+    # daemon's port: with hugepages uroced is a multi-process primary that
+    # serves DPDK's capture framework, and dumpcap attaches as a secondary
+    # of its file prefix. A pair across two linked daemons is in the
+    # capture (both directions), which uroce-dump accepts.
+    command -v dpdk-dumpcap >/dev/null || { echo "SKIP: dpdk-dumpcap not installed (package dpdk-dev)"; exit 77; }
+    use_hugepages
+    prefix=uroced-dumpcap-$$
+    first_eal="--huge-dir $huge -m 128" start_linked --file-prefix "$prefix" --log-level info
+    grep -q "dpdk-dumpcap --file-prefix=$prefix can capture the port" "$log" || fail "the daemon does not serve dpdk-dumpcap"
+    timeout 60 dpdk-dumpcap --file-prefix="$prefix" -i net_memif0 -w "$work/dumpcap.pcapng" >"$work/dumpcap.out" 2>&1 &
+    capture=$!
+    # Its count line shows once the primary copies frames to it (its
+    # "Capturing on" line comes at the end, stdout being a file).
+    for _ in $(seq 100); do grep -q "Packets captured" "$work/dumpcap.out" && break; sleep 0.1; done
+    grep -q "Packets captured" "$work/dumpcap.out" || { cat "$work/dumpcap.out"; fail "dpdk-dumpcap did not start capturing"; }
+    timeout 60 "$peer" "$sock" remote "$sock2" || { rc=$?; cat "$work/second.log"; fail "daemon_peer remote exited $rc"; }
+    kill -INT "$capture"; wait "$capture" || { cat "$work/dumpcap.out"; fail "dpdk-dumpcap exited $? on SIGINT"; }
+    capture=
+    grep -q "dropped on interface 'net_memif0': [1-9][0-9]*/0 " "$work/dumpcap.out" ||
+      { cat "$work/dumpcap.out"; fail "dpdk-dumpcap captured nothing, or dropped frames"; }
+    "$dump" "$work/dumpcap.pcapng" >"$work/dump.out" 2>&1 || { tail "$work/dump.out"; fail "uroce-dump rejects dpdk-dumpcap's capture"; }
+    for op in RC_RDMA_WRITE_FIRST RC_SEND_ONLY RC_RDMA_READ_REQUEST RC_RDMA_READ_RESPONSE_FIRST RC_ACKNOWLEDGE; do
+      grep -q "$op" "$work/dump.out" || { tail "$work/dump.out"; fail "no $op in dpdk-dumpcap's capture"; }
+    done
+    grep -q "invalid: *0$" "$work/dump.out" || { tail "$work/dump.out"; fail "invalid packets in the capture"; }
+    stop_second
+    stop
+    echo "ok: $(grep "dropped on interface" "$work/dumpcap.out"); $(grep "valid:" "$work/dump.out" | head -1 | tr -s ' ')" ;;
   systemd)
     # READY=1 once the socket listens, STOPPING=1 on SIGTERM, to the
     # datagram socket NOTIFY_SOCKET names: a path, then an abstract name.
