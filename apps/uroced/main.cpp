@@ -142,7 +142,7 @@ std::unique_ptr<uroce::Endpoint> open_endpoint(const uroced::Settings& settings)
   // loopback: its own addresses resolve to its own MAC.
   for (const auto& gid : endpoint->device().gids())
     endpoint->device().add_neighbor(gid, endpoint->packet_port().mac());
-  if (!endpoint->device().start_engine_thread(settings.engine_cpu, error)) {
+  if (!endpoint->device().start_engine_thread(settings.engine_cpu, error, uroce::Device::Progress::kCallersDrive)) {
     UROCED_LOG(ERR, "engine thread: %s", error.c_str());
     return nullptr;
   }

@@ -174,7 +174,10 @@ void Server::on_event(uint64_t t, uint32_t events) {
           if (s->forward_event(ev)) break;
       return;
     }
-    case kChannel: return;  // drained by wake_up
+    // Its events only wake the loop. One may come after wake_up drained
+    // the channel (a CQ that completes while its arming is withdrawn):
+    // left there, the fd would end every sleep at once.
+    case kChannel: return drain_channel();
     case kCm:
       cm_.dispatch([this](uint32_t client) -> CmInbox* {
         auto it = sessions_.find(client);
@@ -230,6 +233,10 @@ void Server::wake_up() {
   if (!armed_) return;
   armed_ = false;
   for (auto& [id, s] : sessions_) s->disarm();
+  drain_channel();
+}
+
+void Server::drain_channel() {
   uroce::CompletionQueue* cq = nullptr;
   while (channel_->get_event(cq) == 0) cq->ack_events(1);
 }

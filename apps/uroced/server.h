@@ -38,6 +38,7 @@ class Server {
   void on_event(uint64_t tag, uint32_t events);
   int service_all();
   bool idle_round();  // arms, looks once more; true if it may sleep
+  void drain_channel();
   void wake_up();
   bool peer_allowed(const ucred& peer) const;
   void publish_telemetry(uint64_t request);
