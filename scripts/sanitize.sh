@@ -49,8 +49,9 @@ case $mode in
       select2+=("netns-$c")
     done
     # uroced with its clients: data between two, eight at once, a client
-    # killed, hostile control messages and posts, fork, the daemon killed.
-    for c in pair many kill isolation fork death; do
+    # killed, hostile control messages and posts, fork, the daemon killed,
+    # a shared receive queue (a foreign key in it included).
+    for c in pair many kill isolation fork death srq; do
       select2+=("daemon-$c")
     done
     ;;

@@ -242,6 +242,7 @@ void Session::dispatch(Op op, const void* msg, size_t len, Received& r) {
     case Op::dealloc_pd:
     case Op::destroy_cq:
     case Op::destroy_qp:
+    case Op::destroy_srq:
     case Op::dereg_mr: {
       auto rep = make_message<HandleRep>(op);
       if (!sized(sizeof(HandleReq))) {
@@ -252,6 +253,7 @@ void Session::dispatch(Op op, const void* msg, size_t len, Received& r) {
                        : op == Op::dealloc_pd  ? dealloc_pd(rep.handle)
                        : op == Op::destroy_cq ? destroy_cq(rep.handle)
                        : op == Op::destroy_qp ? destroy_qp(rep.handle)
+                       : op == Op::destroy_srq ? destroy_srq(rep.handle)
                                               : dereg_mr(rep.handle);
       }
       reply(&rep, sizeof rep);
@@ -266,6 +268,24 @@ void Session::dispatch(Op op, const void* msg, size_t len, Received& r) {
     case Op::create_qp: {
       auto rep = make_message<CreateQpRep>(op);
       rep.h.status = sized(sizeof(CreateQpReq)) ? create_qp(*static_cast<const CreateQpReq*>(msg), rep) : EINVAL;
+      reply(&rep, sizeof rep);
+      return;
+    }
+    case Op::create_srq: {
+      auto rep = make_message<CreateSrqRep>(op);
+      rep.h.status = sized(sizeof(CreateSrqReq)) ? create_srq(*static_cast<const CreateSrqReq*>(msg), rep) : EINVAL;
+      reply(&rep, sizeof rep);
+      return;
+    }
+    case Op::modify_srq: {
+      auto rep = make_message<HandleRep>(op);
+      rep.h.status = sized(sizeof(ModifySrqReq)) ? modify_srq(*static_cast<const ModifySrqReq*>(msg)) : EINVAL;
+      reply(&rep, sizeof rep);
+      return;
+    }
+    case Op::query_srq: {
+      auto rep = make_message<QuerySrqRep>(op);
+      rep.h.status = sized(sizeof(HandleReq)) ? query_srq(static_cast<const HandleReq*>(msg)->handle, rep) : EINVAL;
       reply(&rep, sizeof rep);
       return;
     }
@@ -402,8 +422,11 @@ int Session::create_qp(const CreateQpReq& req, CreateQpRep& rep) {
   Pd* pd = find(pds_, req.pd);
   Cq* scq = find(cqs_, req.send_cq);
   Cq* rcq = find(cqs_, req.recv_cq);
+  Srq* srq = req.srq != 0 ? find(srqs_, req.srq) : nullptr;
   if (pd == nullptr || scq == nullptr || rcq == nullptr || req.qp_type != IBV_QPT_RC) return EINVAL;
-  if (qps_.size() >= limits_.max_qp) return over_quota("max_qp", limits_.max_qp);
+  if (req.srq != 0 && (srq == nullptr || srq->pd != req.pd)) return EINVAL;
+  // SRQs count as QPs.
+  if (qps_.size() + srqs_.size() >= limits_.max_qp) return over_quota("max_qp", limits_.max_qp);
   const uint32_t max_wr = device_.limits().max_qp_wr;
   if (req.max_send_wr > max_wr || req.max_recv_wr > max_wr || req.max_send_sge > kMaxSge ||
       req.max_recv_sge > kMaxSge || req.max_inline_data > kMaxInline) {
@@ -443,6 +466,7 @@ int Session::create_qp(const CreateQpReq& req, CreateQpRep& rep) {
   init.cap.max_send_sge = std::max(req.max_send_sge, 1u);
   init.cap.max_recv_sge = std::max(req.max_recv_sge, 1u);
   init.cap.max_inline_data = req.max_inline_data;
+  init.srq = srq != nullptr ? srq->srq.get() : nullptr;
   int err = 0;
   qp.qp = pd->pd->create_qp(init, err);
   if (!qp.qp) {
@@ -456,6 +480,7 @@ int Session::create_qp(const CreateQpReq& req, CreateQpRep& rep) {
   ++pd->children;
   ++scq->users;
   ++rcq->users;
+  if (srq != nullptr) ++srq->users, qp.srq = req.srq;
   rep.qp = next_handle_++;
   rep.qpn = qp.qp->qp_num();
   rep.sq_offset = qp.sq_offset;
@@ -479,10 +504,79 @@ int Session::destroy_qp(uint32_t handle) {
   --pds_.at(qp->pd).children;
   --cqs_.at(qp->send_cq).users;
   --cqs_.at(qp->recv_cq).users;
+  if (qp->srq != 0) --srqs_.at(qp->srq).users;
   arena_.release(qp->sq_offset, qp->sq_bytes);
   arena_.release(qp->rq_offset, qp->rq_bytes);
   qps_.erase(handle);
   return 0;
+}
+
+int Session::create_srq(const CreateSrqReq& req, CreateSrqRep& rep) {
+  Pd* pd = find(pds_, req.pd);
+  if (pd == nullptr || req.max_wr == 0 || req.max_wr > device_.limits().max_qp_wr || req.max_sge == 0 ||
+      req.max_sge > kMaxSge || req.srq_limit > req.max_wr)
+    return EINVAL;
+  if (qps_.size() + srqs_.size() >= limits_.max_qp) return over_quota("max_qp", limits_.max_qp);
+  Srq q;
+  q.pd = req.pd;
+  q.entries = pow2_at_least(req.max_wr);
+  q.bytes = ring_bytes<RecvSlot>(q.entries);
+  q.offset = arena_.alloc(q.bytes);
+  if (q.offset == 0) return over_quota("arena_bytes", arena_.bytes());
+  uroce::SrqInitAttr init;
+  init.max_wr = req.max_wr;
+  init.max_sge = req.max_sge;
+  int err = 0;
+  q.srq = pd->pd->create_srq(init, err);
+  if (q.srq && req.srq_limit != 0) {
+    ibv_srq_attr attr{};
+    attr.srq_limit = req.srq_limit;
+    err = q.srq->modify(attr, IBV_SRQ_LIMIT);
+    if (err != 0) q.srq.reset();
+  }
+  if (!q.srq) {
+    arena_.release(q.offset, q.bytes);
+    return err != 0 ? err : ENOMEM;
+  }
+  q.max_sge = req.max_sge;
+  ++pd->children;
+  rep.srq = next_handle_++;
+  rep.entries = q.entries;
+  rep.ring_offset = q.offset;
+  rep.max_wr = q.srq->max_wr();
+  rep.max_sge = q.max_sge;
+  srqs_.emplace(rep.srq, std::move(q));
+  return 0;
+}
+
+int Session::destroy_srq(uint32_t handle) {
+  Srq* q = find(srqs_, handle);
+  if (q == nullptr) return EINVAL;
+  if (q->users > 0) return EBUSY;
+  q->srq.reset();
+  --pds_.at(q->pd).children;
+  arena_.release(q->offset, q->bytes);
+  srqs_.erase(handle);
+  return 0;
+}
+
+int Session::modify_srq(const ModifySrqReq& req) {
+  Srq* q = find(srqs_, req.srq);
+  if (q == nullptr || req.attr_mask != IBV_SRQ_LIMIT) return EINVAL;
+  ibv_srq_attr attr{};
+  attr.srq_limit = req.srq_limit;
+  return q->srq->modify(attr, IBV_SRQ_LIMIT);
+}
+
+int Session::query_srq(uint32_t handle, QuerySrqRep& rep) {
+  Srq* q = find(srqs_, handle);
+  if (q == nullptr) return EINVAL;
+  ibv_srq_attr attr{};
+  const int err = q->srq->query(attr);
+  rep.max_wr = attr.max_wr;
+  rep.max_sge = attr.max_sge;
+  rep.srq_limit = attr.srq_limit;
+  return err;
 }
 
 int Session::modify_qp(const ModifyQpReq& req) {
@@ -621,6 +715,8 @@ bool Session::forward_event(const uroce::AsyncEvent& ev) {
     if (ev.qp != nullptr && qp.qp.get() == ev.qp) rec.object = EventObject::qp, rec.handle = h;
   for (const auto& [h, cq] : cqs_)
     if (ev.cq != nullptr && cq.cq.get() == ev.cq) rec.object = EventObject::cq, rec.handle = h;
+  for (const auto& [h, q] : srqs_)
+    if (ev.srq != nullptr && q.srq.get() == ev.srq) rec.object = EventObject::srq, rec.handle = h;
   if (rec.object == EventObject::device) return false;
   (void)!write(events_, &rec, sizeof rec);
   return true;
@@ -688,6 +784,7 @@ void Session::teardown(Leftover& left) {
   }
   for (auto& [h, qp] : qps_) qp.qp.reset();
   qps_.clear();
+  srqs_.clear();  // after their QPs; the receives still posted give their regions back
   cqs_.clear();
   mr_by_key_.clear();
   for (auto& [h, m] : mrs_) {

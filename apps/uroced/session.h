@@ -96,9 +96,22 @@ struct Cq {
   bool events_armed = false;
 };
 
+// A shared receive queue: the ring the client fills, the daemon's SRQ.
+struct Srq {
+  std::unique_ptr<uroce::SharedReceiveQueue> srq;
+  uint32_t pd = 0;
+  uint64_t offset = 0, bytes = 0;
+  uint32_t entries = 0;
+  uint32_t consumer = 0;  // the daemon's copy
+  uint32_t max_sge = 0;
+  uint32_t users = 0;     // QPs created on it
+  bool failed = false;    // a refused slot: IBV_EVENT_SRQ_ERR, the ring is no longer read
+};
+
 struct Qp {
   std::unique_ptr<uroce::QueuePair> qp;
   uint32_t pd = 0, send_cq = 0, recv_cq = 0;
+  uint32_t srq = 0;  // its shared receive queue, 0: its own ring
   uint64_t sq_offset = 0, rq_offset = 0, sq_bytes = 0, rq_bytes = 0;
   uint32_t sq_entries = 0, rq_entries = 0;
   uint32_t sq_consumer = 0, rq_consumer = 0;  // the daemon's copies
@@ -148,6 +161,10 @@ class Session {
   int destroy_cq(uint32_t handle);
   int create_qp(const uroce::daemon::CreateQpReq& req, uroce::daemon::CreateQpRep& rep);
   int destroy_qp(uint32_t handle);
+  int create_srq(const uroce::daemon::CreateSrqReq& req, uroce::daemon::CreateSrqRep& rep);
+  int destroy_srq(uint32_t handle);
+  int modify_srq(const uroce::daemon::ModifySrqReq& req);
+  int query_srq(uint32_t handle, uroce::daemon::QuerySrqRep& rep);
   int modify_qp(const uroce::daemon::ModifyQpReq& req);
   int query_qp(uint32_t handle, ibv_qp_attr& attr);
   int alloc_mr(const uroce::daemon::AllocMrReq& req, uroce::daemon::MrRep& rep, int& fd);
@@ -167,6 +184,7 @@ class Session {
 
   int service_sq(Qp& qp);
   int service_rq(Qp& qp);
+  int service_srq(uint32_t handle, Srq& srq);
   int service_cq(Cq& cq);
   // Slots the client has published past `consumer`, at most a batch.
   unsigned new_slots(const uroce::daemon::RingHeader& ring, uint32_t consumer, uint32_t entries);
@@ -175,7 +193,7 @@ class Session {
   // False while the CQ already holds a ring's worth of refusals the client
   // has not made room for: the WQE stays in its ring until then.
   bool room_to_refuse(const Qp& qp, bool send) const;
-  bool sge_ok(const Qp& qp, const ibv_sge& sge) const;
+  bool sge_ok(uint32_t pd, const ibv_sge& sge) const;
   // ENOMEM, what a verbs program gets from a device out of room; the
   // first refusal of each quota is logged so an operator sees which one.
   int over_quota(const char* key, uint64_t limit);
@@ -199,6 +217,7 @@ class Session {
   std::unordered_map<uint32_t, Pd> pds_;
   std::unordered_map<uint32_t, Cq> cqs_;
   std::unordered_map<uint32_t, Qp> qps_;
+  std::unordered_map<uint32_t, Srq> srqs_;
   std::unordered_map<uint32_t, MappedMr> mrs_;
   std::unordered_map<uint32_t, Channel> channels_;
   // key -> its entry in mrs_ (whose nodes do not move): one lookup per SGE.

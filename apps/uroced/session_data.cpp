@@ -56,11 +56,11 @@ struct RecvBatch {
 
 }  // namespace
 
-bool Session::sge_ok(const Qp& qp, const ibv_sge& sge) const {
+bool Session::sge_ok(uint32_t pd, const ibv_sge& sge) const {
   auto key = mr_by_key_.find(sge.lkey);
   if (key == mr_by_key_.end()) return false;
   const MappedMr& m = *key->second;
-  return m.pd == qp.pd && m.mr->contains(sge.addr, sge.length);
+  return m.pd == pd && m.mr->contains(sge.addr, sge.length);
 }
 
 unsigned Session::new_slots(const RingHeader& ring, uint32_t consumer, uint32_t entries) {
@@ -120,7 +120,7 @@ int Session::service_sq(Qp& qp) {
       w.num_sge = s.inline_len > 0 ? 1 : 0;
     } else if (ok) {
       ok = s.num_sge <= qp.max_send_sge;
-      for (uint32_t k = 0; ok && k < s.num_sge; ++k) ok = sge_ok(qp, s.sge[k]);
+      for (uint32_t k = 0; ok && k < s.num_sge; ++k) ok = sge_ok(qp.pd, s.sge[k]);
       if (!ok && s.num_sge <= qp.max_send_sge) {
         refusal = IBV_WC_LOC_PROT_ERR;
         break;
@@ -185,7 +185,7 @@ int Session::service_rq(Qp& qp) {
   for (unsigned i = 0; i < n; ++i) {
     std::memcpy(&s, &slots[(qp.rq_consumer + i) & (qp.rq_entries - 1)], sizeof s);
     bool ok = s.num_sge <= qp.max_recv_sge;
-    for (uint32_t k = 0; ok && k < s.num_sge; ++k) ok = sge_ok(qp, s.sge[k]);
+    for (uint32_t k = 0; ok && k < s.num_sge; ++k) ok = sge_ok(qp.pd, s.sge[k]);
     if (!ok) {
       refused = true;
       break;
@@ -218,6 +218,50 @@ int Session::service_rq(Qp& qp) {
   qp.rq_consumer += built + done;
   ring->consumer.value.store(qp.rq_consumer, std::memory_order_release);
   return int(built + done);
+}
+
+// As service_rq, into the SRQ. A slot that fails its checks has no QP to
+// complete on (ibv_post_srq_recv would have refused it at once): the SRQ
+// reports IBV_EVENT_SRQ_ERR and its ring is no longer read.
+int Session::service_srq(uint32_t handle, Srq& q) {
+  if (q.failed) return 0;
+  auto* ring = reinterpret_cast<RingHeader*>(arena_.base() + q.offset);
+  const unsigned n = new_slots(*ring, q.consumer, q.entries);
+  if (n == 0) return 0;
+  static RecvBatch b;
+  const RecvSlot* slots = ring_slots<RecvSlot>(ring);
+  unsigned built = 0;
+  RecvSlot s;
+  for (unsigned i = 0; i < n && !q.failed; ++i) {
+    std::memcpy(&s, &slots[(q.consumer + i) & (q.entries - 1)], sizeof s);
+    bool ok = s.num_sge <= q.max_sge;
+    for (uint32_t k = 0; ok && k < s.num_sge; ++k) ok = sge_ok(q.pd, s.sge[k]);
+    if (!ok) {
+      q.failed = true;
+      break;
+    }
+    uroce::RecvWr& w = b.wr[built];
+    w = uroce::RecvWr{};
+    w.wr_id = s.wr_id;
+    std::memcpy(b.sge[built], s.sge, sizeof(ibv_sge) * s.num_sge);
+    w.sg_list = b.sge[built];
+    w.num_sge = int(s.num_sge);
+    if (built > 0) b.wr[built - 1].next = &w;
+    ++built;
+  }
+  uint32_t taken = built;
+  if (built > 0) {
+    const uroce::RecvWr* bad = nullptr;
+    // ENOMEM (full): the rest waits in the ring for room.
+    if (q.srq->post_recv(&b.wr[0], &bad) != 0) taken = uint32_t(bad - &b.wr[0]);
+  }
+  q.consumer += taken;
+  ring->consumer.value.store(q.consumer, std::memory_order_release);
+  if (q.failed) {
+    const AsyncRecord rec{uint32_t(IBV_EVENT_SRQ_ERR), EventObject::srq, handle};
+    (void)!write(events_, &rec, sizeof rec);
+  }
+  return int(taken);
 }
 
 int Session::service_cq(Cq& cq) {
@@ -256,7 +300,8 @@ int Session::service_cq(Cq& cq) {
 int Session::service() {
   if (!has_arena()) return 0;
   int work = 0;
-  for (auto& [h, qp] : qps_) work += service_rq(qp) + service_sq(qp);
+  for (auto& [h, srq] : srqs_) work += service_srq(h, srq);
+  for (auto& [h, qp] : qps_) work += (qp.srq == 0 ? service_rq(qp) : 0) + service_sq(qp);
   for (auto& [h, cq] : cqs_) work += service_cq(cq);
   return work;
 }

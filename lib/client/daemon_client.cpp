@@ -34,6 +34,32 @@ void destroy(Connection* conn, Op op, uint32_t handle) {
   conn->call(&req, sizeof req, &rep, sizeof rep);
 }
 
+// Receive WRs into a ring of receive slots (a QP's or an SRQ's), then
+// one doorbell: 0, or an errno with *bad at the first WR not posted.
+int push_recvs(Connection& conn, RingHeader* ring, uint32_t& producer, uint32_t entries, uint32_t max_sge,
+               const RecvWr* wr, const RecvWr** bad) {
+  RecvSlot* slots = ring_slots<RecvSlot>(ring);
+  const uint32_t start = producer;
+  int err = 0;
+  for (; wr != nullptr; wr = wr->next) {
+    if (conn.dead()) err = EIO;
+    else if (wr->num_sge < 0 || uint32_t(wr->num_sge) > max_sge) err = EINVAL;
+    else if (producer - ring->consumer.value.load(std::memory_order_acquire) >= entries) err = ENOMEM;
+    if (err != 0) break;
+    RecvSlot& s = slots[producer & (entries - 1)];
+    s.wr_id = wr->wr_id;
+    s.num_sge = uint32_t(wr->num_sge);
+    if (wr->num_sge > 0) std::memcpy(s.sge, wr->sg_list, sizeof(ibv_sge) * size_t(wr->num_sge));
+    ++producer;
+  }
+  if (producer != start) {
+    ring->producer.value.store(producer, std::memory_order_release);
+    conn.ring_doorbell();
+  }
+  if (err != 0 && bad != nullptr) *bad = wr;
+  return err;
+}
+
 }  // namespace
 
 // ---- connection ----
@@ -187,6 +213,16 @@ void Connection::forget_qp(uint32_t handle) {
   qps_.erase(handle);
 }
 
+void Connection::remember_srq(uint32_t handle, SharedReceiveQueue* srq) {
+  std::lock_guard lock(cq_mutex_);
+  srqs_[handle] = srq;
+}
+
+void Connection::forget_srq(uint32_t handle) {
+  std::lock_guard lock(cq_mutex_);
+  srqs_.erase(handle);
+}
+
 int Connection::get_async_event(AsyncEvent& ev) {
   for (;;) {
     AsyncRecord rec{};
@@ -212,6 +248,10 @@ int Connection::get_async_event(AsyncEvent& ev) {
       auto it = cqs_.find(rec.handle);
       if (it == cqs_.end()) continue;
       ev.cq = it->second;
+    } else if (rec.object == EventObject::srq) {
+      auto it = srqs_.find(rec.handle);
+      if (it == srqs_.end()) continue;
+      ev.srq = it->second;
     }
     return 0;
   }
@@ -404,6 +444,7 @@ MemoryRegion::~MemoryRegion() {
 
 std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, int& err) {
   if (attr.send_cq == nullptr || attr.recv_cq == nullptr || attr.qp_type != IBV_QPT_RC) return err = EINVAL, nullptr;
+  if (attr.srq != nullptr && attr.srq->conn_ != conn_) return err = EINVAL, nullptr;
   auto req = make_message<CreateQpReq>(Op::create_qp);
   req.pd = handle_;
   req.send_cq = attr.send_cq->handle_;
@@ -415,6 +456,7 @@ std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, i
   req.max_recv_sge = attr.cap.max_recv_sge;
   req.max_inline_data = attr.cap.max_inline_data;
   req.sq_sig_all = uint32_t(attr.sq_sig_all);
+  req.srq = attr.srq != nullptr ? attr.srq->handle_ : 0;
   CreateQpRep rep{};
   err = conn_->call(&req, sizeof req, &rep, sizeof rep);
   if (err != 0) return nullptr;
@@ -429,8 +471,64 @@ std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, i
   qp->max_send_sge_ = rep.max_send_sge;
   qp->max_recv_sge_ = rep.max_recv_sge;
   qp->max_inline_ = rep.max_inline_data;
+  qp->has_srq_ = attr.srq != nullptr;
   conn_->remember_qp(rep.qp, qp.get());
   return qp;
+}
+
+// ---- shared receive queue ----
+
+std::unique_ptr<SharedReceiveQueue> ProtectionDomain::create_srq(uint32_t max_wr, uint32_t max_sge, uint32_t srq_limit,
+                                                                 int& err) {
+  auto req = make_message<CreateSrqReq>(Op::create_srq);
+  req.pd = handle_;
+  req.max_wr = max_wr;
+  req.max_sge = max_sge;
+  req.srq_limit = srq_limit;
+  CreateSrqRep rep{};
+  err = conn_->call(&req, sizeof req, &rep, sizeof rep);
+  if (err != 0) return nullptr;
+  std::unique_ptr<SharedReceiveQueue> q(new SharedReceiveQueue());
+  q->conn_ = conn_;
+  q->handle_ = rep.srq;
+  q->ring_ = ring_at(conn_->arena(), rep.ring_offset);
+  q->entries_ = rep.entries;
+  q->max_wr_ = rep.max_wr;
+  q->max_sge_ = rep.max_sge;
+  conn_->remember_srq(rep.srq, q.get());
+  return q;
+}
+
+SharedReceiveQueue::~SharedReceiveQueue() {
+  conn_->forget_srq(handle_);
+  destroy(conn_, Op::destroy_srq, handle_);
+}
+
+int SharedReceiveQueue::post_recv(const RecvWr* wr, const RecvWr** bad) {
+  return push_recvs(*conn_, static_cast<RingHeader*>(ring_), producer_, entries_, max_sge_, wr, bad);
+}
+
+int SharedReceiveQueue::modify(const ibv_srq_attr& attr, int attr_mask) {
+  if (attr_mask != IBV_SRQ_LIMIT) return EINVAL;
+  auto req = make_message<ModifySrqReq>(Op::modify_srq);
+  req.srq = handle_;
+  req.attr_mask = attr_mask;
+  req.srq_limit = attr.srq_limit;
+  HandleRep rep{};
+  return conn_->call(&req, sizeof req, &rep, sizeof rep);
+}
+
+int SharedReceiveQueue::query(ibv_srq_attr& attr) {
+  auto req = make_message<HandleReq>(Op::query_srq);
+  req.handle = handle_;
+  QuerySrqRep rep{};
+  const int err = conn_->call(&req, sizeof req, &rep, sizeof rep);
+  if (err == 0) {
+    attr.max_wr = rep.max_wr;
+    attr.max_sge = rep.max_sge;
+    attr.srq_limit = rep.srq_limit;
+  }
+  return err;
 }
 
 QueuePair::~QueuePair() {
@@ -558,28 +656,11 @@ int QueuePair::post_send(const SendWr* wr, const SendWr** bad) {
 
 int QueuePair::post_recv(const RecvWr* wr, const RecvWr** bad) {
   refresh_state(IBV_QPS_INIT);
-  auto* ring = static_cast<RingHeader*>(rq_);
-  RecvSlot* slots = ring_slots<RecvSlot>(ring);
-  const uint32_t start = rq_producer_;
-  int err = 0;
-  for (; wr != nullptr; wr = wr->next) {
-    if (conn_->dead()) err = EIO;
-    else if (state_ == IBV_QPS_RESET) err = EINVAL;
-    else if (wr->num_sge < 0 || uint32_t(wr->num_sge) > max_recv_sge_) err = EINVAL;
-    else if (rq_producer_ - ring->consumer.value.load(std::memory_order_acquire) >= rq_entries_) err = ENOMEM;
-    if (err != 0) break;
-    RecvSlot& s = slots[rq_producer_ & (rq_entries_ - 1)];
-    s.wr_id = wr->wr_id;
-    s.num_sge = uint32_t(wr->num_sge);
-    if (wr->num_sge > 0) std::memcpy(s.sge, wr->sg_list, sizeof(ibv_sge) * size_t(wr->num_sge));
-    ++rq_producer_;
+  if (has_srq_ || state_ == IBV_QPS_RESET) {
+    if (bad != nullptr) *bad = wr;
+    return conn_->dead() ? EIO : EINVAL;
   }
-  if (rq_producer_ != start) {
-    ring->producer.value.store(rq_producer_, std::memory_order_release);
-    conn_->ring_doorbell();
-  }
-  if (err != 0 && bad != nullptr) *bad = wr;
-  return err;
+  return push_recvs(*conn_, static_cast<RingHeader*>(rq_), rq_producer_, rq_entries_, max_recv_sge_, wr, bad);
 }
 
 }  // namespace uroce::client

@@ -15,7 +15,7 @@
 namespace uroce::daemon {
 
 inline constexpr uint32_t kMagic = 0x75724f44;  // "urOD"
-inline constexpr uint32_t kVersion = 3;
+inline constexpr uint32_t kVersion = 4;
 inline constexpr const char* kDefaultSocket = "/run/uroce/uroced.sock";
 
 enum class Op : uint32_t {
@@ -43,6 +43,12 @@ enum class Op : uint32_t {
   cm_qp_attr,    // CmIdReq -> CmQpAttrRep
   cm_get_event,  // AllocPdReq -> CmEventRep
   neighbor,      // NeighborReq -> NeighborRep
+  // Shared receive queues: a ring of receive slots the client fills, which
+  // the QPs created on it take from.
+  create_srq,    // CreateSrqReq -> CreateSrqRep
+  destroy_srq,   // HandleReq -> HandleRep (EBUSY while QPs use it)
+  modify_srq,    // ModifySrqReq -> HandleRep
+  query_srq,     // HandleReq -> QuerySrqRep
 };
 
 struct ReqHeader {
@@ -129,6 +135,8 @@ struct CreateQpReq {
   uint32_t max_recv_sge;
   uint32_t max_inline_data;
   uint32_t sq_sig_all;
+  uint32_t srq;  // a shared receive queue's handle, 0: none (the QP's own ring)
+  uint32_t pad = 0;
 };
 struct CreateQpRep {
   RepHeader h;
@@ -141,6 +149,36 @@ struct CreateQpRep {
   uint32_t max_send_sge;
   uint32_t max_recv_sge;
   uint32_t max_inline_data;
+  uint32_t pad = 0;
+};
+
+struct CreateSrqReq {
+  ReqHeader h;
+  uint32_t pd;
+  uint32_t max_wr;
+  uint32_t max_sge;
+  uint32_t srq_limit;
+};
+struct CreateSrqRep {
+  RepHeader h;
+  uint32_t srq;
+  uint32_t entries;      // ring slots (a power of two)
+  uint64_t ring_offset;  // of the RingHeader in the arena
+  uint32_t max_wr;
+  uint32_t max_sge;
+};
+struct ModifySrqReq {
+  ReqHeader h;
+  uint32_t srq;
+  int32_t attr_mask;  // IBV_SRQ_LIMIT only
+  uint32_t srq_limit;
+  uint32_t pad = 0;
+};
+struct QuerySrqRep {
+  RepHeader h;
+  uint32_t max_wr;
+  uint32_t max_sge;
+  uint32_t srq_limit;
   uint32_t pad = 0;
 };
 
@@ -295,7 +333,7 @@ struct NeighborRep {
 
 // One asynchronous event of a client's object, written by the daemon into
 // the client's event pipe (never blocking: a full pipe drops it).
-enum class EventObject : uint32_t { device = 0, qp = 1, cq = 2 };
+enum class EventObject : uint32_t { device = 0, qp = 1, cq = 2, srq = 3 };
 struct AsyncRecord {
   uint32_t event_type;  // ibv_event_type
   EventObject object;

@@ -28,6 +28,7 @@ struct Access {
   static RemoteDevice* remote(const Device& d) { return d.remote_.get(); }
   static client::CompletionQueue* remote(const CompletionQueue& c) { return c.remote_.get(); }
   static client::QueuePair* remote(const QueuePair& q) { return q.remote_.get(); }
+  static client::SharedReceiveQueue* remote(const SharedReceiveQueue& q) { return q.remote_.get(); }
   static std::unique_ptr<QueuePair> create_qp_numbered(ProtectionDomain& pd, const QpInitAttr& attr, uint32_t qpn,
                                                        int& err) {
     return pd.create_qp_numbered(attr, qpn, err);

@@ -204,12 +204,13 @@ std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, i
 std::unique_ptr<QueuePair> ProtectionDomain::create_qp_numbered(const QpInitAttr& attr, uint32_t wanted, int& err) {
   if (remote_) {
     if (wanted != 0) return err = EOPNOTSUPP, nullptr;
-    if (!attr.send_cq || !attr.recv_cq || attr.srq || !detail::Access::remote(*attr.send_cq) ||
-        !detail::Access::remote(*attr.recv_cq))
-      return err = attr.srq ? EOPNOTSUPP : EINVAL, nullptr;
+    if (!attr.send_cq || !attr.recv_cq || !detail::Access::remote(*attr.send_cq) ||
+        !detail::Access::remote(*attr.recv_cq) || (attr.srq && &attr.srq->pd() != this))
+      return err = EINVAL, nullptr;
     client::QpInitAttr a;
     a.send_cq = detail::Access::remote(*attr.send_cq);
     a.recv_cq = detail::Access::remote(*attr.recv_cq);
+    a.srq = attr.srq ? detail::Access::remote(*attr.srq) : nullptr;
     a.cap = attr.cap;
     a.qp_type = attr.qp_type;
     a.sq_sig_all = attr.sq_sig_all;
@@ -268,7 +269,12 @@ std::unique_ptr<QueuePair> ProtectionDomain::create_qp_numbered(const QpInitAttr
 }
 
 std::unique_ptr<SharedReceiveQueue> ProtectionDomain::create_srq(const SrqInitAttr& attr, int& err) {
-  if (remote_) return err = EOPNOTSUPP, nullptr;  // uroced serves no SRQs
+  if (remote_) {
+    auto rsrq = remote_->create_srq(attr.max_wr, attr.max_sge, 0, err);
+    if (!rsrq) return nullptr;
+    ++children_;
+    return std::unique_ptr<SharedReceiveQueue>(new SharedReceiveQueue(this, std::move(rsrq)));
+  }
   detail::Pause pause(detail::to_thread(*device_));
   const DeviceLimits& lim = device_->limits();
   if (attr.max_wr == 0 || attr.max_wr > lim.max_qp_wr || attr.max_sge == 0 || attr.max_sge > lim.max_sge) {

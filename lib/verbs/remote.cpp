@@ -37,6 +37,7 @@ int remote_async_event(RemoteDevice& d, AsyncEvent& ev, bool wait) {
   ev.event_type = rev.event_type;
   if (rev.qp != nullptr) ev.qp = static_cast<QueuePair*>(rev.qp->context);
   if (rev.cq != nullptr) ev.cq = static_cast<CompletionQueue*>(rev.cq->context);
+  if (rev.srq != nullptr) ev.srq = static_cast<SharedReceiveQueue*>(rev.srq->context);
   return 0;
 }
 

@@ -10,6 +10,7 @@
 #include "../transport/post.h"
 #include "../transport/recv_queue.h"
 #include "engine/engine_thread.h"
+#include "uroce/client/daemon_client.h"
 #include "uroce/verbs/device.h"
 #include "uroce/verbs/protection_domain.h"
 
@@ -22,7 +23,17 @@ SharedReceiveQueue::SharedReceiveQueue(ProtectionDomain* pd, const SrqInitAttr& 
   queue_->owner = this;
 }
 
+SharedReceiveQueue::SharedReceiveQueue(ProtectionDomain* pd, std::unique_ptr<client::SharedReceiveQueue> remote)
+    : pd_(pd), max_sge_(remote->max_sge()), remote_(std::move(remote)) {
+  remote_->context = this;
+}
+
 SharedReceiveQueue::~SharedReceiveQueue() {
+  if (remote_) {
+    remote_.reset();
+    --pd_->children_;
+    return;
+  }
   detail::Pause pause(detail::to_thread(pd_->device()));
   if (queue_->users != 0) {
     std::fprintf(stderr, "uroce: shared receive queue destroyed while %u QP(s) still use it\n", queue_->users);
@@ -44,6 +55,7 @@ SharedReceiveQueue::~SharedReceiveQueue() {
 // Posted on the caller's thread with the engine parked: SRQ posts are
 // rare enough (threaded mode) not to need a ring of their own.
 int SharedReceiveQueue::post_recv(const RecvWr* wr, const RecvWr** bad) {
+  if (remote_) return remote_->post_recv(wr, bad);
   detail::Pause pause(detail::to_thread(pd_->device()));
   for (; wr != nullptr; wr = wr->next) {
     if (int err = transport::post_recv_to(*queue_, detail::to_engine(pd_->device()), *wr)) {
@@ -57,6 +69,7 @@ int SharedReceiveQueue::post_recv(const RecvWr* wr, const RecvWr** bad) {
 int SharedReceiveQueue::modify(const ibv_srq_attr& attr, int attr_mask) {
   if (attr_mask & ~(IBV_SRQ_LIMIT | IBV_SRQ_MAX_WR)) return EINVAL;
   if (attr_mask & IBV_SRQ_MAX_WR) return EINVAL;  // no resizing
+  if (remote_) return attr_mask == 0 ? 0 : remote_->modify(attr, attr_mask);
   detail::Pause pause(detail::to_thread(pd_->device()));
   if (attr_mask & IBV_SRQ_LIMIT) {
     if (attr.srq_limit > queue_->wq.capacity()) return EINVAL;
@@ -66,6 +79,7 @@ int SharedReceiveQueue::modify(const ibv_srq_attr& attr, int attr_mask) {
 }
 
 int SharedReceiveQueue::query(ibv_srq_attr& attr) const {
+  if (remote_) return remote_->query(attr);
   detail::Pause pause(detail::to_thread(pd_->device()));
   attr.max_wr = queue_->wq.capacity();
   attr.max_sge = max_sge_;
@@ -73,8 +87,9 @@ int SharedReceiveQueue::query(ibv_srq_attr& attr) const {
   return 0;
 }
 
-uint32_t SharedReceiveQueue::max_wr() const { return queue_->wq.capacity(); }
+uint32_t SharedReceiveQueue::max_wr() const { return remote_ ? remote_->max_wr() : queue_->wq.capacity(); }
 uint32_t SharedReceiveQueue::posted() const {
+  if (remote_) return 0;
   detail::Pause pause(detail::to_thread(pd_->device()));
   return queue_->wq.size();
 }

@@ -968,6 +968,95 @@ int run_death(pid_t daemon_pid) {
 
 // For the daemon's telemetry: a pair that stays connected until killed
 // (the second client goes with the first).
+// A shared receive queue through the daemon: the QP created on it takes
+// its receives in posting order (the QP's own post_recv refused), the data
+// lands, the limit fires once, the SRQ cannot go while a QP uses it, and a
+// receive naming a key not the client's ends the SRQ (IBV_EVENT_SRQ_ERR).
+int run_srq() {
+  int sp[2];
+  check(socketpair(AF_UNIX, SOCK_STREAM, 0, sp) == 0, "socketpair");
+  constexpr int kPosted = 8, kSent = 6;
+  const pid_t child = spawn([&] {
+    close(sp[0]);
+    Side b;
+    b.open(4096, false);
+    int err = 0;
+    auto srq = b.pd->create_srq(16, 1, 0, err);
+    check(srq != nullptr && err == 0, "create_srq " + std::to_string(err));
+    check(srq->max_wr() >= 16 && srq->max_sge() == 1, "the SRQ's capabilities");
+    b.qp.reset();
+    client::QpInitAttr a;
+    a.send_cq = a.recv_cq = b.cq.get();
+    a.srq = srq.get();
+    a.cap.max_send_wr = 16;
+    a.cap.max_send_sge = 1;
+    b.qp = b.pd->create_qp(a, err);
+    check(b.qp != nullptr, "create_qp on the SRQ " + std::to_string(err));
+    auto recv_wr = [&](int i, uint32_t lkey, ibv_sge& sge, RecvWr& wr) {
+      sge = ibv_sge{reinterpret_cast<uintptr_t>(b.buf) + uint64_t(i) * 64, 64, lkey};
+      wr = RecvWr{};
+      wr.wr_id = 100 + uint64_t(i);
+      wr.sg_list = &sge;
+      wr.num_sge = 1;
+    };
+    ibv_sge sge{};
+    RecvWr wr;
+    const RecvWr* bad = nullptr;
+    for (int i = 0; i < kPosted; ++i) {
+      recv_wr(i, b.mr->lkey(), sge, wr);
+      check(srq->post_recv(&wr, &bad) == 0, "post to the SRQ");
+    }
+    ibv_srq_attr attr{};
+    attr.srq_limit = 4;
+    check(srq->modify(attr, IBV_SRQ_LIMIT) == 0, "arm the SRQ limit");
+    attr = {};
+    check(srq->query(attr) == 0 && attr.srq_limit == 4 && attr.max_wr >= 16, "query_srq");
+    send_info(sp[1], b.info());
+    b.connect_to(recv_info(sp[1]));
+    recv_wr(0, b.mr->lkey(), sge, wr);
+    check(b.qp->post_recv(&wr, &bad) == EINVAL, "a receive posted to a QP on an SRQ was taken");
+    sync_send(sp[1]);
+    for (int i = 0; i < kSent; ++i) {
+      const ibv_wc wc = b.expect(IBV_WC_SUCCESS, "a RECV from the SRQ");
+      check(wc.opcode == IBV_WC_RECV && wc.wr_id == 100 + uint64_t(i) && wc.byte_len == 64, "the SRQ's order");
+      check(same(b.buf + i * 64, 64, uint8_t(i + 1)), "the data of SEND " + std::to_string(i));
+    }
+    check(readable(b.conn->async_event_fd(), 2000), "no SRQ limit event");
+    client::AsyncEvent ev;
+    check(b.conn->get_async_event(ev) == 0 && ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED && ev.srq == srq.get(),
+          "IBV_EVENT_SRQ_LIMIT_REACHED");
+    attr = {};
+    check(srq->query(attr) == 0 && attr.srq_limit == 0, "the limit disarms once it fired");
+    auto destroy = uroce::daemon::make_message<uroce::daemon::HandleReq>(uroce::daemon::Op::destroy_srq);
+    destroy.handle = srq->handle();
+    uroce::daemon::HandleRep rep{};
+    check(b.conn->call(&destroy, sizeof destroy, &rep, sizeof rep) == EBUSY, "an SRQ in use was destroyed");
+    recv_wr(1, 0xdead0000u, sge, wr);
+    check(srq->post_recv(&wr, &bad) == 0, "the ring takes the slot");
+    check(readable(b.conn->async_event_fd(), 2000), "no event for a receive with a foreign key");
+    check(b.conn->get_async_event(ev) == 0 && ev.event_type == IBV_EVENT_SRQ_ERR && ev.srq == srq.get(),
+          "IBV_EVENT_SRQ_ERR");
+    sync_send(sp[1]);
+    b.qp.reset();
+  });
+  close(sp[1]);
+  Side a;
+  a.open(4096, false);
+  const Info b = recv_info(sp[0]);
+  send_info(sp[0], a.info());
+  a.connect_to(b);
+  sync_wait(sp[0]);
+  for (int i = 0; i < kSent; ++i) {
+    fill(a.buf + i * 64, 64, uint8_t(i + 1));
+    a.post(IBV_WR_SEND, uint64_t(i) * 64, 64, b, 0, 0, uint64_t(i));
+    a.expect(IBV_WC_SUCCESS, "SEND to the SRQ");
+  }
+  sync_wait(sp[0]);
+  check(child_ok(child), "the SRQ client failed");
+  std::printf("srq: receives taken in order, data checked, limit event, EBUSY, SRQ_ERR for a foreign key\n");
+  return 0;
+}
+
 int run_hold() {
   int sb[2];
   check(socketpair(AF_UNIX, SOCK_STREAM, 0, sb) == 0, "socketpair");
@@ -1022,6 +1111,7 @@ int main(int argc, char** argv) {
   if (c == "qpn") return run_qpn();
   if (c == "events") return run_events();
   if (c == "hold") return run_hold();
+  if (c == "srq") return run_srq();
   if (c == "death" && argc == 4) return run_death(pid_t(std::atoi(argv[3])));
   std::fprintf(stderr, "unknown case %s\n", c.c_str());
   return 2;

@@ -272,6 +272,11 @@ case $case_ in
     stop_second
     stop
     echo "ok: $(grep "dropped on interface" "$work/dumpcap.out"); $(grep "valid:" "$work/dump.out" | head -1 | tr -s ' ')" ;;
+  srq)
+    # Shared receive queues through the daemon (daemon_peer srq).
+    start_default
+    run_peer srq
+    stop ;;
   systemd)
     # READY=1 once the socket listens, STOPPING=1 on SIGTERM, to the
     # datagram socket NOTIFY_SOCKET names: a path, then an abstract name.
@@ -432,7 +437,8 @@ PY
     # uroce-perf's two ends as two Devices opened on the daemon's socket
     # (the native API, no EAL in uroce-perf), data checked.
     start_default
-    for t in write_bw read_bw send_bw atomic_bw write_lat read_lat send_lat atomic_lat "send_bw -e" "write_bw -q 2 -b"; do
+    for t in write_bw read_bw send_bw atomic_bw write_lat read_lat send_lat atomic_lat "send_bw -e" "write_bw -q 2 -b" \
+             "send_bw --use-srq -q 2" "send_lat --use-srq"; do
       s="-s 4096"; want=4096
       case $t in atomic*) s=; want=8 ;; esac
       timeout 60 "$perf" $t --daemon "$sock" --verify -n 200 $s >"$work/out" 2>&1 ||
@@ -481,6 +487,21 @@ PY
       done
       echo "ok: ibv_rc_pingpong -s $1 -n $2 through the daemon: $(grep usec/iter "$work/rc.cli.out")"
     done
+    # A shared receive queue: ibv_srq_pingpong's 16 QPs on one SRQ, each
+    # message checked (-c).
+    timeout 60 "$run" --daemon "$sock" -- ibv_srq_pingpong -d uroce0 -g 1 -n 500 -c >"$work/srq.srv.out" 2>&1 &
+    srv=$!
+    sleep 0.5
+    timeout 60 "$run" --daemon "$sock" -- ibv_srq_pingpong -d uroce0 -g 1 -n 500 -c 127.0.0.1 >"$work/srq.cli.out" 2>&1
+    crc=$?
+    wait $srv; src=$?
+    [ $src = 0 ] && [ $crc = 0 ] ||
+      { cat "$work/srq.srv.out" "$work/srq.cli.out"; fail "ibv_srq_pingpong: server $src, client $crc"; }
+    for f in "$work/srq.srv.out" "$work/srq.cli.out"; do
+      grep -qE "^4096000 bytes in [0-9.]+ seconds" "$f" || { cat "$f"; fail "no bytes line in $f"; }
+      [ "$(grep -c "remote address:" "$f")" = 16 ] || { cat "$f"; fail "$f: not 16 QPs"; }
+    done
+    echo "ok: ibv_srq_pingpong -c through the daemon: $(grep usec/iter "$work/srq.cli.out")"
     for spec in "ib_write_bw -n 200|65536 200" "ib_write_bw -s 4096 -n 500|4096 500"; do
       cmd=${spec%%|*} want=${spec#*|}
       timeout 60 "$run" --daemon "$sock" -- $cmd -d uroce0 -x 1 -F >"$work/bw.srv.out" 2>&1 &
@@ -520,7 +541,7 @@ PY
     # uroce-pingpong --daemon: both ends clients of one daemon (the QPs meet
     # in its engine), the messages checked (--chk), with polling and -e.
     ip link set lo up
-    for args in "--ud" "--srq" "--uc" "--dev net_null0" "--mac 02:00:00:00:00:01"; do
+    for args in "--ud" "--uc" "--dev net_null0" "--mac 02:00:00:00:00:01"; do
       "$pingpong" --daemon "$sock" $args >"$work/out" 2>&1
       [ $? = 2 ] || { cat "$work/out"; fail "uroce-pingpong --daemon $args: exit is not 2"; }
     done
@@ -528,7 +549,7 @@ PY
     timeout 10 "$pingpong" --daemon "$work/none.sock" -p 18999 >"$work/out" 2>&1
     [ $? = 1 ] && grep -q "cannot connect to uroced" "$work/out" || { cat "$work/out"; fail "a missing daemon: no message"; }
     start_default
-    for s in "-s 64 -n 500" "-s 4096 -n 200 -e" "-s 65536 -n 50"; do
+    for s in "-s 64 -n 500" "-s 4096 -n 200 -e" "-s 65536 -n 50" "-s 4096 -n 400 --srq -q 4"; do
       timeout 60 "$pingpong" --daemon "$sock" -g 1 --chk $s >"$work/pp.srv.out" 2>&1 &
       srv=$!
       sleep 0.3

@@ -19,6 +19,9 @@ struct RecvQueue;
 namespace detail {
 struct Access;
 }
+namespace client {
+class SharedReceiveQueue;
+}
 
 class ProtectionDomain;
 
@@ -39,6 +42,7 @@ class UROCE_API SharedReceiveQueue {
   int query(ibv_srq_attr& attr) const;
   uint32_t max_wr() const;
   uint32_t max_sge() const { return max_sge_; }
+  // WQEs waiting; through uroced, 0 (the daemon holds them).
   uint32_t posted() const;
   ProtectionDomain& pd() const { return *pd_; }
 
@@ -46,10 +50,12 @@ class UROCE_API SharedReceiveQueue {
   friend class ProtectionDomain;
   friend struct detail::Access;
   SharedReceiveQueue(ProtectionDomain* pd, const SrqInitAttr& attr);
+  SharedReceiveQueue(ProtectionDomain* pd, std::unique_ptr<client::SharedReceiveQueue> remote);
 
   ProtectionDomain* pd_;
   uint32_t max_sge_;
   std::unique_ptr<transport::RecvQueue> queue_;
+  std::unique_ptr<client::SharedReceiveQueue> remote_;  // a client of uroced
 };
 
 }  // namespace uroce

@@ -107,9 +107,43 @@ class CompletionQueue {
   uint32_t empty_polls_ = 0;
 };
 
+// ibv_srq: receive WQEs that the QPs created on it take, in posting order.
+class SharedReceiveQueue {
+ public:
+  // Every QP created on it must be destroyed first (EBUSY in the daemon,
+  // which then keeps it until the connection ends).
+  ~SharedReceiveQueue();
+  SharedReceiveQueue(const SharedReceiveQueue&) = delete;
+  SharedReceiveQueue& operator=(const SharedReceiveQueue&) = delete;
+
+  // ibv_post_srq_recv: 0, or an errno with *bad at the first WR not posted:
+  // EINVAL (SGE count), ENOMEM (ring full), EIO (the daemon is gone). A WR
+  // the daemon refuses (an lkey not of this PD, a range outside its region)
+  // ends the SRQ: IBV_EVENT_SRQ_ERR, and it takes no more WQEs.
+  int post_recv(const RecvWr* wr, const RecvWr** bad);
+  // ibv_modify_srq with IBV_SRQ_LIMIT (the only attribute that changes).
+  int modify(const ibv_srq_attr& attr, int attr_mask);
+  // ibv_query_srq: max_wr, max_sge and the armed limit (0 once it fired).
+  int query(ibv_srq_attr& attr);
+  uint32_t max_wr() const { return max_wr_; }
+  uint32_t max_sge() const { return max_sge_; }
+  uint32_t handle() const { return handle_; }
+  void* context = nullptr;  // the application's (ibv_srq's srq_context)
+
+ private:
+  friend class ProtectionDomain;
+  SharedReceiveQueue() = default;
+  Connection* conn_ = nullptr;
+  uint32_t handle_ = 0;
+  void* ring_ = nullptr;
+  uint32_t entries_ = 0, producer_ = 0;
+  uint32_t max_wr_ = 0, max_sge_ = 0;
+};
+
 struct QpInitAttr {
   CompletionQueue* send_cq = nullptr;
   CompletionQueue* recv_cq = nullptr;
+  SharedReceiveQueue* srq = nullptr;  // its receives from there (post_recv is then EINVAL)
   ibv_qp_cap cap{};  // max_send_sge, max_recv_sge up to 4, max_inline_data up to 256
   ibv_qp_type qp_type = IBV_QPT_RC;  // RC only
   int sq_sig_all = 0;
@@ -155,6 +189,7 @@ class QueuePair {
   uint32_t sq_entries_ = 0, rq_entries_ = 0;
   uint32_t sq_producer_ = 0, rq_producer_ = 0;
   uint32_t max_send_sge_ = 0, max_recv_sge_ = 0, max_inline_ = 0;
+  bool has_srq_ = false;
 };
 
 // ibv_async_event: a QP's or CQ's event from the daemon's engine, or
@@ -163,6 +198,7 @@ struct AsyncEvent {
   ibv_event_type event_type = IBV_EVENT_DEVICE_FATAL;
   QueuePair* qp = nullptr;
   CompletionQueue* cq = nullptr;
+  SharedReceiveQueue* srq = nullptr;
 };
 
 class ProtectionDomain {
@@ -184,6 +220,9 @@ class ProtectionDomain {
   // EBUSY (mr kept) while posted work or frames in flight use it.
   int dereg_mr(std::unique_ptr<MemoryRegion>& mr);
   std::unique_ptr<QueuePair> create_qp(const QpInitAttr& attr, int& err);
+  // ibv_create_srq: max_wr WQEs of up to max_sge SGEs (4), the limit armed
+  // when srq_limit is not 0.
+  std::unique_ptr<SharedReceiveQueue> create_srq(uint32_t max_wr, uint32_t max_sge, uint32_t srq_limit, int& err);
   uint32_t handle() const { return handle_; }
 
  private:
@@ -243,6 +282,8 @@ class Connection {
   void forget_cq(uint32_t handle);
   void remember_qp(uint32_t handle, QueuePair* qp);
   void forget_qp(uint32_t handle);
+  void remember_srq(uint32_t handle, SharedReceiveQueue* srq);
+  void forget_srq(uint32_t handle);
 
  private:
   Connection() = default;
@@ -254,6 +295,7 @@ class Connection {
   std::mutex cq_mutex_;
   std::unordered_map<uint32_t, CompletionQueue*> cqs_;  // for the channels' and async events
   std::unordered_map<uint32_t, QueuePair*> qps_;        // for async events
+  std::unordered_map<uint32_t, SharedReceiveQueue*> srqs_;
   int events_ = -1;
   bool fatal_reported_ = false;
   std::atomic<bool> dead_{false};
