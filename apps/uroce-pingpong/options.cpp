@@ -86,8 +86,8 @@ int check_daemon(const Options& o) {
     std::fprintf(stderr, "uroce-pingpong: --daemon: --mac, --eal and --pcap belong to the daemon's port\n");
     return 2;
   }
-  if (o.mode != Mode::rc && o.mode != Mode::srq) {
-    std::fprintf(stderr, "uroce-pingpong: --daemon: uroced serves RC QPs only so far (no --ud, --uc)\n");
+  if (o.mode == Mode::ud) {
+    std::fprintf(stderr, "uroce-pingpong: --daemon: uroced serves RC and UC QPs only so far (no --ud)\n");
     return 2;
   }
   return -1;

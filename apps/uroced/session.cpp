@@ -423,7 +423,8 @@ int Session::create_qp(const CreateQpReq& req, CreateQpRep& rep) {
   Cq* scq = find(cqs_, req.send_cq);
   Cq* rcq = find(cqs_, req.recv_cq);
   Srq* srq = req.srq != 0 ? find(srqs_, req.srq) : nullptr;
-  if (pd == nullptr || scq == nullptr || rcq == nullptr || req.qp_type != IBV_QPT_RC) return EINVAL;
+  const bool type_ok = req.qp_type == IBV_QPT_RC || req.qp_type == IBV_QPT_UC;
+  if (pd == nullptr || scq == nullptr || rcq == nullptr || !type_ok) return EINVAL;
   if (req.srq != 0 && (srq == nullptr || srq->pd != req.pd)) return EINVAL;
   // SRQs count as QPs.
   if (qps_.size() + srqs_.size() >= limits_.max_qp) return over_quota("max_qp", limits_.max_qp);
@@ -444,6 +445,7 @@ int Session::create_qp(const CreateQpReq& req, CreateQpRep& rep) {
   }
   Qp qp;
   qp.pd = req.pd;
+  qp.type = ibv_qp_type(req.qp_type);
   qp.send_cq = req.send_cq;
   qp.recv_cq = req.recv_cq;
   qp.sq_entries = pow2_at_least(std::max(req.max_send_wr, 1u));  // a receive-only QP (qperf's) has none
@@ -459,7 +461,7 @@ int Session::create_qp(const CreateQpReq& req, CreateQpRep& rep) {
   uroce::QpInitAttr init;
   init.send_cq = scq->cq.get();
   init.recv_cq = rcq->cq.get();
-  init.qp_type = IBV_QPT_RC;
+  init.qp_type = ibv_qp_type(req.qp_type);
   init.sq_sig_all = req.sq_sig_all != 0;
   init.cap.max_send_wr = req.max_send_wr;
   init.cap.max_recv_wr = std::max(req.max_recv_wr, 1u);

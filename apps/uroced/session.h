@@ -112,6 +112,7 @@ struct Qp {
   std::unique_ptr<uroce::QueuePair> qp;
   uint32_t pd = 0, send_cq = 0, recv_cq = 0;
   uint32_t srq = 0;  // its shared receive queue, 0: its own ring
+  ibv_qp_type type = IBV_QPT_RC;
   uint64_t sq_offset = 0, rq_offset = 0, sq_bytes = 0, rq_bytes = 0;
   uint32_t sq_entries = 0, rq_entries = 0;
   uint32_t sq_consumer = 0, rq_consumer = 0;  // the daemon's copies

@@ -19,15 +19,16 @@ namespace {
 constexpr unsigned kBatch = 16;
 constexpr unsigned kSendFlags = IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE;
 
-bool rc_opcode(uint32_t op) {
+// The opcodes a QP of the type may post (UC: no READ, no atomics).
+bool opcode_ok(ibv_qp_type type, uint32_t op) {
   switch (op) {
     case IBV_WR_SEND:
     case IBV_WR_SEND_WITH_IMM:
     case IBV_WR_RDMA_WRITE:
-    case IBV_WR_RDMA_WRITE_WITH_IMM:
+    case IBV_WR_RDMA_WRITE_WITH_IMM: return true;
     case IBV_WR_RDMA_READ:
     case IBV_WR_ATOMIC_CMP_AND_SWP:
-    case IBV_WR_ATOMIC_FETCH_AND_ADD: return true;
+    case IBV_WR_ATOMIC_FETCH_AND_ADD: return type == IBV_QPT_RC;
     default: return false;
   }
 }
@@ -112,7 +113,7 @@ int Session::service_sq(Qp& qp) {
     w = uroce::SendWr{};
     w.wr_id = s.wr_id;
     const bool is_inline = (s.send_flags & IBV_SEND_INLINE) != 0;
-    bool ok = rc_opcode(s.opcode) && (s.send_flags & ~kSendFlags) == 0;
+    bool ok = opcode_ok(qp.type, s.opcode) && (s.send_flags & ~kSendFlags) == 0;
     if (ok && is_inline) {
       ok = s.inline_len <= qp.max_inline;  // max_inline <= kMaxInline
       if (ok) std::memcpy(b.inline_data[built], shared.inline_data, s.inline_len);

@@ -443,7 +443,8 @@ MemoryRegion::~MemoryRegion() {
 // ---- queue pair ----
 
 std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, int& err) {
-  if (attr.send_cq == nullptr || attr.recv_cq == nullptr || attr.qp_type != IBV_QPT_RC) return err = EINVAL, nullptr;
+  if (attr.send_cq == nullptr || attr.recv_cq == nullptr || (attr.qp_type != IBV_QPT_RC && attr.qp_type != IBV_QPT_UC))
+    return err = EINVAL, nullptr;
   if (attr.srq != nullptr && attr.srq->conn_ != conn_) return err = EINVAL, nullptr;
   auto req = make_message<CreateQpReq>(Op::create_qp);
   req.pd = handle_;
@@ -472,6 +473,7 @@ std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, i
   qp->max_recv_sge_ = rep.max_recv_sge;
   qp->max_inline_ = rep.max_inline_data;
   qp->has_srq_ = attr.srq != nullptr;
+  qp->type_ = attr.qp_type;
   conn_->remember_qp(rep.qp, qp.get());
   return qp;
 }
@@ -582,6 +584,10 @@ int QueuePair::check_send(const SendWr& wr) const {
   if (conn_->dead()) return EIO;
   if (state_ == IBV_QPS_RESET || state_ == IBV_QPS_INIT || state_ == IBV_QPS_RTR) return EINVAL;
   if (wr.num_sge < 0 || uint32_t(wr.num_sge) > max_send_sge_) return EINVAL;
+  // UC has no READ and no atomics (the in-process QP refuses them as well).
+  if (type_ == IBV_QPT_UC && wr.opcode != IBV_WR_SEND && wr.opcode != IBV_WR_SEND_WITH_IMM &&
+      wr.opcode != IBV_WR_RDMA_WRITE && wr.opcode != IBV_WR_RDMA_WRITE_WITH_IMM)
+    return EINVAL;
   if (wr.send_flags & IBV_SEND_INLINE) {
     uint64_t total = 0;  // 32-bit lengths that wrap must not pass the check
     for (int i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;

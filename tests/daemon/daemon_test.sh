@@ -438,7 +438,7 @@ PY
     # (the native API, no EAL in uroce-perf), data checked.
     start_default
     for t in write_bw read_bw send_bw atomic_bw write_lat read_lat send_lat atomic_lat "send_bw -e" "write_bw -q 2 -b" \
-             "send_bw --use-srq -q 2" "send_lat --use-srq"; do
+             "send_bw --use-srq -q 2" "send_lat --use-srq" "write_bw -c UC" "send_bw -c UC" "write_lat -c UC"; do
       s="-s 4096"; want=4096
       case $t in atomic*) s=; want=8 ;; esac
       timeout 60 "$perf" $t --daemon "$sock" --verify -n 200 $s >"$work/out" 2>&1 ||
@@ -447,7 +447,7 @@ PY
       [ "$(grep -cE "^ $want +[24]00 " "$work/out")" = 1 ] || { cat "$work/out"; fail "$t: no result row"; }
     done
     "$perf" send_bw -c UD --daemon "$sock" >"$work/ud.out" 2>&1 && fail "-c UD --daemon was accepted"
-    grep -q "daemon runs the RC tests so far" "$work/ud.out" || fail "no message for -c UD --daemon"
+    grep -q "daemon runs the RC and UC tests so far" "$work/ud.out" || fail "no message for -c UD --daemon"
     stop ;;
   shim)
     # Debian's programs through uroce-run --daemon: the drop-in libibverbs
@@ -502,6 +502,19 @@ PY
       [ "$(grep -c "remote address:" "$f")" = 16 ] || { cat "$f"; fail "$f: not 16 QPs"; }
     done
     echo "ok: ibv_srq_pingpong -c through the daemon: $(grep usec/iter "$work/srq.cli.out")"
+    # UC: ibv_uc_pingpong, each message checked.
+    timeout 60 "$run" --daemon "$sock" -- ibv_uc_pingpong -d uroce0 -g 1 -n 300 -c >"$work/uc.srv.out" 2>&1 &
+    srv=$!
+    sleep 0.5
+    timeout 60 "$run" --daemon "$sock" -- ibv_uc_pingpong -d uroce0 -g 1 -n 300 -c 127.0.0.1 >"$work/uc.cli.out" 2>&1
+    crc=$?
+    wait $srv; src=$?
+    [ $src = 0 ] && [ $crc = 0 ] ||
+      { cat "$work/uc.srv.out" "$work/uc.cli.out"; fail "ibv_uc_pingpong: server $src, client $crc"; }
+    for f in "$work/uc.srv.out" "$work/uc.cli.out"; do
+      grep -qE "^2457600 bytes in [0-9.]+ seconds" "$f" || { cat "$f"; fail "no bytes line in $f"; }
+    done
+    echo "ok: ibv_uc_pingpong -c through the daemon: $(grep usec/iter "$work/uc.cli.out")"
     for spec in "ib_write_bw -n 200|65536 200" "ib_write_bw -s 4096 -n 500|4096 500"; do
       cmd=${spec%%|*} want=${spec#*|}
       timeout 60 "$run" --daemon "$sock" -- $cmd -d uroce0 -x 1 -F >"$work/bw.srv.out" 2>&1 &
@@ -541,15 +554,15 @@ PY
     # uroce-pingpong --daemon: both ends clients of one daemon (the QPs meet
     # in its engine), the messages checked (--chk), with polling and -e.
     ip link set lo up
-    for args in "--ud" "--uc" "--dev net_null0" "--mac 02:00:00:00:00:01"; do
+    for args in "--ud" "--dev net_null0" "--mac 02:00:00:00:00:01"; do
       "$pingpong" --daemon "$sock" $args >"$work/out" 2>&1
       [ $? = 2 ] || { cat "$work/out"; fail "uroce-pingpong --daemon $args: exit is not 2"; }
     done
-    grep -q "serves RC QPs only" <(timeout 5 "$pingpong" --daemon "$sock" --ud 2>&1) || fail "no message for --daemon --ud"
+    grep -q "serves RC and UC QPs only" <(timeout 5 "$pingpong" --daemon "$sock" --ud 2>&1) || fail "no message for --daemon --ud"
     timeout 10 "$pingpong" --daemon "$work/none.sock" -p 18999 >"$work/out" 2>&1
     [ $? = 1 ] && grep -q "cannot connect to uroced" "$work/out" || { cat "$work/out"; fail "a missing daemon: no message"; }
     start_default
-    for s in "-s 64 -n 500" "-s 4096 -n 200 -e" "-s 65536 -n 50" "-s 4096 -n 400 --srq -q 4"; do
+    for s in "-s 64 -n 500" "-s 4096 -n 200 -e" "-s 65536 -n 50" "-s 4096 -n 400 --srq -q 4" "-s 1024 -n 300 --uc"; do
       timeout 60 "$pingpong" --daemon "$sock" -g 1 --chk $s >"$work/pp.srv.out" 2>&1 &
       srv=$!
       sleep 0.3

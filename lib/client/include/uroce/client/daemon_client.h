@@ -145,7 +145,7 @@ struct QpInitAttr {
   CompletionQueue* recv_cq = nullptr;
   SharedReceiveQueue* srq = nullptr;  // its receives from there (post_recv is then EINVAL)
   ibv_qp_cap cap{};  // max_send_sge, max_recv_sge up to 4, max_inline_data up to 256
-  ibv_qp_type qp_type = IBV_QPT_RC;  // RC only
+  ibv_qp_type qp_type = IBV_QPT_RC;  // RC or UC
   int sq_sig_all = 0;
 };
 
@@ -157,7 +157,7 @@ class QueuePair {
   int modify(const ibv_qp_attr& attr, int attr_mask);
   int query(ibv_qp_attr& attr);
   // 0, or an errno with *bad at the first WR not posted: EINVAL (state,
-  // opcode, SGE count, inline size), ENOMEM (ring full), EIO (the daemon
+  // opcode: READ and atomics on UC, SGE count, inline size), ENOMEM (ring full), EIO (the daemon
   // is gone). A WR the daemon refuses (an lkey not of this PD, a range
   // outside its region) completes with an error and the QP goes to error.
   int post_send(const SendWr* wr, const SendWr** bad);
@@ -190,6 +190,7 @@ class QueuePair {
   uint32_t sq_producer_ = 0, rq_producer_ = 0;
   uint32_t max_send_sge_ = 0, max_recv_sge_ = 0, max_inline_ = 0;
   bool has_srq_ = false;
+  ibv_qp_type type_ = IBV_QPT_RC;
 };
 
 // ibv_async_event: a QP's or CQ's event from the daemon's engine, or
