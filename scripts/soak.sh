@@ -3,7 +3,9 @@
 # Soak test: MINUTES of uroce-perf and uroce-pingpong processes over lossy
 # veth links between network namespaces, a long-lived pair watched for
 # growth (RSS, mbufs in use, DPDK memzones and heap) while short pairs come
-# and go; see tests/soak/soak.py for what is run and judged. Root only.
+# and go, and a uroced whose clients come and go (every other one killed
+# with SIGKILL) watched for growth too; see tests/soak/soak.py for what is
+# run and judged. Root only.
 #
 # usage: scripts/soak.sh MINUTES [WORKDIR]
 #   BUILD_DIR: the build whose programs run (build). WORKDIR keeps every
@@ -17,8 +19,9 @@ build=${BUILD_DIR:-$root/build}
 work=${2:-$(mktemp -d -t uroce-soak.XXXXXX)}
 perf=$build/apps/uroce-perf/uroce-perf
 pp=$build/apps/uroce-pingpong/uroce-pingpong
-for p in "$perf" "$pp"; do
+uroced=$build/apps/uroced/uroced
+for p in "$perf" "$pp" "$uroced"; do
   [ -x "$p" ] || { echo "soak: $p missing (ninja -C $build)"; exit 2; }
 done
 echo "soak: outputs in $work"
-PYTHONDONTWRITEBYTECODE=1 exec /usr/bin/python3 "$root/tests/soak/soak.py" "$minutes" "$perf" "$pp" "$work"
+PYTHONDONTWRITEBYTECODE=1 exec /usr/bin/python3 "$root/tests/soak/soak.py" "$minutes" "$perf" "$pp" "$work" "$uroced"

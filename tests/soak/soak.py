@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Soak: long runs of uroce processes over lossy veth links, watched for growth.
 
-usage: soak.py MINUTES UROCE_PERF UROCE_PINGPONG WORKDIR
+usage: soak.py MINUTES UROCE_PERF UROCE_PINGPONG WORKDIR [UROCED]
 
 Two links, each a veth pair between two network namespaces with LOSS_PCT %
 of RoCE frames dropped each way (tc netem, or tests/netns/relay.py where the
@@ -21,7 +21,14 @@ kernel has no netem; topology.py chooses):
          Each finished pair must exit 0 and verify its data, and no pair may
          leave its EAL runtime directory behind.
 
-Growth: for each series of the long-lived pair, the least-squares slope over
+  daemon: with UROCED, one uroced (a net_ring port) for the whole run and,
+         after each churn pair, DAEMON_CLIENTS_PER_PAIR short clients of it: uroce-perf --daemon
+         (both ends in one process) running DAEMON_CHURN's tests with
+         --verify, every other one killed with SIGKILL in the middle of its
+         transfer. The daemon must outlive them all; between clients its RSS
+         and its open descriptors are sampled.
+
+Growth: for each series of the long-lived pair (and of the daemon), the least-squares slope over
 the second half of the samples (the first half is warm-up: pools and caches
 fill), times the length of that half, must stay within a bound: RSS
 RSS_BOUND_KB, mbufs in use MBUF_BOUND, memzones 0, heap bytes HEAP_BOUND.
@@ -56,6 +63,17 @@ HEAP_BOUND = 1 << 20
 QP_TIMEOUT = ["-u", "18"]
 LONG_PORT = 18600
 CHURN_PORT = 18700
+
+# uroce-perf through the daemon: (test, args); the killed ones run -D 30.
+DAEMON_CHURN = [
+    ("write_bw", ["-q", "2", "-s", "4096"]),
+    ("send_bw", ["-s", "1024", "--use-srq"]),
+    ("read_bw", ["-s", "65536"]),
+    ("atomic_bw", []),
+    ("send_lat", ["-s", "64"]),
+]
+DAEMON_CLIENTS_PER_PAIR = 4  # a churn pair takes tens of seconds, a daemon client one or two
+DAEMON_FD_BOUND = 2      # descriptors between clients: the same every time
 
 RESOURCES = re.compile(r"^resources: rss_kb=(\d+) mbufs_in_use=(\d+) memzones=(\d+) heap_bytes=(\d+)$", re.M)
 
@@ -171,6 +189,66 @@ def churn_once(h, work, perf, pingpong, spec, n):
     return label
 
 
+def fd_count(pid):
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return None
+
+
+class Daemon:
+    """uroced on a net_ring port, and its short-lived clients."""
+
+    def __init__(self, h, work, uroced, perf):
+        self.work, self.perf = work, perf
+        self.sock = os.path.join(work, "uroced.sock")
+        self.proc = Proc(h, "uroced", [uroced, "--dev", "net_ring0", "--ip", "10.250.0.1", "--socket", self.sock,
+                                       "--file-prefix", f"uroced-soak-{os.getpid()}", "--eal", "--no-huge -m 512"],
+                         os.path.join(work, "uroced.out"))
+        end = time.monotonic() + 20
+        while not os.path.exists(self.sock):
+            if not self.proc.running() or time.monotonic() > end:
+                raise Failure("uroced did not listen:\n" + self.proc.describe())
+            time.sleep(0.1)
+        self.t0 = time.monotonic()
+        self.rss, self.fds = [], []  # (t, value)
+        self.h, self.n, self.killed = h, 0, 0
+
+    def client(self):
+        """One client; every other one is killed mid-transfer."""
+        test, args = DAEMON_CHURN[self.n % len(DAEMON_CHURN)]
+        kill = self.n % 2 == 1
+        self.n += 1
+        argv = [self.perf, test, "--daemon", self.sock] + args + (["-D", "30"] if kill else ["-n", "2000", "--verify"])
+        c = Proc(self.h, f"dclient{self.n}", argv, os.path.join(self.work, "client.out"))
+        if kill:
+            time.sleep(1)
+            if not c.running():
+                raise Failure(f"daemon client {test}: ended before the kill:\n{c.describe()}")
+            c.kill(signal.SIGKILL)
+            self.killed += 1
+        else:
+            wait_all([c], 60)
+            if c.returncode != 0 or "data verified" not in c.output():
+                raise Failure(f"daemon client {test}: failed:\n{c.describe()}")
+            c.kill()  # gone already: closes its log (a long soak runs thousands)
+        if not self.proc.running():
+            raise Failure("uroced ended:\n" + self.proc.describe())
+
+    def sample(self):
+        t = time.monotonic() - self.t0
+        kb, fds = rss_kb(self.proc.p.pid), fd_count(self.proc.p.pid)
+        if kb is not None:
+            self.rss.append((t, kb))
+        if fds is not None:
+            self.fds.append((t, fds))
+
+    def stop(self):
+        self.proc.stop(20)
+        if self.proc.returncode != 0:
+            raise Failure("uroced did not stop cleanly on SIGTERM:\n" + self.proc.describe())
+
+
 def judge(name, series, bound, unit):
     """series: [(t, v)]. Returns (line, ok)."""
     if len(series) < 4:
@@ -186,7 +264,7 @@ def judge(name, series, bound, unit):
     return line, ok
 
 
-def run(minutes, perf, pingpong, work):
+def run(minutes, perf, pingpong, work, uroced=None):
     harness.require_root()
     os.makedirs(work, exist_ok=True)
     end = time.monotonic() + minutes * 60
@@ -201,6 +279,11 @@ def run(minutes, perf, pingpong, work):
         print(f"soak: {minutes} min; loss {LOSS_PCT} % each way on both links "
               f"({topo_long.backend}); samples every {SAMPLE_S} s")
         long = Long(h, long_dir, perf, spec_of(topo_long, LONG_PORT))
+        daemon = None
+        if uroced:
+            daemon_dir = os.path.join(work, "daemon")
+            os.makedirs(daemon_dir, exist_ok=True)
+            daemon = Daemon(h, daemon_dir, uroced, perf)
         churn_spec = spec_of(topo_churn, CHURN_PORT)
         n, done = 0, {}
         next_sample = time.monotonic()
@@ -210,8 +293,12 @@ def run(minutes, perf, pingpong, work):
             label = churn_once(h, churn_dir, perf, pingpong, churn_spec, n)
             done[label] = done.get(label, 0) + 1
             n += 1
+            for _ in range(DAEMON_CLIENTS_PER_PAIR if daemon else 0):
+                daemon.client()
             if time.monotonic() >= next_sample:
                 long.sample_server()
+                if daemon:
+                    daemon.sample()
                 next_sample = time.monotonic() + SAMPLE_S
         long.sample_server()
         alive = long.alive()
@@ -221,6 +308,10 @@ def run(minutes, perf, pingpong, work):
             raise Failure("the long-lived pair ended:\n" + long.server.describe() + long.client.describe())
         rep, dropped, through = topo_long.impairment_report()
         print(f"churn: {n} pairs: " + ", ".join(f"{v} {k}" for k, v in sorted(done.items())))
+        if daemon:
+            daemon.sample()
+            daemon.stop()
+            print(f"daemon: {daemon.n} clients of one uroced, {daemon.killed} of them killed with SIGKILL mid-transfer")
         print("long pair (write_bw -q 4, --run_infinitely): " + rep.replace("\n", "\n  "))
         if through == 0 or dropped == 0:
             raise Failure(f"the lossy link dropped {dropped} of {through} RoCE frames: loss was not applied")
@@ -232,6 +323,9 @@ def run(minutes, perf, pingpong, work):
             judge("client memzones", list(zip(t, [s[2] for s in samples])), 0, "zones"),
             judge("client DPDK heap", list(zip(t, [s[3] for s in samples])), HEAP_BOUND, "B"),
         ]
+        if daemon:
+            checks += [judge("uroced RSS", daemon.rss, RSS_BOUND_KB, "kB"),
+                       judge("uroced descriptors", daemon.fds, DAEMON_FD_BOUND, "fds")]
         for line, _ in checks:
             print(line)
         bad = [line for line, ok in checks if not ok]
@@ -255,7 +349,7 @@ class _Tagged:
 
 
 def main():
-    if len(sys.argv) != 5:
+    if len(sys.argv) not in (5, 6):
         print(__doc__, file=sys.stderr)
         sys.exit(2)
     try:
@@ -265,7 +359,7 @@ def main():
     if minutes <= 0:
         print("soak: MINUTES must be a positive number", file=sys.stderr)
         sys.exit(2)
-    harness.main_wrapper(lambda: run(minutes, *sys.argv[2:]))
+    harness.main_wrapper(lambda: run(minutes, *sys.argv[2:]))  # UROCED optional
 
 
 if __name__ == "__main__":
