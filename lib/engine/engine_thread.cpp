@@ -18,7 +18,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <csignal>
 #include <cstring>
 #include <mutex>
 
@@ -190,12 +189,7 @@ void EngineThread::launch(int cpu) {
 }
 
 int EngineThread::lcore_main(void* self) {
-  // As quiet_thread's: the process's signals go to its own threads.
-  sigset_t async;
-  sigemptyset(&async);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM, SIGUSR1, SIGUSR2, SIGCHLD, SIGWINCH})
-    sigaddset(&async, sig);
-  pthread_sigmask(SIG_BLOCK, &async, nullptr);
+  util::block_async_signals();  // as quiet_thread's
   pthread_setname_np(pthread_self(), "uroce-engine");
   auto* t = static_cast<EngineThread*>(self);
   t->loop(t->launch_cpu_);

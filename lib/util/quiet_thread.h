@@ -20,13 +20,21 @@
 
 namespace uroce::util {
 
-template <class F, class... Args>
-std::thread quiet_thread(const char* name, F&& f, Args&&... args) {
-  sigset_t async, before;
+// Blocks those signals in the calling thread; the mask before in *before.
+// A thread the library is lent rather than starts (an EAL lcore) calls it
+// first thing.
+inline void block_async_signals(sigset_t* before = nullptr) {
+  sigset_t async;
   sigemptyset(&async);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM, SIGUSR1, SIGUSR2, SIGCHLD, SIGWINCH})
     sigaddset(&async, sig);
-  pthread_sigmask(SIG_BLOCK, &async, &before);
+  pthread_sigmask(SIG_BLOCK, &async, before);
+}
+
+template <class F, class... Args>
+std::thread quiet_thread(const char* name, F&& f, Args&&... args) {
+  sigset_t before;
+  block_async_signals(&before);
   std::thread t(std::forward<F>(f), std::forward<Args>(args)...);
   pthread_sigmask(SIG_SETMASK, &before, nullptr);
   pthread_setname_np(t.native_handle(), name);
