@@ -63,11 +63,16 @@ case $mode in
     # DPDK builds for Arm and is the same ring for TSan's purposes.
     setup=(-Db_sanitize=thread -Db_lundef=false -Dbuildtype=plain
            "-Dcpp_args=-O1 -g1 -DRTE_USE_C11_MEM_MODEL")
-    targets=(tests/dpdk/dpdk_test)
+    targets=(tests/dpdk/dpdk_test apps/uroced/uroced tests/daemon/daemon_peer)
     select=()
     select2=()
     for t in basic bulk limits control restart mixed error loopback events callers mw; do
       select+=("dpdk-threaded-$t")
+    done
+    # uroced's threads (the service thread driving the engine, the engine
+    # thread on its lcore, telemetry) with clients coming, going and killed.
+    for c in pair many kill events srq telemetry; do
+      select2+=("daemon-$c")
     done
     ;;
   *)
