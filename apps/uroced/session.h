@@ -195,6 +195,8 @@ class Session {
   // has not made room for: the WQE stays in its ring until then.
   bool room_to_refuse(const Qp& qp, bool send) const;
   bool sge_ok(uint32_t pd, const ibv_sge& sge) const;
+  // A receive slot's SGE count and every SGE (a copy out of the ring).
+  bool recv_ok(uint32_t pd, uint32_t max_sge, const uroce::daemon::RecvSlot& s) const;
   // ENOMEM, what a verbs program gets from a device out of room; the
   // first refusal of each quota is logged so an operator sees which one.
   int over_quota(const char* key, uint64_t limit);

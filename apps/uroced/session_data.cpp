@@ -55,6 +55,32 @@ struct RecvBatch {
   ibv_sge sge[kBatch][kMaxSge];
 };
 
+// Copies up to n receive slots from `consumer` on out of the ring into b,
+// each checked by ok() on the copy; stops at the first that fails, which
+// is left in `s` with `refused` set. Returns the WRs built (chained).
+template <class Ok>
+unsigned build_recvs(const RecvSlot* slots, uint32_t consumer, uint32_t entries, unsigned n, RecvBatch& b,
+                     RecvSlot& s, bool& refused, Ok ok) {
+  unsigned built = 0;
+  refused = false;
+  for (unsigned i = 0; i < n; ++i) {
+    std::memcpy(&s, &slots[(consumer + i) & (entries - 1)], sizeof s);
+    if (!ok(s)) {
+      refused = true;
+      break;
+    }
+    uroce::RecvWr& w = b.wr[built];
+    w = uroce::RecvWr{};
+    w.wr_id = s.wr_id;
+    std::memcpy(b.sge[built], s.sge, sizeof(ibv_sge) * s.num_sge);
+    w.sg_list = b.sge[built];
+    w.num_sge = int(s.num_sge);
+    if (built > 0) b.wr[built - 1].next = &w;
+    ++built;
+  }
+  return built;
+}
+
 }  // namespace
 
 bool Session::sge_ok(uint32_t pd, const ibv_sge& sge) const {
@@ -62,6 +88,12 @@ bool Session::sge_ok(uint32_t pd, const ibv_sge& sge) const {
   if (key == mr_by_key_.end()) return false;
   const MappedMr& m = *key->second;
   return m.pd == pd && m.mr->contains(sge.addr, sge.length);
+}
+
+bool Session::recv_ok(uint32_t pd, uint32_t max_sge, const RecvSlot& s) const {
+  bool ok = s.num_sge <= max_sge;
+  for (uint32_t k = 0; ok && k < s.num_sge; ++k) ok = sge_ok(pd, s.sge[k]);
+  return ok;
 }
 
 unsigned Session::new_slots(const RingHeader& ring, uint32_t consumer, uint32_t entries) {
@@ -179,27 +211,10 @@ int Session::service_rq(Qp& qp) {
   const unsigned n = new_slots(*ring, qp.rq_consumer, qp.rq_entries);
   if (n == 0) return 0;
   static RecvBatch b;
-  const RecvSlot* slots = ring_slots<RecvSlot>(ring);
-  unsigned built = 0;
-  bool refused = false;
   RecvSlot s;
-  for (unsigned i = 0; i < n; ++i) {
-    std::memcpy(&s, &slots[(qp.rq_consumer + i) & (qp.rq_entries - 1)], sizeof s);
-    bool ok = s.num_sge <= qp.max_recv_sge;
-    for (uint32_t k = 0; ok && k < s.num_sge; ++k) ok = sge_ok(qp.pd, s.sge[k]);
-    if (!ok) {
-      refused = true;
-      break;
-    }
-    uroce::RecvWr& w = b.wr[built];
-    w = uroce::RecvWr{};
-    w.wr_id = s.wr_id;
-    std::memcpy(b.sge[built], s.sge, sizeof(ibv_sge) * s.num_sge);
-    w.sg_list = b.sge[built];
-    w.num_sge = int(s.num_sge);
-    if (built > 0) b.wr[built - 1].next = &w;
-    ++built;
-  }
+  bool refused = false;
+  const unsigned built = build_recvs(ring_slots<RecvSlot>(ring), qp.rq_consumer, qp.rq_entries, n, b, s, refused,
+                                     [&](const RecvSlot& slot) { return recv_ok(qp.pd, qp.max_recv_sge, slot); });
   if (built > 0) {
     const uroce::RecvWr* bad = nullptr;
     const int err = qp.qp->post_recv(&b.wr[0], &bad);
@@ -230,26 +245,9 @@ int Session::service_srq(uint32_t handle, Srq& q) {
   const unsigned n = new_slots(*ring, q.consumer, q.entries);
   if (n == 0) return 0;
   static RecvBatch b;
-  const RecvSlot* slots = ring_slots<RecvSlot>(ring);
-  unsigned built = 0;
   RecvSlot s;
-  for (unsigned i = 0; i < n && !q.failed; ++i) {
-    std::memcpy(&s, &slots[(q.consumer + i) & (q.entries - 1)], sizeof s);
-    bool ok = s.num_sge <= q.max_sge;
-    for (uint32_t k = 0; ok && k < s.num_sge; ++k) ok = sge_ok(q.pd, s.sge[k]);
-    if (!ok) {
-      q.failed = true;
-      break;
-    }
-    uroce::RecvWr& w = b.wr[built];
-    w = uroce::RecvWr{};
-    w.wr_id = s.wr_id;
-    std::memcpy(b.sge[built], s.sge, sizeof(ibv_sge) * s.num_sge);
-    w.sg_list = b.sge[built];
-    w.num_sge = int(s.num_sge);
-    if (built > 0) b.wr[built - 1].next = &w;
-    ++built;
-  }
+  const unsigned built = build_recvs(ring_slots<RecvSlot>(ring), q.consumer, q.entries, n, b, s, q.failed,
+                                     [&](const RecvSlot& slot) { return recv_ok(q.pd, q.max_sge, slot); });
   uint32_t taken = built;
   if (built > 0) {
     const uroce::RecvWr* bad = nullptr;

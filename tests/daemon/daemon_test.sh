@@ -53,6 +53,23 @@ stop() {  # SIGTERM: the daemon tears down and removes its socket
   [ ! -e "$sock" ] || fail "the socket is left behind"
 }
 run_peer() { timeout 60 "$peer" "$sock" "$@" || fail "daemon_peer $* exited $?"; }
+# pingpong_pair PROGRAM BYTES ARGS...: rdma-core's PROGRAM through uroce-run
+# --daemon, server and client on one daemon, each message checked (-c);
+# both must exit 0 and report BYTES.
+pingpong_pair() {
+  local prog=$1 bytes=$2 out=$work/$1; shift 2
+  timeout 60 "$run" --daemon "$sock" -- "$prog" -d uroce0 -g 1 -c "$@" >"$out.srv.out" 2>&1 &
+  local srv=$!
+  sleep 0.5
+  timeout 60 "$run" --daemon "$sock" -- "$prog" -d uroce0 -g 1 -c "$@" 127.0.0.1 >"$out.cli.out" 2>&1
+  local crc=$?
+  wait $srv; local src=$?
+  [ $src = 0 ] && [ $crc = 0 ] || { cat "$out.srv.out" "$out.cli.out"; fail "$prog: server $src, client $crc"; }
+  for f in "$out.srv.out" "$out.cli.out"; do
+    grep -qE "^$bytes bytes in [0-9.]+ seconds" "$f" || { cat "$f"; fail "no bytes line in $f"; }
+  done
+  echo "ok: $prog -c through the daemon: $(grep usec/iter "$out.cli.out")"
+}
 # 256 free 2 MiB pages (more than were there), on a hugetlbfs mount of
 # this test's own ($huge); cleanup gives them back.
 use_hugepages() {
@@ -487,34 +504,13 @@ PY
       done
       echo "ok: ibv_rc_pingpong -s $1 -n $2 through the daemon: $(grep usec/iter "$work/rc.cli.out")"
     done
-    # A shared receive queue: ibv_srq_pingpong's 16 QPs on one SRQ, each
-    # message checked (-c).
-    timeout 60 "$run" --daemon "$sock" -- ibv_srq_pingpong -d uroce0 -g 1 -n 500 -c >"$work/srq.srv.out" 2>&1 &
-    srv=$!
-    sleep 0.5
-    timeout 60 "$run" --daemon "$sock" -- ibv_srq_pingpong -d uroce0 -g 1 -n 500 -c 127.0.0.1 >"$work/srq.cli.out" 2>&1
-    crc=$?
-    wait $srv; src=$?
-    [ $src = 0 ] && [ $crc = 0 ] ||
-      { cat "$work/srq.srv.out" "$work/srq.cli.out"; fail "ibv_srq_pingpong: server $src, client $crc"; }
-    for f in "$work/srq.srv.out" "$work/srq.cli.out"; do
-      grep -qE "^4096000 bytes in [0-9.]+ seconds" "$f" || { cat "$f"; fail "no bytes line in $f"; }
+    # A shared receive queue (ibv_srq_pingpong's 16 QPs on one SRQ) and UC,
+    # each message checked (-c).
+    pingpong_pair ibv_srq_pingpong 4096000 -n 500
+    for f in "$work/ibv_srq_pingpong.srv.out" "$work/ibv_srq_pingpong.cli.out"; do
       [ "$(grep -c "remote address:" "$f")" = 16 ] || { cat "$f"; fail "$f: not 16 QPs"; }
     done
-    echo "ok: ibv_srq_pingpong -c through the daemon: $(grep usec/iter "$work/srq.cli.out")"
-    # UC: ibv_uc_pingpong, each message checked.
-    timeout 60 "$run" --daemon "$sock" -- ibv_uc_pingpong -d uroce0 -g 1 -n 300 -c >"$work/uc.srv.out" 2>&1 &
-    srv=$!
-    sleep 0.5
-    timeout 60 "$run" --daemon "$sock" -- ibv_uc_pingpong -d uroce0 -g 1 -n 300 -c 127.0.0.1 >"$work/uc.cli.out" 2>&1
-    crc=$?
-    wait $srv; src=$?
-    [ $src = 0 ] && [ $crc = 0 ] ||
-      { cat "$work/uc.srv.out" "$work/uc.cli.out"; fail "ibv_uc_pingpong: server $src, client $crc"; }
-    for f in "$work/uc.srv.out" "$work/uc.cli.out"; do
-      grep -qE "^2457600 bytes in [0-9.]+ seconds" "$f" || { cat "$f"; fail "no bytes line in $f"; }
-    done
-    echo "ok: ibv_uc_pingpong -c through the daemon: $(grep usec/iter "$work/uc.cli.out")"
+    pingpong_pair ibv_uc_pingpong 2457600 -n 300
     for spec in "ib_write_bw -n 200|65536 200" "ib_write_bw -s 4096 -n 500|4096 500"; do
       cmd=${spec%%|*} want=${spec#*|}
       timeout 60 "$run" --daemon "$sock" -- $cmd -d uroce0 -x 1 -F >"$work/bw.srv.out" 2>&1 &
