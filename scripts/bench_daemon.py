@@ -17,7 +17,8 @@ A round runs every case in both forms back to back; the table gives the
 median over rounds of each figure and of the ratio taken within each round
 (this machine's speed drifts between rounds). Then `daemon_peer SOCKET hold`
 keeps a connected pair of clients idle while the daemon's CPU time is read
-from /proc for 10 s.
+from /proc for 10 s, with the default idle_sleep_us and with longer ones
+(IDLE_SLEEP_US, a daemon each).
 
 Needs root (DPDK's EAL) and a build with uroced, uroce-perf and the daemon
 tests. Prints a Markdown report on stdout; exit 0, 1 when a run failed, 2 on
@@ -43,6 +44,8 @@ CASES = [
     ("write_lat", ["-s", "8"], "lat"),
     ("send_lat", ["-s", "8"], "lat"),
 ]
+# uroced's --idle-sleep-us values whose idle cost is read: the default first.
+IDLE_SLEEP_US = [1000, 10000, 50000]
 
 
 class Failed(Exception):
@@ -75,12 +78,13 @@ def cpu_ticks(pid):
 
 
 class Daemon:
-    def __init__(self, uroced, tmp, cpu):
-        self.sock = os.path.join(tmp, "uroced.sock")
-        self.log = open(os.path.join(tmp, "uroced.log"), "w+")
+    def __init__(self, uroced, tmp, cpu, idle_us=IDLE_SLEEP_US[0]):
+        self.sock = os.path.join(tmp, f"uroced-{idle_us}.sock")
+        self.log = open(os.path.join(tmp, f"uroced-{idle_us}.log"), "w+")
         self.proc = subprocess.Popen(
             [uroced, "--dev", "net_ring0", "--ip", "10.0.0.1", "--socket", self.sock, "--lcores", str(cpu),
-             "--file-prefix", f"bench-daemon-{os.getpid()}", "--eal", "--no-huge -m 512"],
+             "--file-prefix", f"bench-daemon-{os.getpid()}", "--idle-sleep-us", str(idle_us),
+             "--eal", "--no-huge -m 512"],
             stdout=self.log, stderr=subprocess.STDOUT)
         for _ in range(100):
             if os.path.exists(self.sock):
@@ -160,9 +164,15 @@ def main():
                     r_d = perf(pin(first) + [perf_bin, test, "--daemon", daemon.sock] + extra, out)
                     results[i]["in"].append(figure(kind, r_in))
                     results[i]["daemon"].append(figure(kind, r_d))
-            idle = idle_cpu(daemon, peer, 1 if a.smoke else 10)
+            idle = [idle_cpu(daemon, peer, 1 if a.smoke else 10)]
         finally:
             daemon.stop()
+        for us in IDLE_SLEEP_US[1:]:
+            d = Daemon(uroced, tmp, last, us)
+            try:
+                idle.append(idle_cpu(d, peer, 1 if a.smoke else 10))
+            finally:
+                d.stop()
     print(f"{rounds} round(s); in-process on CPU {last}; through uroced: the client on CPU {first}, "
           f"the daemon on CPU {last}.\n")
     print("| test | in-process | through uroced | through uroced / in-process, within each round |")
@@ -179,8 +189,12 @@ def main():
             rel = f"{statistics.median(ratios):.2f}× (rounds: {', '.join(f'{q:.2f}' for q in ratios)})"
         fmt = "{:.2f}" if kind != "bw" else "{:.0f}"
         print(f"| `{test} {' '.join(args)}` | {fmt.format(med_in)} {unit} | {fmt.format(med_d)} {unit} | {rel} |")
-    print(f"\nAn idle daemon with a connected pair of idle clients: {100 * idle:.1f} % of one CPU "
-          f"(utime + stime of uroced over {1 if a.smoke else 10} s).")
+    print(f"\nAn idle daemon with a connected pair of idle clients (utime + stime of uroced over "
+          f"{1 if a.smoke else 10} s):\n")
+    print("| `idle_sleep_us` | share of one CPU |")
+    print("| ---: | ---: |")
+    for us, share in zip(IDLE_SLEEP_US, idle):
+        print(f"| {us}{' (default)' if us == IDLE_SLEEP_US[0] else ''} | {100 * share:.1f} % |")
     return 0
 
 

@@ -63,6 +63,8 @@ void add_options(Overrides& o) {
   o.add("--socket-group", &S::socket_group, "the socket's group (name or number)");
   o.add("--eal", &S::eal, "extra EAL arguments, in one string");
   o.add("--engine-cpu", &S::engine_cpu, "pin the engine thread to this CPU (default: not pinned)");
+  o.add("--idle-sleep-us", &S::idle_sleep_us,
+        "longest nap of the idle engine between looks at the port, 0..50000 (default 1000)");
   o.add("--log-level", &S::log_level, "uroced's messages: error, warning, notice, info (default), debug");
   o.add("--file-prefix", &S::file_prefix, "EAL's file prefix, dpdk-telemetry.py's -f (default uroced)");
   o.add("--lcores", &S::lcores, "CPUs the daemon runs on, a list such as 2-3 (EAL's main lcore)");
@@ -129,6 +131,7 @@ std::unique_ptr<uroce::Endpoint> open_endpoint(const uroced::Settings& settings)
   ec.pcap = settings.pcap;
   ec.eal_args = uroced::eal_args(settings);
   ec.device.cc = settings.cc_resolved;
+  ec.device.idle_sleep_max_us = settings.idle_sleep_us;
   std::string error;
   auto endpoint = uroce::Endpoint::open(ec, error);
   if (!endpoint) {
@@ -206,6 +209,7 @@ bool serve(uroce::Endpoint& endpoint, const uroced::Settings& settings) {
     return false;
   }
   UROCED_LOG(INFO, "congestion control: %s", uroce::cc::describe(settings.cc_resolved).c_str());
+  UROCED_LOG(INFO, "engine: naps of up to %u us when idle (idle_sleep_us)", settings.idle_sleep_us);
   UROCED_LOG(NOTICE, "%s on %s, %s: listening on %s", endpoint.device().name().c_str(), settings.dev.c_str(),
              settings.ip.c_str(), settings.socket.c_str());
   // Type=notify: clients may connect from now on.

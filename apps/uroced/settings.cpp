@@ -50,7 +50,7 @@ struct Reader {
 const std::vector<std::string>* known_keys(const std::string& section) {
   static const std::vector<std::pair<std::string, std::vector<std::string>>> kKeys = {
       {"daemon", {"socket", "socket_mode", "socket_group", "allow_uids", "eal", "engine_cpu", "log_level", "lcores",
-                  "file_prefix"}},
+                  "file_prefix", "idle_sleep_us"}},
       {"port", {"dev", "ip", "mac", "mtu", "pcap", "cc", "cc_config", "cc_param"}},
       {"limits", {"max_pd", "max_cq", "max_qp", "max_mr", "max_mr_bytes", "arena_bytes"}},
   };
@@ -151,6 +151,10 @@ bool check_settings(const Settings& s, std::string& error) {
   mode_t mode;
   if (!parse_mode(s.socket_mode, mode))
     return error = "socket mode '" + s.socket_mode + "' is not octal permission bits (such as 0660)", false;
+  if (s.idle_sleep_us > kMaxIdleSleepUs)
+    return error = "idle_sleep_us = " + std::to_string(s.idle_sleep_us) + " is above the maximum of " +
+                   std::to_string(kMaxIdleSleepUs) + " (a peer would retransmit before the engine looks)",
+           false;
   if (s.limits.arena_bytes < kMinArenaBytes)
     return error = "[limits] arena_bytes = " + std::to_string(s.limits.arena_bytes) + " is below the minimum of " +
                    std::to_string(kMinArenaBytes),
@@ -235,7 +239,8 @@ bool load_config(const std::string& file, Settings& s, std::string& error) {
   r.text("port", "cc", s.cc);
   r.text("port", "cc_config", s.cc_config);
   s.cc_params = all_values(cfg.get(), "port", "cc_param");
-  return r.number("daemon", "engine_cpu", s.engine_cpu) && r.number("port", "mtu", s.mtu) &&
+  return r.number("daemon", "engine_cpu", s.engine_cpu) && r.number("daemon", "idle_sleep_us", s.idle_sleep_us) &&
+         r.number("port", "mtu", s.mtu) &&
          r.number("limits", "max_pd", s.limits.max_pd) && r.number("limits", "max_cq", s.limits.max_cq) &&
          r.number("limits", "max_qp", s.limits.max_qp) && r.number("limits", "max_mr", s.limits.max_mr) &&
          r.number("limits", "max_mr_bytes", s.limits.max_mr_bytes) &&

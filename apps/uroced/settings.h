@@ -32,6 +32,9 @@ struct Settings {
   std::string lcores;              // CPUs of the EAL main lcore (and so the engine thread's); empty: all
   std::string file_prefix = "uroced";  // EAL's --file-prefix: where dpdk-telemetry.py -f finds the daemon
   int engine_cpu = -1;
+  // Longest nap of an idle engine between looks at the port (the device's
+  // idle_sleep_max_us): a frame that arrives meanwhile waits up to this.
+  uint32_t idle_sleep_us = 1000;
   std::string dev, ip, mac;
   uint16_t mtu = 1500;
   std::string pcap;  // capture of the port's frames; empty: none
@@ -55,6 +58,10 @@ bool check_settings(const Settings& s, std::string& error);
 bool congestion_control(const Settings& s, uroce::cc::CcConfig& out, std::string& error);
 // What EAL gets: the log levels and lcores, then `eal` (which wins).
 std::vector<std::string> eal_args(const Settings& s);
+
+// The longest idle_sleep_us: past it a peer's retransmission timer
+// (rxe's default is about 67 ms) would fire before the engine looks.
+inline constexpr uint32_t kMaxIdleSleepUs = 50000;
 
 // An arena holds its header page and at least a few rings.
 inline constexpr uint64_t kMinArenaBytes = 64 << 10;

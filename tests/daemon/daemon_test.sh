@@ -366,6 +366,7 @@ socket_mode = 0600
 eal = --no-huge -m 512
 log_level = debug
 lcores = $cpu
+idle_sleep_us = 2500
 [port]
 dev = net_ring0
 ip = 10.0.0.1
@@ -393,6 +394,7 @@ CONF
     done
     grep -qE "congestion control: dcqcn .*rpg_time_reset=301 .*rpg_ai_rate=9 rpg_hai_rate=77 " "$log" ||
       fail "cc, cc_config and cc_param not applied in that order"
+    grep -q "engine: naps of up to 2500 us when idle" "$log" || fail "idle_sleep_us not applied"
     run_peer quota
     grep -q "client 1: alloc_pd: done" "$log" || fail "log_level = debug: no debug line"
     for key in max_pd max_cq max_qp max_mr max_mr_bytes arena_bytes; do
@@ -429,6 +431,7 @@ PY
     bad '[daemon]\nlcores = a-b\n' "lcores 'a-b' is not a CPU list"
     bad '[daemon]\nfile_prefix = a/b\n' "file_prefix 'a/b' is empty or has a '/'"
     bad '[daemon]\nlcores = 0\neal = -l 1\n' "lcores and an EAL -l, -c or --lcores in eal: give one of them"
+    bad '[daemon]\nidle_sleep_us = 60000\n' "idle_sleep_us = 60000 is above the maximum of 50000"
     bad '[port]\nvlan = 100\n' "[port] vlan: not supported: uroce's engine sends untagged frames only"
     bad '[port]\npcp = 3\n' "[port] pcp: not supported"
     bad '[port]\ncc = cubic\n' "cubic"
