@@ -522,11 +522,9 @@ int check_addresses(const Options& o) {
   if (!o.daemon.empty()) {
     if (o.loopback || !o.dev.empty() || !o.server.empty())
       return usage("--daemon runs both ends here as clients of uroced; it takes no --loopback, --dev or SERVER");
-    const bool supported = o.verb != Verb::raw && (o.conn == Conn::rc || o.conn == Conn::uc) && !o.run_infinitely &&
-                           !o.use_hugepages && o.pcap.empty();
+    const bool supported = o.verb != Verb::raw && !o.run_infinitely && !o.use_hugepages && o.pcap.empty();
     if (!supported)
-      return usage("--daemon runs the RC and UC tests so far (no raw, -c UD, --run_infinitely, "
-                   "--use_hugepages, --pcap)");
+      return usage("--daemon runs the RC, UC and UD tests so far (no raw, --run_infinitely, --use_hugepages, --pcap)");
     if (o.inline_size > 256) return usage("--daemon: -I is at most 256");
     return -1;
   }

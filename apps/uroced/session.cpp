@@ -243,6 +243,7 @@ void Session::dispatch(Op op, const void* msg, size_t len, Received& r) {
     case Op::destroy_cq:
     case Op::destroy_qp:
     case Op::destroy_srq:
+    case Op::destroy_ah:
     case Op::dereg_mr: {
       auto rep = make_message<HandleRep>(op);
       if (!sized(sizeof(HandleReq))) {
@@ -254,6 +255,7 @@ void Session::dispatch(Op op, const void* msg, size_t len, Received& r) {
                        : op == Op::destroy_cq ? destroy_cq(rep.handle)
                        : op == Op::destroy_qp ? destroy_qp(rep.handle)
                        : op == Op::destroy_srq ? destroy_srq(rep.handle)
+                       : op == Op::destroy_ah ? destroy_ah(rep.handle)
                                               : dereg_mr(rep.handle);
       }
       reply(&rep, sizeof rep);
@@ -286,6 +288,12 @@ void Session::dispatch(Op op, const void* msg, size_t len, Received& r) {
     case Op::query_srq: {
       auto rep = make_message<QuerySrqRep>(op);
       rep.h.status = sized(sizeof(HandleReq)) ? query_srq(static_cast<const HandleReq*>(msg)->handle, rep) : EINVAL;
+      reply(&rep, sizeof rep);
+      return;
+    }
+    case Op::create_ah: {
+      auto rep = make_message<HandleRep>(op);
+      rep.h.status = sized(sizeof(CreateAhReq)) ? create_ah(*static_cast<const CreateAhReq*>(msg), rep.handle) : EINVAL;
       reply(&rep, sizeof rep);
       return;
     }
@@ -423,7 +431,7 @@ int Session::create_qp(const CreateQpReq& req, CreateQpRep& rep) {
   Cq* scq = find(cqs_, req.send_cq);
   Cq* rcq = find(cqs_, req.recv_cq);
   Srq* srq = req.srq != 0 ? find(srqs_, req.srq) : nullptr;
-  const bool type_ok = req.qp_type == IBV_QPT_RC || req.qp_type == IBV_QPT_UC;
+  const bool type_ok = req.qp_type == IBV_QPT_RC || req.qp_type == IBV_QPT_UC || req.qp_type == IBV_QPT_UD;
   if (pd == nullptr || scq == nullptr || rcq == nullptr || !type_ok) return EINVAL;
   if (req.srq != 0 && (srq == nullptr || srq->pd != req.pd)) return EINVAL;
   // SRQs count as QPs.
@@ -579,6 +587,32 @@ int Session::query_srq(uint32_t handle, QuerySrqRep& rep) {
   rep.max_sge = attr.max_sge;
   rep.srq_limit = attr.srq_limit;
   return err;
+}
+
+int Session::create_ah(const CreateAhReq& req, uint32_t& handle) {
+  Pd* pd = find(pds_, req.pd);
+  if (pd == nullptr) return EINVAL;
+  if (ahs_.size() >= limits_.max_ah) return over_quota("max_ah", limits_.max_ah);
+  // The device checks the rest (a global route, the GID index, the address
+  // family) and resolves the MAC: EHOSTUNREACH while it is not known yet.
+  int err = 0;
+  Ah a;
+  a.ah = pd->pd->create_ah(req.attr, err);
+  if (!a.ah) return err != 0 ? err : ENOMEM;
+  a.pd = req.pd;
+  ++pd->children;
+  handle = next_handle_++;
+  ahs_.emplace(handle, std::move(a));
+  return 0;
+}
+
+int Session::destroy_ah(uint32_t handle) {
+  Ah* a = find(ahs_, handle);
+  if (a == nullptr) return EINVAL;
+  a->ah.reset();
+  --pds_.at(a->pd).children;
+  ahs_.erase(handle);
+  return 0;
 }
 
 int Session::modify_qp(const ModifyQpReq& req) {
@@ -787,6 +821,7 @@ void Session::teardown(Leftover& left) {
   for (auto& [h, qp] : qps_) qp.qp.reset();
   qps_.clear();
   srqs_.clear();  // after their QPs; the receives still posted give their regions back
+  ahs_.clear();
   cqs_.clear();
   mr_by_key_.clear();
   for (auto& [h, m] : mrs_) {

@@ -72,6 +72,14 @@ struct Pd {
   uint32_t children = 0;
 };
 
+// A UD destination; a send slot names it by handle. A WR posted with it
+// carries a copy of the destination once the engine takes it, and
+// destroying it first lets the engine take every WR already posted.
+struct Ah {
+  std::unique_ptr<uroce::AddressHandle> ah;
+  uint32_t pd = 0;
+};
+
 // A client's completion channel: the daemon writes CQ handles into the
 // pipe whose read end the client holds; never blocking (a full pipe drops
 // the event: the client has events waiting anyway).
@@ -166,6 +174,8 @@ class Session {
   int destroy_srq(uint32_t handle);
   int modify_srq(const uroce::daemon::ModifySrqReq& req);
   int query_srq(uint32_t handle, uroce::daemon::QuerySrqRep& rep);
+  int create_ah(const uroce::daemon::CreateAhReq& req, uint32_t& handle);
+  int destroy_ah(uint32_t handle);
   int modify_qp(const uroce::daemon::ModifyQpReq& req);
   int query_qp(uint32_t handle, ibv_qp_attr& attr);
   int alloc_mr(const uroce::daemon::AllocMrReq& req, uroce::daemon::MrRep& rep, int& fd);
@@ -221,6 +231,7 @@ class Session {
   std::unordered_map<uint32_t, Cq> cqs_;
   std::unordered_map<uint32_t, Qp> qps_;
   std::unordered_map<uint32_t, Srq> srqs_;
+  std::unordered_map<uint32_t, Ah> ahs_;
   std::unordered_map<uint32_t, MappedMr> mrs_;
   std::unordered_map<uint32_t, Channel> channels_;
   // key -> its entry in mrs_ (whose nodes do not move): one lookup per SGE.

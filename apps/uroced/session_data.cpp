@@ -19,13 +19,14 @@ namespace {
 constexpr unsigned kBatch = 16;
 constexpr unsigned kSendFlags = IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE;
 
-// The opcodes a QP of the type may post (UC: no READ, no atomics).
+// The opcodes a QP of the type may post (UC: no READ, no atomics; UD:
+// SENDs only).
 bool opcode_ok(ibv_qp_type type, uint32_t op) {
   switch (op) {
     case IBV_WR_SEND:
-    case IBV_WR_SEND_WITH_IMM:
+    case IBV_WR_SEND_WITH_IMM: return true;
     case IBV_WR_RDMA_WRITE:
-    case IBV_WR_RDMA_WRITE_WITH_IMM: return true;
+    case IBV_WR_RDMA_WRITE_WITH_IMM: return type != IBV_QPT_UD;
     case IBV_WR_RDMA_READ:
     case IBV_WR_ATOMIC_CMP_AND_SWP:
     case IBV_WR_ATOMIC_FETCH_AND_ADD: return type == IBV_QPT_RC;
@@ -158,8 +159,15 @@ int Session::service_sq(Qp& qp) {
         refusal = IBV_WC_LOC_PROT_ERR;
         break;
       }
-      std::memcpy(b.sge[built], s.sge, sizeof(ibv_sge) * std::min(s.num_sge, kMaxSge));
+      std::memcpy(b.sge[built], s.sge, sizeof(ibv_sge) * std::min<uint32_t>(s.num_sge, kMaxSge));
       w.num_sge = int(s.num_sge);
+    }
+    // UD: an address handle of this client in the QP's PD.
+    const Ah* ah = nullptr;
+    if (ok && qp.type == IBV_QPT_UD) {
+      const auto it = ahs_.find(s.ah);
+      ah = it == ahs_.end() ? nullptr : &it->second;
+      ok = ah != nullptr && ah->pd == qp.pd;
     }
     if (!ok) {
       refusal = IBV_WC_LOC_QP_OP_ERR;
@@ -169,7 +177,9 @@ int Session::service_sq(Qp& qp) {
     w.opcode = ibv_wr_opcode(s.opcode);
     w.send_flags = s.send_flags;
     w.imm_data = s.imm_data;
-    if (s.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || s.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+    if (ah != nullptr)
+      w.wr.ud = {ah->ah.get(), s.remote_qpn, s.remote_qkey};
+    else if (s.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || s.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
       w.wr.atomic = {s.remote_addr, s.compare_add, s.swap, s.rkey};
     else
       w.wr.rdma = {s.remote_addr, s.rkey};

@@ -443,8 +443,8 @@ MemoryRegion::~MemoryRegion() {
 // ---- queue pair ----
 
 std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, int& err) {
-  if (attr.send_cq == nullptr || attr.recv_cq == nullptr || (attr.qp_type != IBV_QPT_RC && attr.qp_type != IBV_QPT_UC))
-    return err = EINVAL, nullptr;
+  const bool type_ok = attr.qp_type == IBV_QPT_RC || attr.qp_type == IBV_QPT_UC || attr.qp_type == IBV_QPT_UD;
+  if (attr.send_cq == nullptr || attr.recv_cq == nullptr || !type_ok) return err = EINVAL, nullptr;
   if (attr.srq != nullptr && attr.srq->conn_ != conn_) return err = EINVAL, nullptr;
   auto req = make_message<CreateQpReq>(Op::create_qp);
   req.pd = handle_;
@@ -476,6 +476,23 @@ std::unique_ptr<QueuePair> ProtectionDomain::create_qp(const QpInitAttr& attr, i
   qp->type_ = attr.qp_type;
   conn_->remember_qp(rep.qp, qp.get());
   return qp;
+}
+
+// ---- address handle ----
+
+int ProtectionDomain::create_ah(const ibv_ah_attr& attr, uint32_t& handle) {
+  auto req = make_message<CreateAhReq>(Op::create_ah);
+  req.pd = handle_;
+  req.attr = attr;
+  HandleRep rep{};
+  const int err = conn_->call(&req, sizeof req, &rep, sizeof rep);
+  if (err == 0) handle = rep.handle;
+  return err;
+}
+
+int ProtectionDomain::destroy_ah(uint32_t handle) {
+  destroy(conn_, Op::destroy_ah, handle);
+  return 0;
 }
 
 // ---- shared receive queue ----
@@ -584,16 +601,23 @@ int QueuePair::check_send(const SendWr& wr) const {
   if (conn_->dead()) return EIO;
   if (state_ == IBV_QPS_RESET || state_ == IBV_QPS_INIT || state_ == IBV_QPS_RTR) return EINVAL;
   if (wr.num_sge < 0 || uint32_t(wr.num_sge) > max_send_sge_) return EINVAL;
-  // UC has no READ and no atomics (the in-process QP refuses them as well).
-  if (type_ == IBV_QPT_UC && wr.opcode != IBV_WR_SEND && wr.opcode != IBV_WR_SEND_WITH_IMM &&
-      wr.opcode != IBV_WR_RDMA_WRITE && wr.opcode != IBV_WR_RDMA_WRITE_WITH_IMM)
+  // UC has no READ and no atomics, UD only SENDs to an address handle of
+  // the daemon's (the in-process QP refuses the same).
+  const bool send = wr.opcode == IBV_WR_SEND || wr.opcode == IBV_WR_SEND_WITH_IMM;
+  if (type_ == IBV_QPT_UC && !send && wr.opcode != IBV_WR_RDMA_WRITE && wr.opcode != IBV_WR_RDMA_WRITE_WITH_IMM)
     return EINVAL;
+  if (type_ == IBV_QPT_UD && (!send || ah_handle(wr) == 0)) return EINVAL;
   if (wr.send_flags & IBV_SEND_INLINE) {
     uint64_t total = 0;  // 32-bit lengths that wrap must not pass the check
     for (int i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
     if (total > max_inline_) return EINVAL;
   }
   return 0;
+}
+
+uint32_t QueuePair::ah_handle(const SendWr& wr) const {
+  const Connection::AhHandleOf of = conn_->ah_handle_of();
+  return wr.wr.ud.ah != nullptr && of != nullptr ? of(wr.wr.ud.ah) : 0;
 }
 
 int QueuePair::post_send_all(const SendWr* wr, const SendWr** bad) {
@@ -630,8 +654,12 @@ int QueuePair::post_send(const SendWr* wr, const SendWr** bad) {
     s.opcode = wr->opcode;
     s.send_flags = wr->send_flags;
     s.imm_data = wr->imm_data;
-    s.num_sge = uint32_t(wr->num_sge);
-    if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+    s.num_sge = uint16_t(wr->num_sge);
+    if (type_ == IBV_QPT_UD) {
+      s.ah = ah_handle(*wr);
+      s.remote_qpn = wr->wr.ud.remote_qpn;
+      s.remote_qkey = wr->wr.ud.remote_qkey;
+    } else if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
       s.remote_addr = wr->wr.atomic.remote_addr;
       s.rkey = wr->wr.atomic.rkey;
       s.compare_add = wr->wr.atomic.compare_add;
@@ -645,7 +673,7 @@ int QueuePair::post_send(const SendWr* wr, const SendWr** bad) {
       for (int i = 0; i < wr->num_sge; ++i) {
         std::memcpy(s.inline_data + s.inline_len, reinterpret_cast<const void*>(uintptr_t(wr->sg_list[i].addr)),
                     wr->sg_list[i].length);
-        s.inline_len += wr->sg_list[i].length;
+        s.inline_len = uint16_t(s.inline_len + wr->sg_list[i].length);  // at most max_inline_ in all
       }
     } else if (wr->num_sge > 0) {
       std::memcpy(s.sge, wr->sg_list, sizeof(ibv_sge) * size_t(wr->num_sge));

@@ -15,7 +15,7 @@
 namespace uroce::daemon {
 
 inline constexpr uint32_t kMagic = 0x75724f44;  // "urOD"
-inline constexpr uint32_t kVersion = 4;
+inline constexpr uint32_t kVersion = 5;
 inline constexpr const char* kDefaultSocket = "/run/uroce/uroced.sock";
 
 enum class Op : uint32_t {
@@ -49,6 +49,10 @@ enum class Op : uint32_t {
   destroy_srq,   // HandleReq -> HandleRep (EBUSY while QPs use it)
   modify_srq,    // ModifySrqReq -> HandleRep
   query_srq,     // HandleReq -> QuerySrqRep
+  // Address handles of UD QPs: a send slot names one by its handle; the
+  // daemon resolves the destination when it creates one.
+  create_ah,     // CreateAhReq -> HandleRep
+  destroy_ah,    // HandleReq -> HandleRep
 };
 
 struct ReqHeader {
@@ -128,7 +132,7 @@ struct CreateQpReq {
   uint32_t pd;
   uint32_t send_cq;
   uint32_t recv_cq;
-  uint32_t qp_type;  // ibv_qp_type; RC only
+  uint32_t qp_type;  // ibv_qp_type: RC, UC or UD
   uint32_t max_send_wr;
   uint32_t max_recv_wr;
   uint32_t max_send_sge;
@@ -167,6 +171,13 @@ struct CreateSrqRep {
   uint32_t max_wr;
   uint32_t max_sge;
 };
+struct CreateAhReq {
+  ReqHeader h;
+  uint32_t pd;
+  uint32_t pad = 0;
+  ibv_ah_attr attr;  // nothing in it is a pointer
+};
+
 struct ModifySrqReq {
   ReqHeader h;
   uint32_t srq;
@@ -378,17 +389,20 @@ struct SendSlot {
   uint32_t opcode;      // ibv_wr_opcode
   uint32_t send_flags;  // ibv_send_flags
   uint32_t imm_data;    // or invalidate_rkey
-  uint32_t num_sge;
+  uint16_t num_sge;
+  uint16_t inline_len;  // IBV_SEND_INLINE: bytes in inline_data, sge unused
   uint64_t remote_addr;
   uint64_t compare_add;
   uint64_t swap;
   uint32_t rkey;
-  uint32_t inline_len;  // IBV_SEND_INLINE: bytes in inline_data, sge unused
-  uint8_t pad[8];
+  uint32_t ah;  // UD: the address handle's handle, and the destination QP
+  uint32_t remote_qpn;
+  uint32_t remote_qkey;
   ibv_sge sge[kMaxSge];
   uint8_t inline_data[kMaxInline];
 };
 static_assert(sizeof(SendSlot) % 64 == 0);
+static_assert(offsetof(SendSlot, sge) == 64, "the fields before the SGEs fill one cache line");
 
 struct RecvSlot {
   uint64_t wr_id;

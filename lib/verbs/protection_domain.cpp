@@ -287,8 +287,6 @@ std::unique_ptr<SharedReceiveQueue> ProtectionDomain::create_srq(const SrqInitAt
 }
 
 std::unique_ptr<AddressHandle> ProtectionDomain::create_ah(const ibv_ah_attr& attr, int& err) {
-  if (remote_) return err = EOPNOTSUPP, nullptr;  // uroced serves no UD
-  detail::Pause pause(detail::to_thread(*device_));
   if (!attr.is_global || attr.grh.sgid_index >= device_->gids().size()) {
     err = EINVAL;
     return nullptr;
@@ -300,6 +298,8 @@ std::unique_ptr<AddressHandle> ProtectionDomain::create_ah(const ibv_ah_attr& at
     err = EINVAL;
     return nullptr;
   }
+  if (remote_) return remote_ah(attr, dgid, sgid, err);
+  detail::Pause pause(detail::to_thread(*device_));
   wire::MacAddr dmac;
   if (!detail::to_engine(*device_).resolve(dgid, dmac)) {
     detail::to_engine(*device_).resolve_neighbor(dgid);  // so that a retry can succeed
@@ -309,6 +309,19 @@ std::unique_ptr<AddressHandle> ProtectionDomain::create_ah(const ibv_ah_attr& at
   ++children_;
   err = 0;
   return std::unique_ptr<AddressHandle>(new AddressHandle(this, attr, dgid, sgid, dmac));
+}
+
+// The daemon resolves the MAC and keeps the destination; the handle here
+// names it in send slots.
+std::unique_ptr<AddressHandle> ProtectionDomain::remote_ah(const ibv_ah_attr& attr, const wire::IpAddr& dgid,
+                                                           const wire::IpAddr& sgid, int& err) {
+  uint32_t handle = 0;
+  err = remote_->create_ah(attr, handle);
+  if (err != 0) return nullptr;
+  std::unique_ptr<AddressHandle> ah(new AddressHandle(this, attr, dgid, sgid, wire::MacAddr{}));
+  ah->remote_handle_ = handle;
+  ++children_;
+  return ah;
 }
 
 MemoryRegion::MemoryRegion(ProtectionDomain* pd, void* addr, size_t length, int access)

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "daemon/protocol.h"
+#include "uroce/verbs/address_handle.h"
 
 namespace uroce::detail {
 
@@ -23,6 +24,7 @@ std::unique_ptr<RemoteDevice> open_remote(const std::string& socket, std::string
   d->limits.max_sge = daemon::kMaxSge;
   d->limits.max_inline_data = daemon::kMaxInline;
   d->limits.max_mw = 0;  // windows are not served through the daemon
+  d->conn->set_ah_handle_of([](const AddressHandle* ah) { return ah->remote_handle(); });
   return d;
 }
 

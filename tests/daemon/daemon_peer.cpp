@@ -663,6 +663,139 @@ void check_hostile_rings() {
   check(Connection::connect(g_socket, error) != nullptr, "the daemon serves no one after a hostile client: " + error);
 }
 
+// A raw client's UD QP brought to RTS by hand, with its own qkey.
+uint32_t raw_ud_qp(int s, uint32_t pd, uint32_t cq, daemon::CreateQpRep& qp) {
+  daemon::CreateQpReq qpq{{daemon::Op::create_qp, sizeof(daemon::CreateQpReq)}, pd, cq, cq,
+                          IBV_QPT_UD, 64, 16, 1, 1, 64, 1};
+  qp = raw_rpc<daemon::CreateQpRep>(s, &qpq, sizeof qpq);
+  check(qp.h.status == 0, "raw UD QP " + std::to_string(qp.h.status));
+  auto m = daemon::make_message<daemon::ModifyQpReq>(daemon::Op::modify_qp);
+  m.qp = qp.qp;
+  m.attr.qp_state = IBV_QPS_INIT;
+  m.attr.port_num = 1;
+  m.attr.qkey = 0x1111;
+  m.attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
+  check(raw_call(s, &m, sizeof m) == 0, "UD INIT");
+  m.attr.qp_state = IBV_QPS_RTR;
+  m.attr_mask = IBV_QP_STATE;
+  check(raw_call(s, &m, sizeof m) == 0, "UD RTR");
+  m.attr.qp_state = IBV_QPS_RTS;
+  m.attr.sq_psn = 1;
+  m.attr_mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+  check(raw_call(s, &m, sizeof m) == 0, "UD RTS");
+  return qp.qpn;
+}
+
+// Completions of a raw CQ ring, waited for.
+std::vector<ibv_wc> raw_poll(daemon::RingHeader* ring, uint32_t entries, uint32_t& consumer, size_t want, int doorbell) {
+  std::vector<ibv_wc> got;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (got.size() < want && std::chrono::steady_clock::now() < until) {
+    const uint64_t one = 1;
+    (void)!write(doorbell, &one, sizeof one);
+    while (consumer != ring->producer.value.load(std::memory_order_acquire) && got.size() < want)
+      got.push_back(daemon::ring_slots<ibv_wc>(ring)[consumer++ & (entries - 1)]);
+    ring->consumer.value.store(consumer, std::memory_order_release);
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return got;
+}
+
+// UD through raw rings: an address handle that is nobody's, one of
+// another PD, and handles destroyed right after the sends that name them
+// were posted (the engine copies the destination when it takes a WR).
+void check_hostile_ud() {
+  const int s = raw_socket();
+  daemon::HelloReq h{{daemon::Op::hello, sizeof(daemon::HelloReq)}, daemon::kMagic, daemon::kVersion};
+  daemon::Received fds;
+  const auto hello = raw_rpc<daemon::HelloRep>(s, &h, sizeof h, &fds);
+  check(hello.h.status == 0 && fds.nfds == 3, "raw HELLO");
+  auto* arena = static_cast<uint8_t*>(
+      mmap(nullptr, hello.arena_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds.fds[0], 0));
+  check(arena != MAP_FAILED, "map the arena");
+  const int doorbell = fds.fds[1];
+  daemon::AllocPdReq pdq{{daemon::Op::alloc_pd, sizeof(daemon::AllocPdReq)}};
+  const auto pd = raw_rpc<daemon::HandleRep>(s, &pdq, sizeof pdq);
+  const auto pd2 = raw_rpc<daemon::HandleRep>(s, &pdq, sizeof pdq);
+  daemon::CreateCqReq cqq{{daemon::Op::create_cq, sizeof(daemon::CreateCqReq)}, 256, 0};
+  const auto cq = raw_rpc<daemon::CreateCqRep>(s, &cqq, sizeof cqq);
+  check(pd.h.status == 0 && pd2.h.status == 0 && cq.h.status == 0, "raw PDs and CQ");
+  auto* cq_ring = reinterpret_cast<daemon::RingHeader*>(arena + cq.ring_offset);
+  uint32_t cq_consumer = 0;
+  auto ah_req = daemon::make_message<daemon::CreateAhReq>(daemon::Op::create_ah);
+  ah_req.attr.port_num = 1;
+  ah_req.attr.grh.sgid_index = 1;
+  std::memcpy(ah_req.attr.grh.dgid.raw, hello.gid, 16);
+  ah_req.pd = pd.handle;
+  check(raw_call(s, &ah_req, sizeof ah_req) == EINVAL, "an address handle without a global route");
+  ah_req.attr.is_global = 1;
+  ah_req.pd = 9999;
+  check(raw_call(s, &ah_req, sizeof ah_req) == EINVAL, "an address handle on a PD that is nobody's");
+  ah_req.pd = pd2.handle;
+  const auto other = raw_rpc<daemon::HandleRep>(s, &ah_req, sizeof ah_req);
+  check(other.h.status == 0, "an address handle " + std::to_string(other.h.status));
+  daemon::HandleReq bogus{{daemon::Op::destroy_ah, sizeof(daemon::HandleReq)}, 12345};
+  check(raw_call(s, &bogus, sizeof bogus) == EINVAL, "destroy_ah of a handle that is nobody's");
+  // One WQE per refused case, each on a fresh QP (a refusal ends the QP).
+  for (const uint32_t ah : {12345u, other.handle}) {
+    daemon::CreateQpRep qp;
+    const uint32_t qpn = raw_ud_qp(s, pd.handle, cq.cq, qp);
+    auto* sq = reinterpret_cast<daemon::RingHeader*>(arena + qp.sq_offset);
+    daemon::SendSlot& w = daemon::ring_slots<daemon::SendSlot>(sq)[0];
+    w = daemon::SendSlot{};
+    w.wr_id = ah;
+    w.opcode = IBV_WR_SEND;
+    w.send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
+    w.inline_len = 8;
+    w.ah = ah;
+    w.remote_qpn = qpn;
+    w.remote_qkey = 0x1111;
+    sq->producer.value.store(1, std::memory_order_release);
+    const auto wc = raw_poll(cq_ring, cq.entries, cq_consumer, 1, doorbell);
+    check(wc.size() == 1 && wc[0].wr_id == ah && wc[0].status == IBV_WC_LOC_QP_OP_ERR,
+          ah == other.handle ? "a UD send with another PD's address handle was not refused"
+                             : "a UD send with an address handle that is nobody's was not refused");
+  }
+  // 100 rounds of: a handle, 16 signalled sends to this client's own QP
+  // naming it, the handle destroyed at once.
+  daemon::CreateQpRep qp;
+  const uint32_t qpn = raw_ud_qp(s, pd.handle, cq.cq, qp);
+  auto* sq = reinterpret_cast<daemon::RingHeader*>(arena + qp.sq_offset);
+  uint32_t producer = 0;
+  ah_req.pd = pd.handle;
+  for (int round = 0; round < 100; ++round) {
+    const auto ah = raw_rpc<daemon::HandleRep>(s, &ah_req, sizeof ah_req);
+    check(ah.h.status == 0, "create_ah " + std::to_string(ah.h.status));
+    for (int i = 0; i < 16; ++i) {
+      daemon::SendSlot& w = daemon::ring_slots<daemon::SendSlot>(sq)[producer & (qp.sq_entries - 1)];
+      w = daemon::SendSlot{};
+      w.wr_id = producer;
+      w.opcode = IBV_WR_SEND;
+      w.send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
+      w.inline_len = 8;
+      w.ah = ah.handle;
+      w.remote_qpn = qpn;
+      w.remote_qkey = 0x1111;
+      ++producer;
+    }
+    sq->producer.value.store(producer, std::memory_order_release);
+    const uint64_t one = 1;
+    (void)!write(doorbell, &one, sizeof one);
+    daemon::HandleReq d{{daemon::Op::destroy_ah, sizeof(daemon::HandleReq)}, ah.handle};
+    check(raw_call(s, &d, sizeof d) == 0, "destroy_ah");
+    const auto wc = raw_poll(cq_ring, cq.entries, cq_consumer, 16, doorbell);
+    check(wc.size() == 16, "round " + std::to_string(round) + ": " + std::to_string(wc.size()) + " of 16 completions");
+    for (const ibv_wc& c : wc)
+      check(c.status == IBV_WC_SUCCESS || c.status == IBV_WC_LOC_QP_OP_ERR,
+            std::string("a send whose address handle went: ") + ibv_wc_status_str(c.status));
+  }
+  munmap(arena, hello.arena_bytes);
+  daemon::close_fds(fds);
+  close(s);
+  std::string error;
+  check(Connection::connect(g_socket, error) != nullptr, "the daemon serves no one after the UD checks: " + error);
+}
+
 int run_isolation() {
   int sp[2];
   check(socketpair(AF_UNIX, SOCK_STREAM, 0, sp) == 0, "socketpair");
@@ -703,7 +836,9 @@ int run_isolation() {
   check_protocol();
   check_no_fd_leak();
   check_hostile_rings();
-  std::printf("isolation: foreign lkey, bad remote range, malformed requests and rings refused\n");
+  check_hostile_ud();
+  std::printf("isolation: foreign lkey, bad remote range, malformed requests and rings refused; "
+              "UD sends with foreign address handles refused, handles destroyed under posted sends\n");
   return 0;
 }
 
@@ -802,6 +937,17 @@ void quota_objects(Side& a) {
   expect_enomem(a.conn->create_cq(16, err) == nullptr, err, "a fourth CQ (max_cq)");
   cq3.reset();
   check(a.conn->create_cq(16, err) != nullptr, "a CQ after one was destroyed " + std::to_string(err));
+  ibv_ah_attr ah{};
+  ah.is_global = 1;
+  ah.port_num = 1;
+  ah.grh.sgid_index = 1;
+  std::memcpy(ah.grh.dgid.raw, a.conn->gid(), 16);
+  uint32_t h1 = 0, h2 = 0, h3 = 0;
+  check(a.pd->create_ah(ah, h1) == 0 && a.pd->create_ah(ah, h2) == 0, "two address handles");
+  err = a.pd->create_ah(ah, h3);
+  expect_enomem(err != 0, err, "a third address handle (max_ah)");
+  a.pd->destroy_ah(h2);
+  check(a.pd->create_ah(ah, h3) == 0, "an address handle after one was destroyed");
 }
 
 void quota_memory(Side& a) {
@@ -832,7 +978,7 @@ int run_quota() {
   quota_memory(a);
   Side b;
   b.open(4096, false);
-  std::printf("quota: max_pd, max_cq, max_qp, max_mr, max_mr_bytes and arena_bytes refuse with ENOMEM, per client\n");
+  std::printf("quota: max_pd, max_cq, max_qp, max_mr, max_ah, max_mr_bytes and arena_bytes refuse with ENOMEM, per client\n");
   return 0;
 }
 

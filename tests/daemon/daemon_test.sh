@@ -129,6 +129,8 @@ case $case_ in
     cm_pair ucmatose "ucmatose -b 10.0.0.1 -c 4 -C 10" "ucmatose -s 10.0.0.1 -c 4 -C 10" "^return status 0" "^return status 0"
     cm_pair rdma_server-client "rdma_server -s 10.0.0.1 -p 7471" "rdma_client -s 10.0.0.1 -p 7471" \
       "^rdma_server: end 0" "^rdma_client: end 0"
+    # UD QPs found by service ID (SIDR), their address handles made in the daemon.
+    cm_pair udaddy "udaddy -b 10.0.0.1" "udaddy -s 10.0.0.1" "^return status 0" "^return status 0"
     # qperf: its control connection over TCP to the same address (on lo
     # here), its RC tests connected by the daemon's manager; its server's
     # rc_bw QP has no send queue.
@@ -379,6 +381,7 @@ max_pd = 2
 max_cq = 3
 max_qp = 1
 max_mr = 3
+max_ah = 2
 max_mr_bytes = $((4 * $(getconf PAGESIZE)))
 arena_bytes = 65536
 CONF
@@ -397,7 +400,7 @@ CONF
     grep -q "engine: naps of up to 2500 us when idle" "$log" || fail "idle_sleep_us not applied"
     run_peer quota
     grep -q "client 1: alloc_pd: done" "$log" || fail "log_level = debug: no debug line"
-    for key in max_pd max_cq max_qp max_mr max_mr_bytes arena_bytes; do
+    for key in max_pd max_cq max_qp max_mr max_ah max_mr_bytes arena_bytes; do
       grep -q "\[limits\] $key = [0-9]* reached: refused with ENOMEM" "$log" || fail "no log line for the $key quota"
     done
     stop
@@ -458,16 +461,17 @@ PY
     # (the native API, no EAL in uroce-perf), data checked.
     start_default
     for t in write_bw read_bw send_bw atomic_bw write_lat read_lat send_lat atomic_lat "send_bw -e" "write_bw -q 2 -b" \
-             "send_bw --use-srq -q 2" "send_lat --use-srq" "write_bw -c UC" "send_bw -c UC" "write_lat -c UC"; do
+             "send_bw --use-srq -q 2" "send_lat --use-srq" "write_bw -c UC" "send_bw -c UC" "write_lat -c UC" \
+             "send_bw -c UD" "send_lat -c UD" "send_bw -c UD -q 2"; do
       s="-s 4096"; want=4096
-      case $t in atomic*) s=; want=8 ;; esac
+      case $t in atomic*) s=; want=8 ;; *UD*) s="-s 1024"; want=1024 ;; esac
       timeout 60 "$perf" $t --daemon "$sock" --verify -n 200 $s >"$work/out" 2>&1 ||
         { rc=$?; cat "$work/out"; fail "uroce-perf $t --daemon exited $rc"; }
       grep -q "data verified" "$work/out" || { cat "$work/out"; fail "$t: no 'data verified'"; }
       [ "$(grep -cE "^ $want +[24]00 " "$work/out")" = 1 ] || { cat "$work/out"; fail "$t: no result row"; }
     done
-    "$perf" send_bw -c UD --daemon "$sock" >"$work/ud.out" 2>&1 && fail "-c UD --daemon was accepted"
-    grep -q "daemon runs the RC and UC tests so far" "$work/ud.out" || fail "no message for -c UD --daemon"
+    "$perf" raw_bw --daemon "$sock" >"$work/raw.out" 2>&1 && fail "raw_bw --daemon was accepted"
+    grep -q "daemon runs the RC, UC and UD tests so far" "$work/raw.out" || fail "no message for raw_bw --daemon"
     stop ;;
   shim)
     # Debian's programs through uroce-run --daemon: the drop-in libibverbs
@@ -514,6 +518,8 @@ PY
       [ "$(grep -c "remote address:" "$f")" = 16 ] || { cat "$f"; fail "$f: not 16 QPs"; }
     done
     pingpong_pair ibv_uc_pingpong 2457600 -n 300
+    # UD: address handles made in the daemon, 1024-byte datagrams.
+    pingpong_pair ibv_ud_pingpong 614400 -n 300 -s 1024
     for spec in "ib_write_bw -n 200|65536 200" "ib_write_bw -s 4096 -n 500|4096 500"; do
       cmd=${spec%%|*} want=${spec#*|}
       timeout 60 "$run" --daemon "$sock" -- $cmd -d uroce0 -x 1 -F >"$work/bw.srv.out" 2>&1 &
@@ -553,15 +559,15 @@ PY
     # uroce-pingpong --daemon: both ends clients of one daemon (the QPs meet
     # in its engine), the messages checked (--chk), with polling and -e.
     ip link set lo up
-    for args in "--ud" "--dev net_null0" "--mac 02:00:00:00:00:01"; do
+    for args in "--dev net_null0" "--mac 02:00:00:00:00:01"; do
       "$pingpong" --daemon "$sock" $args >"$work/out" 2>&1
       [ $? = 2 ] || { cat "$work/out"; fail "uroce-pingpong --daemon $args: exit is not 2"; }
     done
-    grep -q "serves RC and UC QPs only" <(timeout 5 "$pingpong" --daemon "$sock" --ud 2>&1) || fail "no message for --daemon --ud"
     timeout 10 "$pingpong" --daemon "$work/none.sock" -p 18999 >"$work/out" 2>&1
     [ $? = 1 ] && grep -q "cannot connect to uroced" "$work/out" || { cat "$work/out"; fail "a missing daemon: no message"; }
     start_default
-    for s in "-s 64 -n 500" "-s 4096 -n 200 -e" "-s 65536 -n 50" "-s 4096 -n 400 --srq -q 4" "-s 1024 -n 300 --uc"; do
+    for s in "-s 64 -n 500" "-s 4096 -n 200 -e" "-s 65536 -n 50" "-s 4096 -n 400 --srq -q 4" "-s 1024 -n 300 --uc" \
+             "-s 1024 -n 300 --ud"; do
       timeout 60 "$pingpong" --daemon "$sock" -g 1 --chk $s >"$work/pp.srv.out" 2>&1 &
       srv=$!
       sleep 0.3

@@ -456,7 +456,6 @@ case $case_ in
     expect 2 "ts is not supported" $d --ts
     expect 2 "dev is required" --ip 10.0.0.1
     expect 2 "ip is required" --dev net_null0
-    expect 2 "serves RC and UC QPs only" --daemon /nonexistent.sock --ud
     expect 2 "--cm connects RC QPs" $d --cm --ud
     expect 2 "the CM settles the path MTU" $d --cm -m 2048
     expect 2 "mtu" $d -m 1000

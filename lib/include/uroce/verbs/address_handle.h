@@ -27,6 +27,9 @@ class UROCE_API AddressHandle {
   const wire::IpAddr& sgid() const { return sgid_; }
   const wire::MacAddr& dmac() const { return dmac_; }
   ProtectionDomain& pd() const { return *pd_; }
+  // On a daemon's device: the daemon's name for it, which a UD send slot
+  // carries; 0 in-process.
+  uint32_t remote_handle() const { return remote_handle_; }
 
  private:
   friend class ProtectionDomain;
@@ -39,6 +42,7 @@ class UROCE_API AddressHandle {
   wire::IpAddr dgid_;
   wire::IpAddr sgid_;
   wire::MacAddr dmac_;
+  uint32_t remote_handle_ = 0;
 };
 
 }  // namespace uroce

@@ -27,6 +27,9 @@ class MemoryRegion;
 namespace detail {
 struct Access;
 }
+namespace wire {
+struct IpAddr;
+}
 
 class UROCE_API ProtectionDomain {
  public:
@@ -81,6 +84,8 @@ class UROCE_API ProtectionDomain {
   std::unique_ptr<QueuePair> create_qp_numbered(const QpInitAttr& attr, uint32_t qpn, int& err);
   ProtectionDomain(Device* device, uint32_t handle);
   std::unique_ptr<MemoryRegion> remote_region(std::unique_ptr<client::MemoryRegion> rmr, int access);
+  std::unique_ptr<AddressHandle> remote_ah(const ibv_ah_attr& attr, const wire::IpAddr& dgid, const wire::IpAddr& sgid,
+                                           int& err);
 
   Device* device_;
   uint32_t handle_;

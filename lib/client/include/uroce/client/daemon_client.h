@@ -145,7 +145,7 @@ struct QpInitAttr {
   CompletionQueue* recv_cq = nullptr;
   SharedReceiveQueue* srq = nullptr;  // its receives from there (post_recv is then EINVAL)
   ibv_qp_cap cap{};  // max_send_sge, max_recv_sge up to 4, max_inline_data up to 256
-  ibv_qp_type qp_type = IBV_QPT_RC;  // RC or UC
+  ibv_qp_type qp_type = IBV_QPT_RC;  // RC, UC or UD
   int sq_sig_all = 0;
 };
 
@@ -157,7 +157,8 @@ class QueuePair {
   int modify(const ibv_qp_attr& attr, int attr_mask);
   int query(ibv_qp_attr& attr);
   // 0, or an errno with *bad at the first WR not posted: EINVAL (state,
-  // opcode: READ and atomics on UC, SGE count, inline size), ENOMEM (ring full), EIO (the daemon
+  // opcode: READ and atomics on UC, only SENDs on UD, SGE count, inline
+  // size, a UD WR without an address handle the daemon made), ENOMEM (ring full), EIO (the daemon
   // is gone). A WR the daemon refuses (an lkey not of this PD, a range
   // outside its region) completes with an error and the QP goes to error.
   int post_send(const SendWr* wr, const SendWr** bad);
@@ -177,6 +178,8 @@ class QueuePair {
   void doorbell();
   // What post_send refuses a WR for, ring room aside: 0 or an errno.
   int check_send(const SendWr& wr) const;
+  // A UD WR's address handle as the daemon names it; 0 if it has none.
+  uint32_t ah_handle(const SendWr& wr) const;
   // The daemon may have moved the QP on (its connection manager brings
   // QPs to RTS): before a post is refused for the state, the state is
   // asked for again.
@@ -224,6 +227,12 @@ class ProtectionDomain {
   // ibv_create_srq: max_wr WQEs of up to max_sge SGEs (4), the limit armed
   // when srq_limit is not 0.
   std::unique_ptr<SharedReceiveQueue> create_srq(uint32_t max_wr, uint32_t max_sge, uint32_t srq_limit, int& err);
+  // ibv_create_ah in the daemon: 0 and the handle a UD send names
+  // (uroce::AddressHandle::remote_handle), or an errno: EINVAL (no global
+  // route, a GID index or address family the port has not), EHOSTUNREACH
+  // (the MAC is not known yet: the daemon starts resolving it), ENOMEM.
+  int create_ah(const ibv_ah_attr& attr, uint32_t& handle);
+  int destroy_ah(uint32_t handle);
   uint32_t handle() const { return handle_; }
 
  private:
@@ -278,6 +287,13 @@ class Connection {
   int call(const void* req, size_t req_len, void* rep, size_t rep_len, const int* send_fds, int nsend,
            int* recv_fd = nullptr);
   uint8_t* arena() const { return arena_; }
+  // A UD send names its destination by a uroce::AddressHandle, which the
+  // verbs layer above this one made in the daemon: it tells this layer how
+  // to read the daemon's handle out of one (an address handle is not this
+  // layer's object). Until it does, UD sends are EINVAL.
+  using AhHandleOf = uint32_t (*)(const AddressHandle* ah);
+  void set_ah_handle_of(AhHandleOf f) { ah_handle_of_ = f; }
+  AhHandleOf ah_handle_of() const { return ah_handle_of_; }
   void ring_doorbell();
   CompletionQueue* cq_by_handle(uint32_t handle);
   void forget_cq(uint32_t handle);
@@ -290,6 +306,7 @@ class Connection {
   Connection() = default;
   int sock_ = -1;
   int doorbell_ = -1;
+  AhHandleOf ah_handle_of_ = nullptr;
   uint8_t* arena_ = nullptr;
   size_t arena_bytes_ = 0;
   std::mutex mutex_;  // one control call at a time
