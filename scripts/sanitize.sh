@@ -50,8 +50,9 @@ case $mode in
     done
     # uroced with its clients: data between two, eight at once, a client
     # killed, hostile control messages and posts, fork, the daemon killed,
-    # a shared receive queue (a foreign key in it included).
-    for c in pair many kill isolation fork death srq; do
+    # a shared receive queue (a foreign key in it included), regions on
+    # huge pages registered with DPDK.
+    for c in pair many kill isolation fork death srq hugepages; do
       select2+=("daemon-$c")
     done
     ;;

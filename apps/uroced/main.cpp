@@ -65,6 +65,8 @@ void add_options(Overrides& o) {
   o.add("--engine-cpu", &S::engine_cpu, "pin the engine thread to this CPU (default: not pinned)");
   o.add("--idle-sleep-us", &S::idle_sleep_us,
         "longest nap of the idle engine between looks at the port, 0..50000 (default 1000)");
+  o.add("--hugepage-regions", &S::hugepage_regions,
+        "auto: alloc_mr regions of 2 MiB or more on huge pages, DMA-mapped for the NIC, when free; off");
   o.add("--log-level", &S::log_level, "uroced's messages: error, warning, notice, info (default), debug");
   o.add("--file-prefix", &S::file_prefix, "EAL's file prefix, dpdk-telemetry.py's -f (default uroced)");
   o.add("--lcores", &S::lcores, "CPUs the daemon runs on, a list such as 2-3 (EAL's main lcore)");
@@ -188,6 +190,7 @@ void prepare_process() {
 // Listens, tells systemd, serves until a signal; false if it cannot listen.
 bool serve(uroce::Endpoint& endpoint, const uroced::Settings& settings) {
   uroced::Server server(endpoint.device(), settings);
+  server.set_dma_port(endpoint.dpdk_port().port_id());
   std::string error;
   uroced::Telemetry& telemetry = uroced::Telemetry::instance();
   if (!telemetry.start(error)) {

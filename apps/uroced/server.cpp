@@ -141,7 +141,7 @@ void Server::accept_clients() {
       continue;
     }
     const uint32_t id = next_id_++;
-    auto session = std::make_unique<Session>(device_, *channel_, cm_, settings_.limits, s, peer, id);
+    auto session = std::make_unique<Session>(device_, *channel_, cm_, settings_.limits, memory_, s, peer, id);
     if (!add_fd(epoll_fd_, s, tag(id, kSock))) continue;  // the session closes s
     UROCED_LOG(INFO, "client %u connected (pid %d, uid %u)", id, int(peer.pid), unsigned(peer.uid));
     sessions_.emplace(id, std::move(session));

@@ -17,12 +17,16 @@ namespace uroced {
 
 class Server {
  public:
-  Server(uroce::Device& device, const Settings& settings) : device_(device), settings_(settings), cm_(device) {}
+  Server(uroce::Device& device, const Settings& settings) : device_(device), settings_(settings), cm_(device) {
+    memory_.hugepages = settings.hugepage_regions == "auto";
+  }
   ~Server();
   // Creates the socket (its directory too), with the configured mode and group.
   bool listen(std::string& error);
   // Until `stop` becomes non-zero.
   void run(const volatile std::sig_atomic_t& stop);
+  // The DPDK port whose device maps huge-page regions for DMA.
+  void set_dma_port(uint16_t port) { memory_.dma_port = port; }
   // Called each time the service thread is about to sleep.
   void on_idle(std::function<void()> fn) { on_idle_ = std::move(fn); }
   // Answers telemetry's requests for snapshots (telemetry.h); `port` fills
@@ -45,6 +49,7 @@ class Server {
 
   uroce::Device& device_;
   const Settings& settings_;
+  RegionMemory memory_;
   CmHub cm_;  // the port's connection manager, opened by the first client that asks
   int listen_fd_ = -1;
   int epoll_fd_ = -1;

@@ -9,6 +9,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <rte_dev.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_memory.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -108,19 +113,29 @@ void Arena::release(uint64_t offset, uint64_t bytes) {
   }
 }
 
-MappedMr::~MappedMr() {
-  if (map != nullptr) munmap(map, map_len);
+void MappedMr::unmap() {
+  if (map == nullptr) return;
+  if (dma_dev != nullptr) rte_dev_dma_unmap(dma_dev, map, reinterpret_cast<uintptr_t>(map), map_len);
+  if (extmem) rte_extmem_unregister(map, map_len);
+  munmap(map, map_len);
+  map = nullptr;
+  extmem = false;
+  dma_dev = nullptr;
 }
+
+MappedMr::~MappedMr() { unmap(); }
 
 MappedMr::MappedMr(MappedMr&& o) noexcept { *this = std::move(o); }
 
 MappedMr& MappedMr::operator=(MappedMr&& o) noexcept {
   if (this == &o) return *this;
-  if (map != nullptr) munmap(map, map_len);
+  unmap();
   mr = std::move(o.mr);
   pd = o.pd;
   map = std::exchange(o.map, nullptr);
   map_len = std::exchange(o.map_len, 0);
+  extmem = std::exchange(o.extmem, false);
+  dma_dev = std::exchange(o.dma_dev, nullptr);
   return *this;
 }
 
@@ -141,9 +156,10 @@ bool Leftover::release() {
 
 // ---- session ----
 
-Session::Session(uroce::Device& device, uroce::CompletionChannel& channel, CmHub& cm, const Limits& limits, int sock,
-                 const ucred& peer, uint32_t id)
-    : device_(device), channel_(channel), cm_(cm), limits_(limits), sock_(sock), peer_(peer), id_(id) {}
+Session::Session(uroce::Device& device, uroce::CompletionChannel& channel, CmHub& cm, const Limits& limits,
+                 const RegionMemory& memory, int sock, const ucred& peer, uint32_t id)
+    : device_(device), channel_(channel), cm_(cm), limits_(limits), memory_(memory), sock_(sock), peer_(peer),
+      id_(id) {}
 
 Session::~Session() {
   if (events_ >= 0) close(events_);
@@ -658,23 +674,69 @@ int Session::mr_quota(uint64_t map_len) {
   return 0;
 }
 
+namespace {
+
+constexpr uint64_t kHugePage = uint64_t(2) << 20;
+constexpr unsigned kMfdHuge2Mb = 21u << 26;  // MFD_HUGE_2MB of <linux/memfd.h>: log2 of the page size
+
+// A sealed memfd of `len` bytes mapped shared and populated into m.
+bool map_sealed(int fd, uint64_t len, MappedMr& m) {
+  if (ftruncate(fd, off_t(len)) != 0 || fcntl(fd, F_ADD_SEALS, kRequiredSeals) != 0) return false;
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  if (p == MAP_FAILED) return false;
+  m.map = p;
+  m.map_len = len;
+  return true;
+}
+
+// Huge pages made DPDK memory: zero-copy transmit from them, and for a
+// NIC behind VFIO, its IOMMU mapping (IOVA = VA, the only mode in which the
+// engine hands application memory to a NIC). A software port maps nothing.
+void register_extmem(MappedMr& m, uint16_t port) {
+  if (rte_extmem_register(m.map, m.map_len, nullptr, 0, kHugePage) != 0) return;
+  m.extmem = true;
+  rte_eth_dev_info info{};
+  if (port == UINT16_MAX || rte_eal_iova_mode() != RTE_IOVA_VA || rte_eth_dev_info_get(port, &info) != 0 ||
+      info.device == nullptr)
+    return;
+  if (rte_dev_dma_map(info.device, m.map, reinterpret_cast<uintptr_t>(m.map), m.map_len) == 0) m.dma_dev = info.device;
+}
+
+}  // namespace
+
+bool Session::fits(uint64_t map_len) const {
+  return mrs_.size() < limits_.max_mr && map_len <= limits_.max_mr_bytes - std::min(mr_bytes_, limits_.max_mr_bytes);
+}
+
+int Session::region_memfd(uint64_t length, MappedMr& m) {
+  const uint64_t huge_len = (length + kHugePage - 1) & ~(kHugePage - 1);
+  if (memory_.hugepages && length >= kHugePage && fits(huge_len)) {
+    // No free huge pages: mmap fails (they are reserved there) and the
+    // region goes on small pages.
+    const int fd = memfd_create("uroced-mr", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_HUGETLB | kMfdHuge2Mb);
+    if (fd >= 0 && map_sealed(fd, huge_len, m)) {
+      register_extmem(m, memory_.dma_port);
+      UROCED_LOG(DEBUG, "client %u: alloc_mr of %llu bytes on 2 MiB pages%s%s", id_,
+                 static_cast<unsigned long long>(length), m.extmem ? ", DPDK external memory" : "",
+                 m.dma_dev != nullptr ? ", DMA-mapped for the port" : "");
+      return fd;
+    }
+    if (fd >= 0) close(fd);
+  }
+  const uint64_t len = (length + page_size() - 1) & ~(page_size() - 1);
+  const int fd = memfd_create("uroced-mr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd >= 0 && map_sealed(fd, len, m)) return fd;
+  if (fd >= 0) close(fd);
+  return -1;
+}
+
 int Session::alloc_mr(const AllocMrReq& req, MrRep& rep, int& fd) {
   if (find(pds_, req.pd) == nullptr || (req.access & ~kAccessMask) != 0 || req.length == 0) return EINVAL;
-  const uint64_t map_len = (req.length + page_size() - 1) & ~(page_size() - 1);
-  if (const int err = mr_quota(map_len); err != 0) return err;
-  fd = memfd_create("uroced-mr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (fd < 0) return ENOMEM;
-  void* p = MAP_FAILED;
-  if (ftruncate(fd, off_t(map_len)) == 0 && fcntl(fd, F_ADD_SEALS, kRequiredSeals) == 0)
-    p = mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-  if (p == MAP_FAILED) {
-    close(fd);
-    fd = -1;
-    return ENOMEM;
-  }
+  if (const int err = mr_quota((req.length + page_size() - 1) & ~(page_size() - 1)); err != 0) return err;
   MappedMr m;
-  m.map = p;
-  m.map_len = map_len;
+  fd = region_memfd(req.length, m);
+  if (fd < 0) return ENOMEM;
+  void* p = m.map;
   const int err = register_mapping(req.pd, std::move(m), p, reinterpret_cast<uintptr_t>(p), req.length, req.access, rep);
   if (err != 0) {
     close(fd);

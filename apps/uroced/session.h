@@ -23,6 +23,8 @@
 #include "telemetry.h"
 #include "uroce/verbs/verbs.h"
 
+struct rte_device;
+
 namespace uroced {
 
 // The client's shared memory: a sealed memfd of fixed size, carved into
@@ -46,6 +48,12 @@ class Arena {
   std::map<uint64_t, uint64_t> free_;  // offset -> length
 };
 
+// Where alloc_mr's regions come from (docs/daemon.md, "Memory").
+struct RegionMemory {
+  bool hugepages = true;  // a region of a huge page or more on huge pages, when the kernel has them
+  uint16_t dma_port = UINT16_MAX;  // the DPDK port whose device maps them for DMA
+};
+
 // A region and the mapping that backs it in the daemon; the mapping stays
 // until the region is deregistered (no frame points into it any more).
 struct MappedMr {
@@ -53,6 +61,11 @@ struct MappedMr {
   uint32_t pd = 0;
   void* map = nullptr;
   size_t map_len = 0;
+  // Huge pages registered with DPDK (rte_extmem_register), and the device
+  // that maps them for DMA (nullptr: none does, a software port).
+  bool extmem = false;
+  rte_device* dma_dev = nullptr;
+  void unmap();
   ~MappedMr();
   MappedMr() = default;
   MappedMr(MappedMr&& o) noexcept;
@@ -130,8 +143,8 @@ struct Qp {
 
 class Session {
  public:
-  Session(uroce::Device& device, uroce::CompletionChannel& channel, CmHub& cm, const Limits& limits, int sock,
-          const ucred& peer, uint32_t id);
+  Session(uroce::Device& device, uroce::CompletionChannel& channel, CmHub& cm, const Limits& limits,
+          const RegionMemory& memory, int sock, const ucred& peer, uint32_t id);
   ~Session();
   int sock() const { return sock_; }
   int doorbell() const { return doorbell_; }
@@ -179,6 +192,9 @@ class Session {
   int modify_qp(const uroce::daemon::ModifyQpReq& req);
   int query_qp(uint32_t handle, ibv_qp_attr& attr);
   int alloc_mr(const uroce::daemon::AllocMrReq& req, uroce::daemon::MrRep& rep, int& fd);
+  // The memfd of a new region: on huge pages (registered with DPDK) when
+  // asked and possible, else 4 KiB pages; -1 if neither.
+  int region_memfd(uint64_t length, MappedMr& m);
   int reg_mr(const uroce::daemon::RegMrReq& req, uroce::daemon::MrRep& rep, uroce::daemon::Received& r);
   int dereg_mr(uint32_t handle);
   int create_channel(uint32_t& handle, int& read_fd);
@@ -212,6 +228,8 @@ class Session {
   int over_quota(const char* key, uint64_t limit);
   // One more region of map_len bytes (whole pages): 0 or ENOMEM.
   int mr_quota(uint64_t map_len);
+  // The same, quietly.
+  bool fits(uint64_t map_len) const;
 
   uroce::Device& device_;
   uroce::CompletionChannel& channel_;
@@ -219,6 +237,7 @@ class Session {
   CmInbox inbox_;
   std::set<std::array<uint8_t, 16>> asked_;  // addresses it had resolved (NEIGHBOR)
   const Limits limits_;
+  const RegionMemory memory_;
   int sock_;
   ucred peer_;
   uint32_t id_;

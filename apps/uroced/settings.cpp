@@ -50,7 +50,7 @@ struct Reader {
 const std::vector<std::string>* known_keys(const std::string& section) {
   static const std::vector<std::pair<std::string, std::vector<std::string>>> kKeys = {
       {"daemon", {"socket", "socket_mode", "socket_group", "allow_uids", "eal", "engine_cpu", "log_level", "lcores",
-                  "file_prefix", "idle_sleep_us"}},
+                  "file_prefix", "idle_sleep_us", "hugepage_regions"}},
       {"port", {"dev", "ip", "mac", "mtu", "pcap", "cc", "cc_config", "cc_param"}},
       {"limits", {"max_pd", "max_cq", "max_qp", "max_mr", "max_ah", "max_mr_bytes", "arena_bytes"}},
   };
@@ -151,6 +151,8 @@ bool check_settings(const Settings& s, std::string& error) {
   mode_t mode;
   if (!parse_mode(s.socket_mode, mode))
     return error = "socket mode '" + s.socket_mode + "' is not octal permission bits (such as 0660)", false;
+  if (s.hugepage_regions != "auto" && s.hugepage_regions != "off")
+    return error = "hugepage_regions = '" + s.hugepage_regions + "' is neither auto nor off", false;
   if (s.idle_sleep_us > kMaxIdleSleepUs)
     return error = "idle_sleep_us = " + std::to_string(s.idle_sleep_us) + " is above the maximum of " +
                    std::to_string(kMaxIdleSleepUs) + " (a peer would retransmit before the engine looks)",
@@ -229,6 +231,7 @@ bool load_config(const std::string& file, Settings& s, std::string& error) {
   r.text("daemon", "log_level", s.log_level);
   r.text("daemon", "lcores", s.lcores);
   r.text("daemon", "file_prefix", s.file_prefix);
+  r.text("daemon", "hugepage_regions", s.hugepage_regions);
   std::string uids;
   r.text("daemon", "allow_uids", uids);
   if (!parse_uids(uids, s.allow_uids)) return error = "[daemon] allow_uids = '" + uids + "' is not a list of uids", false;

@@ -36,6 +36,10 @@ struct Settings {
   // Longest nap of an idle engine between looks at the port (the device's
   // idle_sleep_max_us): a frame that arrives meanwhile waits up to this.
   uint32_t idle_sleep_us = 1000;
+  // alloc_mr's regions of a huge page or more on 2 MiB pages, registered
+  // with DPDK as external memory (a NIC may DMA from them), while the
+  // kernel has free huge pages: "auto"; "off": always 4 KiB pages.
+  std::string hugepage_regions = "auto";
   std::string dev, ip, mac;
   uint16_t mtu = 1500;
   std::string pcap;  // capture of the port's frames; empty: none

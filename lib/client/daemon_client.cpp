@@ -3,6 +3,7 @@
 
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -353,7 +354,14 @@ std::unique_ptr<MemoryRegion> ProtectionDomain::alloc_mr(size_t length, int acce
   mr->handle_ = rep.mr;
   mr->key_ = rep.key;
   mr->length_ = length;
-  mr->map_len_ = (length + page_size() - 1) & ~(page_size() - 1);
+  // The whole memfd: the daemon may have put the region on huge pages,
+  // whose mappings are whole huge pages.
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || uint64_t(st.st_size) < length) {
+    close(fd);
+    return err = EPROTO, nullptr;  // the destructor deregisters it
+  }
+  mr->map_len_ = size_t(st.st_size);
   void* want = reinterpret_cast<void*>(rep.addr);
   void* p = mmap(want, mr->map_len_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
   close(fd);

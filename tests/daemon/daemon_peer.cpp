@@ -11,6 +11,8 @@
 //   daemon_peer SOCKET qpn         QP numbers of destroyed QPs and dead clients are not reused at once
 //   daemon_peer SOCKET quota       every [limits] quota: ENOMEM past it, per client
 //   daemon_peer SOCKET death PID   the daemon killed: posts fail with EIO, destroys succeed
+//   daemon_peer SOCKET huge KIB    4 MiB regions from alloc_mr on pages of KIB KiB (2048: huge pages;
+//                                  4: the daemon's hugepage_regions off), WRITE and READ between them
 //   daemon_peer SOCKET hold        two connected clients, a WRITE each way, then both wait to be
 //                                  killed; prints "hold: PID_A PID_B" once the WRITEs completed
 // Exit 0 when every check holds, 1 with a message otherwise.
@@ -1239,6 +1241,50 @@ int run_hold() {
 
 }  // namespace
 
+// The page size of the mapping at p, from /proc/self/smaps (KiB), or 0.
+unsigned page_kib(const void* p) {
+  FILE* f = std::fopen("/proc/self/smaps", "r");
+  check(f != nullptr, "open /proc/self/smaps");
+  char line[512];
+  bool inside = false;
+  unsigned kib = 0;
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  while (kib == 0 && std::fgets(line, sizeof line, f) != nullptr) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line, "%lx-%lx ", &lo, &hi) == 2) inside = a >= lo && a < hi;
+    else if (inside) std::sscanf(line, "KernelPageSize: %u kB", &kib);
+  }
+  std::fclose(f);
+  return kib;
+}
+
+int run_huge(unsigned want_kib) {
+  constexpr size_t kRegion = size_t(4) << 20, kMiB = size_t(1) << 20;
+  Side a, b;
+  a.open(kRegion, false);
+  b.open(kRegion, false);
+  check(page_kib(a.buf) == want_kib && page_kib(b.buf) == want_kib,
+        "alloc_mr's 4 MiB regions are on pages of " + std::to_string(page_kib(a.buf)) + " KiB, not " +
+            std::to_string(want_kib));
+  const Info ia = a.info(), ib = b.info();
+  a.connect_to(ib);
+  b.connect_to(ia);
+  fill(a.buf, kMiB, 0x5a);
+  a.post(IBV_WR_RDMA_WRITE, 0, uint32_t(kMiB), ib, 3 * kMiB);
+  a.expect(IBV_WC_SUCCESS, "a 1 MiB WRITE between huge-page regions");
+  check(same(b.buf + 3 * kMiB, kMiB, 0x5a), "the WRITE's bytes");
+  a.post(IBV_WR_RDMA_READ, 2 * kMiB, uint32_t(kMiB), ib, 3 * kMiB);
+  a.expect(IBV_WC_SUCCESS, "a 1 MiB READ between huge-page regions");
+  check(same(a.buf + 2 * kMiB, kMiB, 0x5a), "the READ's bytes");
+  // Smaller than a huge page: 4 KiB pages whatever the daemon's setting.
+  int err = 0;
+  auto small = a.pd->alloc_mr(8192, IBV_ACCESS_LOCAL_WRITE, err);
+  check(small != nullptr && page_kib(small->addr()) == 4, "an 8 KiB region is not on 4 KiB pages");
+  std::printf("huge: 4 MiB regions on %u KiB pages, 1 MiB WRITE and READ verified; an 8 KiB region on 4 KiB pages\n",
+              want_kib);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr, "usage: daemon_peer SOCKET pair|kill|isolation|fork|death PID\n");
@@ -1258,6 +1304,7 @@ int main(int argc, char** argv) {
   if (c == "events") return run_events();
   if (c == "hold") return run_hold();
   if (c == "srq") return run_srq();
+  if (c == "huge" && argc == 4) return run_huge(unsigned(std::atoi(argv[3])));
   if (c == "death" && argc == 4) return run_death(pid_t(std::atoi(argv[3])));
   std::fprintf(stderr, "unknown case %s\n", c.c_str());
   return 2;

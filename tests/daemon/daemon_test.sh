@@ -81,7 +81,7 @@ use_hugepages() {
   huge=$work/huge; mkdir -p "$huge"
   mount -t hugetlbfs -o pagesize=2M nodev "$huge" || { huge=; echo "SKIP: cannot mount hugetlbfs"; exit 77; }
 }
-start_default() { start --dev net_ring0 --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512"; }
+start_default() { start --dev net_ring0 --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512" "$@"; }
 # Two daemons joined by a memif link: "$sock" (10.0.0.1) and "$sock2"
 # (10.0.0.2); a client of each reaches the other over the wire. ARGS go
 # to the first daemon.
@@ -291,6 +291,26 @@ case $case_ in
     stop_second
     stop
     echo "ok: $(grep "dropped on interface" "$work/dumpcap.out"); $(grep "valid:" "$work/dump.out" | head -1 | tr -s ' ')" ;;
+  hugepages)
+    # alloc_mr's regions of 2 MiB or more on the kernel's free huge pages,
+    # registered with DPDK as external memory; with hugepage_regions off,
+    # or without free huge pages, on 4 KiB pages.
+    start_default --log-level debug
+    free=$(cat "${pages%/nr_hugepages}/free_hugepages" 2>/dev/null || echo 0)
+    if [ "$free" -lt 4 ]; then
+      timeout 60 "$peer" "$sock" huge 4 || fail "daemon_peer huge 4 (no free huge pages) exited $?"
+      grep -q "on 2 MiB pages" "$log" && fail "a region on huge pages while none were free"
+    fi
+    stop
+    use_hugepages
+    start_default --log-level debug
+    timeout 60 "$peer" "$sock" huge 2048 || { rc=$?; cat "$log"; fail "daemon_peer huge 2048 exited $rc"; }
+    grep -q "alloc_mr of 4194304 bytes on 2 MiB pages, DPDK external memory" "$log" ||
+      { cat "$log"; fail "no log line for a region on huge pages registered with DPDK"; }
+    stop
+    start_default --log-level debug --hugepage-regions off
+    timeout 60 "$peer" "$sock" huge 4 || fail "daemon_peer huge 4 (hugepage_regions off) exited $?"
+    stop ;;
   srq)
     # Shared receive queues through the daemon (daemon_peer srq).
     start_default
@@ -434,6 +454,7 @@ PY
     bad '[daemon]\nlcores = a-b\n' "lcores 'a-b' is not a CPU list"
     bad '[daemon]\nfile_prefix = a/b\n' "file_prefix 'a/b' is empty or has a '/'"
     bad '[daemon]\nlcores = 0\neal = -l 1\n' "lcores and an EAL -l, -c or --lcores in eal: give one of them"
+    bad '[daemon]\nhugepage_regions = always\n' "hugepage_regions = 'always' is neither auto nor off"
     bad '[daemon]\nidle_sleep_us = 60000\n' "idle_sleep_us = 60000 is above the maximum of 50000"
     bad '[port]\nvlan = 100\n' "[port] vlan: not supported: uroce's engine sends untagged frames only"
     bad '[port]\npcp = 3\n' "[port] pcp: not supported"
