@@ -192,6 +192,11 @@ bool Session::on_readable() {
     close_fds(r);
     return false;
   }
+  flush_posts();
+  if (broken_) {
+    close_fds(r);
+    return false;
+  }
   dispatch(op, buf, size_t(r.len), r);
   close_fds(r);  // whatever a handler did not take
   return !broken_;

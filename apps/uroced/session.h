@@ -209,6 +209,11 @@ class Session {
   uroce::QueuePair* own_qp(uint32_t handle);
   bool owns_qpn(uint32_t qpn) const;
 
+  // New WQEs of every ring into the engine (a batch per ring); the work done.
+  int service_posts();
+  // Every WQE the client posted so far, before a control request runs.
+  void flush_posts();
+  static constexpr unsigned kFlushRounds = 1024;
   int service_sq(Qp& qp);
   int service_rq(Qp& qp);
   int service_srq(uint32_t handle, Srq& srq);

@@ -306,13 +306,29 @@ int Session::service_cq(Cq& cq) {
   return moved;
 }
 
-int Session::service() {
-  if (!has_arena()) return 0;
+int Session::service_posts() {
   int work = 0;
   for (auto& [h, srq] : srqs_) work += service_srq(h, srq);
   for (auto& [h, qp] : qps_) work += (qp.srq == 0 ? service_rq(qp) : 0) + service_sq(qp);
+  return work;
+}
+
+int Session::service() {
+  if (!has_arena()) return 0;
+  int work = service_posts();
   for (auto& [h, cq] : cqs_) work += service_cq(cq);
   return work;
+}
+
+void Session::flush_posts() {
+  // A verbs post is done when it returns; here it is a slot the daemon has
+  // not read yet. What the client posted before a control request reaches
+  // the engine before the request takes effect, so that a peer told "ready"
+  // after it (receives posted, then the QP moved to RTR, then the peer
+  // told) finds the receives there: a UD datagram finds no receive else,
+  // and is dropped. Bounded: a client filling its rings meanwhile waits.
+  for (unsigned round = 0; round < kFlushRounds && !broken_ && service_posts() > 0; ++round) {
+  }
 }
 
 void Session::arm() {

@@ -7,7 +7,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <sched.h>
+
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "daemon/protocol.h"
@@ -59,6 +62,22 @@ int push_recvs(Connection& conn, RingHeader* ring, uint32_t& producer, uint32_t 
   }
   if (err != 0 && bad != nullptr) *bad = wr;
   return err;
+}
+
+// Until the daemon has taken the ring's slots up to `producer` (it hands
+// them to its engine in order), at most a while: a daemon that leaves them
+// (a refusal waiting for CQ room the application does not make) must not
+// hang the post.
+void wait_taken(Connection& conn, const RingHeader* ring, uint32_t producer) {
+  constexpr auto kPatience = std::chrono::milliseconds(100);
+  const auto until = std::chrono::steady_clock::now() + kPatience;
+  for (unsigned spins = 1; int32_t(producer - ring->consumer.value.load(std::memory_order_acquire)) > 0; ++spins) {
+    if (conn.dead()) return;
+    if (spins % 64 == 0) {
+      if (std::chrono::steady_clock::now() > until) return;
+      sched_yield();
+    }
+  }
 }
 
 }  // namespace
@@ -702,7 +721,14 @@ int QueuePair::post_recv(const RecvWr* wr, const RecvWr** bad) {
     if (bad != nullptr) *bad = wr;
     return conn_->dead() ? EIO : EINVAL;
   }
-  return push_recvs(*conn_, static_cast<RingHeader*>(rq_), rq_producer_, rq_entries_, max_recv_sge_, wr, bad);
+  auto* ring = static_cast<RingHeader*>(rq_);
+  const int err = push_recvs(*conn_, ring, rq_producer_, rq_entries_, max_recv_sge_, wr, bad);
+  // A NIC has a receive once its doorbell is written; a UD datagram that
+  // finds none is dropped, with no retry to cover a receive still in the
+  // ring (a peer told "ready" right after this post, a send posted next on
+  // another connection). RC's RNR retry covers the same window.
+  if (type_ == IBV_QPT_UD) wait_taken(*conn_, ring, rq_producer_);
+  return err;
 }
 
 }  // namespace uroce::client

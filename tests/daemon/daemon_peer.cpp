@@ -622,7 +622,7 @@ void check_hostile_rings() {
   daemon::CreateCqReq cqq{{daemon::Op::create_cq, sizeof(daemon::CreateCqReq)}, 16, 0};
   const auto cq = raw_rpc<daemon::CreateCqRep>(s, &cqq, sizeof cqq);
   daemon::CreateQpReq qpq{{daemon::Op::create_qp, sizeof(daemon::CreateQpReq)}, pd.handle, cq.cq, cq.cq,
-                          IBV_QPT_RC, 16, 16, 1, 1, 0, 0};
+                          IBV_QPT_RC, 16, 16, 1, 1, 0, 0, 0};
   const auto qp = raw_rpc<daemon::CreateQpRep>(s, &qpq, sizeof qpq);
   check(pd.h.status == 0 && cq.h.status == 0 && qp.h.status == 0, "raw PD, CQ and QP");
   auto* sq = reinterpret_cast<daemon::RingHeader*>(arena + qp.sq_offset);
@@ -668,7 +668,7 @@ void check_hostile_rings() {
 // A raw client's UD QP brought to RTS by hand, with its own qkey.
 uint32_t raw_ud_qp(int s, uint32_t pd, uint32_t cq, daemon::CreateQpRep& qp) {
   daemon::CreateQpReq qpq{{daemon::Op::create_qp, sizeof(daemon::CreateQpReq)}, pd, cq, cq,
-                          IBV_QPT_UD, 64, 16, 1, 1, 64, 1};
+                          IBV_QPT_UD, 64, 16, 1, 1, 64, 1, 0};
   qp = raw_rpc<daemon::CreateQpRep>(s, &qpq, sizeof qpq);
   check(qp.h.status == 0, "raw UD QP " + std::to_string(qp.h.status));
   auto m = daemon::make_message<daemon::ModifyQpReq>(daemon::Op::modify_qp);
