@@ -18,8 +18,8 @@
 #                word, not after "0x"). Hex constants are written 0x... or in
 #                upper case and MAC addresses have 2-digit groups, so neither
 #                matches. The one line scripts/bench-report writes to say what
-#                was measured (it starts with "Measured by `scripts/bench-report`")
-#                may name the commit.
+#                was measured (it starts with "Measured by `scripts/bench-report`",
+#                or scripts/perf-report's) may name the commit.
 #   path         absolute paths of a build machine: /work/, /tmp/uroce,
 #                /home/, /root/
 #   outside      references to files outside the repository: ../shared, shared/
@@ -48,7 +48,7 @@ rules=(
   'path||/work/|/tmp/uroce|/home/|/root/'
   'outside||\.\./shared|(?<![A-Za-z0-9_./-])shared/'
 )
-provenance='^Measured by `scripts/bench-report`'
+provenance='^Measured by `scripts/(bench|perf)-report`'
 
 found=0
 for f in "${files[@]}"; do

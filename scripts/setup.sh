@@ -13,7 +13,8 @@ packages=(
   tshark python3-scapy            # what the independent packet oracle runs on
   iproute2                        # network namespaces and veth pairs for the port tests
   iptables                        # the ECN marker of the DCQCN bottleneck test where the kernel has no sch_red
-  python3-matplotlib              # scripts/plot_incast.py (docs/img/incast-*.png)
+  python3-matplotlib              # scripts/plot_incast.py, scripts/perf-report (docs/img/*.png)
+  sockperf iperf3                 # scripts/perf-report: what a user runs without RDMA (docs/performance.md)
   qemu-system-x86 busybox-static rdma-core ibverbs-utils ibverbs-providers perftest tcpdump  # the rxe interop VM (docs/interop.md)
   rdmacm-utils qperf fio libfabric-bin  # rdma_cm and libfabric programs through uroce-run (docs/cm.md)
   ucx-utils                       # ucx_perftest and ucx_info through uroce-run (docs/verbs-abi.md)
