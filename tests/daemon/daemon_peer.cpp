@@ -513,7 +513,7 @@ void check_protocol() {
   check(fd >= 0 && ftruncate(fd, 4096) == 0, "memfd");
   void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   daemon::RegMrReq rm{{daemon::Op::reg_mr, sizeof(daemon::RegMrReq)}, 0, IBV_ACCESS_LOCAL_WRITE,
-                      reinterpret_cast<uintptr_t>(page), 4096, reinterpret_cast<uintptr_t>(page), 4096, 1};
+                      reinterpret_cast<uintptr_t>(page), 4096, reinterpret_cast<uintptr_t>(page), 4096, 1, 0, {}};
   rm.seg[0] = {reinterpret_cast<uintptr_t>(page), 4096, 0};
   daemon::HandleRep rep{};
   check(daemon::send_datagram(s, &pd, sizeof pd, nullptr, 0) == 0, "raw send");
@@ -605,18 +605,37 @@ void check_no_fd_leak() {
                                  " more descriptors after 32 alloc_mr/dereg_mr");
 }
 
+// A client that speaks the protocol by hand: HELLO done, its arena mapped.
+struct RawClient {
+  int s = raw_socket();
+  daemon::Received fds;
+  daemon::HelloRep hello{};
+  uint8_t* arena = nullptr;
+  int doorbell = -1;
+  RawClient() {
+    daemon::HelloReq h{{daemon::Op::hello, sizeof(daemon::HelloReq)}, daemon::kMagic, daemon::kVersion};
+    hello = raw_rpc<daemon::HelloRep>(s, &h, sizeof h, &fds);
+    check(hello.h.status == 0 && fds.nfds == 3, "raw HELLO");
+    arena = static_cast<uint8_t*>(mmap(nullptr, hello.arena_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds.fds[0], 0));
+    check(arena != MAP_FAILED, "map the arena");
+    doorbell = fds.fds[1];
+  }
+  ~RawClient() {
+    munmap(arena, hello.arena_bytes);
+    daemon::close_fds(fds);
+    if (s >= 0) close(s);
+  }
+  RawClient(const RawClient&) = delete;
+  RawClient& operator=(const RawClient&) = delete;
+};
+
 // A client that writes its rings by hand: refused WQEs whose completions it
 // never polls, then a producer index beyond the ring.
 void check_hostile_rings() {
-  const int s = raw_socket();
-  daemon::HelloReq h{{daemon::Op::hello, sizeof(daemon::HelloReq)}, daemon::kMagic, daemon::kVersion};
-  daemon::Received fds;
-  const auto hello = raw_rpc<daemon::HelloRep>(s, &h, sizeof h, &fds);
-  check(hello.h.status == 0 && fds.nfds == 3, "raw HELLO");
-  auto* arena = static_cast<uint8_t*>(
-      mmap(nullptr, hello.arena_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds.fds[0], 0));
-  check(arena != MAP_FAILED, "map the arena");
-  const int doorbell = fds.fds[1];
+  RawClient raw;
+  const int s = raw.s;
+  uint8_t* const arena = raw.arena;
+  const int doorbell = raw.doorbell;
   daemon::AllocPdReq pdq{{daemon::Op::alloc_pd, sizeof(daemon::AllocPdReq)}};
   const auto pd = raw_rpc<daemon::HandleRep>(s, &pdq, sizeof pdq);
   daemon::CreateCqReq cqq{{daemon::Op::create_cq, sizeof(daemon::CreateCqReq)}, 16, 0};
@@ -658,9 +677,6 @@ void check_hostile_rings() {
   check(readable(s, 2000), "the daemon did not end a client whose producer index ran past its ring");
   char c;
   check(recv(s, &c, 1, 0) == 0, "the daemon's socket did not close");
-  munmap(arena, hello.arena_bytes);
-  daemon::close_fds(fds);
-  close(s);
   std::string error;
   check(Connection::connect(g_socket, error) != nullptr, "the daemon serves no one after a hostile client: " + error);
 }
@@ -707,15 +723,11 @@ std::vector<ibv_wc> raw_poll(daemon::RingHeader* ring, uint32_t entries, uint32_
 // another PD, and handles destroyed right after the sends that name them
 // were posted (the engine copies the destination when it takes a WR).
 void check_hostile_ud() {
-  const int s = raw_socket();
-  daemon::HelloReq h{{daemon::Op::hello, sizeof(daemon::HelloReq)}, daemon::kMagic, daemon::kVersion};
-  daemon::Received fds;
-  const auto hello = raw_rpc<daemon::HelloRep>(s, &h, sizeof h, &fds);
-  check(hello.h.status == 0 && fds.nfds == 3, "raw HELLO");
-  auto* arena = static_cast<uint8_t*>(
-      mmap(nullptr, hello.arena_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds.fds[0], 0));
-  check(arena != MAP_FAILED, "map the arena");
-  const int doorbell = fds.fds[1];
+  RawClient raw;
+  const int s = raw.s;
+  uint8_t* const arena = raw.arena;
+  const int doorbell = raw.doorbell;
+  const daemon::HelloRep& hello = raw.hello;
   daemon::AllocPdReq pdq{{daemon::Op::alloc_pd, sizeof(daemon::AllocPdReq)}};
   const auto pd = raw_rpc<daemon::HandleRep>(s, &pdq, sizeof pdq);
   const auto pd2 = raw_rpc<daemon::HandleRep>(s, &pdq, sizeof pdq);
@@ -791,9 +803,6 @@ void check_hostile_ud() {
       check(c.status == IBV_WC_SUCCESS || c.status == IBV_WC_LOC_QP_OP_ERR,
             std::string("a send whose address handle went: ") + ibv_wc_status_str(c.status));
   }
-  munmap(arena, hello.arena_bytes);
-  daemon::close_fds(fds);
-  close(s);
   std::string error;
   check(Connection::connect(g_socket, error) != nullptr, "the daemon serves no one after the UD checks: " + error);
 }
