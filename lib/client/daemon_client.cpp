@@ -518,8 +518,11 @@ int ProtectionDomain::create_ah(const ibv_ah_attr& attr, uint32_t& handle) {
 }
 
 int ProtectionDomain::destroy_ah(uint32_t handle) {
-  destroy(conn_, Op::destroy_ah, handle);
-  return 0;
+  if (conn_->dead()) return 0;  // the daemon took it with the connection
+  auto req = make_message<HandleReq>(Op::destroy_ah);
+  req.handle = handle;
+  HandleRep rep{};
+  return conn_->call(&req, sizeof req, &rep, sizeof rep);
 }
 
 // ---- shared receive queue ----

@@ -957,7 +957,7 @@ void quota_objects(Side& a) {
   check(a.pd->create_ah(ah, h1) == 0 && a.pd->create_ah(ah, h2) == 0, "two address handles");
   err = a.pd->create_ah(ah, h3);
   expect_enomem(err != 0, err, "a third address handle (max_ah)");
-  a.pd->destroy_ah(h2);
+  check(a.pd->destroy_ah(h2) == 0 && a.pd->destroy_ah(h2) == EINVAL, "destroy_ah, then again on the same handle");
   check(a.pd->create_ah(ah, h3) == 0, "an address handle after one was destroyed");
 }
 

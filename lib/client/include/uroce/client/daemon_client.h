@@ -232,6 +232,8 @@ class ProtectionDomain {
   // route, a GID index or address family the port has not), EHOSTUNREACH
   // (the MAC is not known yet: the daemon starts resolving it), ENOMEM.
   int create_ah(const ibv_ah_attr& attr, uint32_t& handle);
+  // 0, EINVAL for a handle that is not this client's; 0 once the daemon
+  // is gone (it took every handle with the connection).
   int destroy_ah(uint32_t handle);
   uint32_t handle() const { return handle_; }
 
