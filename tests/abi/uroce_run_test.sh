@@ -353,7 +353,9 @@ case $case_ in
       env $tls timeout 90 "$run" --dev net_af_packet0,iface=ra --ip 10.0.0.1 -- \
         ucx_perftest $args -d uroce0:1 >"$work/$name.srv.out" 2>&1 &
       SRV=$!
-      for _ in $(seq 100); do grep -q "Waiting for connection" "$work/$name.srv.out" && break; sleep 0.1; done
+      # The server's "Waiting for connection" sits in its stdio buffer until
+      # it exits: its listening socket (ucx_perftest's port 13337) says it.
+      for _ in $(seq 200); do [ -n "$(ss -Hltn 'sport = :13337')" ] && break; sleep 0.05; done
       inb env $tls timeout 90 "$run" --dev net_af_packet0,iface=rb --ip 10.0.0.2 -- \
         ucx_perftest $args -d uroce0:1 192.168.78.1 >"$work/$name.cli.out" 2>&1
       CRC=$?
