@@ -756,7 +756,8 @@ int Session::reg_mr(const RegMrReq& req, MrRep& rep, Received& r) {
                         req.map_addr % page == 0 && req.map_length % page == 0 && req.map_length > 0 &&
                         req.map_addr + req.map_length > req.map_addr && req.addr >= req.map_addr &&
                         req.length <= req.map_length && req.addr - req.map_addr <= req.map_length - req.length &&
-                        req.segments >= 1 && req.segments <= kMaxRegSegments && r.nfds == int(req.segments);
+                        req.segments >= 1 && req.segments <= kMaxRegSegments && r.nfds == int(req.segments) &&
+                        req.iova + req.length > req.iova;
   if (!shape_ok) return EINVAL;
   // The segments cover the range in order, in whole pages of their files.
   uint64_t at = req.map_addr;
@@ -777,10 +778,10 @@ int Session::reg_mr(const RegMrReq& req, MrRep& rep, Received& r) {
     if (seals < 0 || (uint32_t(seals) & kRequiredSeals) != kRequiredSeals) return EPERM;
     if (fstat(r.fds[i], &st) != 0 || uint64_t(st.st_size) < req.seg[i].offset + req.seg[i].length) return EINVAL;
   }
-  // Wherever there is room: the region keeps the client's addresses as its
-  // IOVA, so clients whose buffers sit at the same addresses (forked
-  // workers) each register theirs. The segments go side by side into one
-  // reservation.
+  // Wherever there is room: the region keeps the client's addresses (or the
+  // IOVA it chose) as its IOVA, so clients whose buffers sit at the same
+  // addresses (forked workers) each register theirs. The segments go side
+  // by side into one reservation.
   void* p = mmap(nullptr, req.map_length, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) return ENOMEM;
   for (uint32_t i = 0; i < req.segments; ++i) {
@@ -794,7 +795,7 @@ int Session::reg_mr(const RegMrReq& req, MrRep& rep, Received& r) {
   MappedMr m;
   m.map = p;
   m.map_len = req.map_length;
-  return register_mapping(req.pd, std::move(m), static_cast<uint8_t*>(p) + (req.addr - req.map_addr), req.addr,
+  return register_mapping(req.pd, std::move(m), static_cast<uint8_t*>(p) + (req.addr - req.map_addr), req.iova,
                           req.length, req.access, rep);
 }
 

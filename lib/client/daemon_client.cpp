@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "uroce/client/daemon_client.h"
 
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -243,8 +244,12 @@ void Connection::forget_srq(uint32_t handle) {
   srqs_.erase(handle);
 }
 
-int Connection::get_async_event(AsyncEvent& ev) {
+int Connection::get_async_event(AsyncEvent& ev, bool wait) {
   for (;;) {
+    if (!wait) {
+      pollfd p{events_, POLLIN, 0};
+      if (::poll(&p, 1, 0) != 1) return EAGAIN;
+    }
     AsyncRecord rec{};
     const ssize_t n = read(events_, &rec, sizeof rec);
     if (n < 0) return errno;
@@ -389,14 +394,20 @@ std::unique_ptr<MemoryRegion> ProtectionDomain::alloc_mr(size_t length, int acce
     return err = EEXIST, nullptr;  // the destructor deregisters it
   }
   mr->addr_ = mr->map_ = p;
+  mr->iova_ = reinterpret_cast<uintptr_t>(p);
   pages::track(p, mr->map_len_);
   return mr;
 }
 
 std::unique_ptr<MemoryRegion> ProtectionDomain::reg_mr(void* addr, size_t length, int access, int& err) {
+  return reg_mr_iova(addr, length, reinterpret_cast<uintptr_t>(addr), access, err);
+}
+
+std::unique_ptr<MemoryRegion> ProtectionDomain::reg_mr_iova(void* addr, size_t length, uint64_t iova, int access,
+                                                            int& err) {
   const uint64_t page = page_size();
   const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
-  if (addr == nullptr || length == 0 || a + length < a) return err = EINVAL, nullptr;
+  if (addr == nullptr || length == 0 || a + length < a || iova + length < iova) return err = EINVAL, nullptr;
   const uintptr_t start = a & ~(page - 1);
   const size_t map_len = ((a + length + page - 1) & ~(page - 1)) - start;
   // One registration at a time: two in one page must not both share it.
@@ -416,6 +427,7 @@ std::unique_ptr<MemoryRegion> ProtectionDomain::reg_mr(void* addr, size_t length
   req.access = access;
   req.addr = a;
   req.length = length;
+  req.iova = iova;
   req.map_addr = start;
   req.map_length = map_len;
   req.segments = uint32_t(pieces.size());
@@ -435,6 +447,7 @@ std::unique_ptr<MemoryRegion> ProtectionDomain::reg_mr(void* addr, size_t length
   mr->handle_ = rep.mr;
   mr->key_ = rep.key;
   mr->addr_ = addr;
+  mr->iova_ = iova;
   mr->length_ = length;
   mr->ranges_ = std::move(ranges);
   mr->client_memory_ = true;

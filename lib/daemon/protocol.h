@@ -15,7 +15,7 @@
 namespace uroce::daemon {
 
 inline constexpr uint32_t kMagic = 0x75724f44;  // "urOD"
-inline constexpr uint32_t kVersion = 5;
+inline constexpr uint32_t kVersion = 6;
 inline constexpr const char* kDefaultSocket = "/run/uroce/uroced.sock";
 
 enum class Op : uint32_t {
@@ -226,6 +226,7 @@ struct RegMrReq {  // with one memfd per segment, in order
   int32_t access;
   uint64_t addr;       // the client's buffer
   uint64_t length;
+  uint64_t iova;       // what work requests and peers name addr by (ibv_reg_mr_iova2)
   uint64_t map_addr;   // the page-rounded range, which the segments cover in order
   uint64_t map_length;
   uint32_t segments;

@@ -75,6 +75,7 @@ ProtectionDomain::~ProtectionDomain() {
 // and address the inline accessors read.
 std::unique_ptr<MemoryRegion> ProtectionDomain::remote_region(std::unique_ptr<client::MemoryRegion> rmr, int access) {
   std::unique_ptr<MemoryRegion> mr(new MemoryRegion(this, rmr->addr(), rmr->length(), access));
+  mr->iova_ = rmr->iova();
   mr->key_ = rmr->lkey();
   mr->remote_ = std::move(rmr);
   mr->region_.reset();  // no engine here: the daemon holds the region
@@ -90,8 +91,7 @@ std::unique_ptr<MemoryRegion> ProtectionDomain::reg_mr_iova(void* addr, size_t l
                                                             int& err) {
   if (remote_) {
     if (!access_ok(access)) return err = EINVAL, nullptr;
-    if (iova != reinterpret_cast<uintptr_t>(addr)) return err = EOPNOTSUPP, nullptr;
-    auto rmr = remote_->reg_mr(addr, length, access, err);
+    auto rmr = remote_->reg_mr_iova(addr, length, iova, access, err);
     return rmr ? remote_region(std::move(rmr), access) : nullptr;
   }
   detail::Pause pause(detail::to_thread(*device_));

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "remote.h"
 
-#include <poll.h>
 
 #include <cerrno>
 #include <cstring>
@@ -29,12 +28,8 @@ std::unique_ptr<RemoteDevice> open_remote(const std::string& socket, std::string
 }
 
 int remote_async_event(RemoteDevice& d, AsyncEvent& ev, bool wait) {
-  if (!wait) {
-    pollfd p{d.conn->async_event_fd(), POLLIN, 0};
-    if (::poll(&p, 1, 0) != 1) return EAGAIN;
-  }
   client::AsyncEvent rev;
-  if (const int err = d.conn->get_async_event(rev); err != 0) return err;
+  if (const int err = d.conn->get_async_event(rev, wait); err != 0) return err;
   ev = AsyncEvent{};
   ev.event_type = rev.event_type;
   if (rev.qp != nullptr) ev.qp = static_cast<QueuePair*>(rev.qp->context);

@@ -155,9 +155,16 @@ TEST_CASE("objects: PD, MR with optional flags, CQ, QP, SRQ; refusals", "[abi-ca
   REQUIRE(mr);
   CHECK(mr->lkey != 0);
   CHECK(mr->addr == buf.data());
+  // Another IOVA: the ibv_mr still gives the buffer's address.
+  ibv_mr* iova_mr = ibv_reg_mr_iova(pd, buf.data(), buf.size(), 0x1000, IBV_ACCESS_LOCAL_WRITE);
+  REQUIRE(iova_mr);
+  CHECK(iova_mr->addr == buf.data());
+  CHECK(iova_mr->length == buf.size());
+  CHECK(iova_mr->lkey != mr->lkey);
+  CHECK(ibv_dereg_mr(iova_mr) == 0);
   errno = 0;
-  CHECK(ibv_reg_mr_iova(pd, buf.data(), buf.size(), 0x1000, IBV_ACCESS_LOCAL_WRITE) == nullptr);
-  CHECK(errno == EOPNOTSUPP);
+  CHECK(ibv_reg_mr_iova(pd, buf.data(), buf.size(), ~uint64_t(0) - 100, IBV_ACCESS_LOCAL_WRITE) == nullptr);
+  CHECK(errno == EINVAL);
 
   ibv_cq* cq = ibv_create_cq(o.ctx, 16, nullptr, nullptr, 0);
   REQUIRE(cq);

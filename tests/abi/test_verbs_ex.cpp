@@ -774,6 +774,73 @@ ibv_wc write_via(ibv_qp* qp, ibv_cq* cq, ibv_mr* mr, void* from, uint64_t to, ui
 
 }  // namespace
 
+// abi-iova: also run through uroced (tests/daemon, the shim case).
+TEST_CASE("ibv_reg_mr_iova2: work requests and peers name a region by its IOVA", "[abi-ex][abi-iova]") {
+  Opened o;
+  ibv_pd* pd = ibv_alloc_pd(o.ctx);
+  REQUIRE(pd);
+  std::vector<uint8_t> abuf(8192), bbuf(8192, 0);
+  fill(abuf, 0, abuf.size(), 7);
+  // Addresses this process has no mapping at: only the regions give them meaning.
+  const uint64_t a_iova = 0x7e5700100000ull, b_iova = 0x7e5700000000ull;
+  ibv_mr* amr = ibv_reg_mr_iova2(pd, abuf.data(), abuf.size(), a_iova, kAccess);
+  ibv_mr* bmr = ibv_reg_mr_iova2(pd, bbuf.data(), bbuf.size(), b_iova, kAccess);
+  REQUIRE(amr);
+  REQUIRE(bmr);
+  CHECK(bmr->addr == bbuf.data());
+  CHECK(bmr->length == bbuf.size());
+  ibv_cq* acq = ibv_create_cq(o.ctx, 16, nullptr, nullptr, 0);
+  ibv_cq* bcq = ibv_create_cq(o.ctx, 16, nullptr, nullptr, 0);
+  REQUIRE(acq);
+  REQUIRE(bcq);
+  ibv_qp_init_attr_ex aa = qp_attr(pd, acq, acq), ba = qp_attr(pd, bcq, bcq);
+  ibv_qp* a = ibv_create_qp_ex(o.ctx, &aa);
+  ibv_qp* b = ibv_create_qp_ex(o.ctx, &ba);
+  REQUIRE(a);
+  REQUIRE(b);
+  connect(o.ctx, a, b->qp_num);
+  connect(o.ctx, b, a->qp_num);
+
+  // The local SGE and the remote address both in IOVA terms.
+  ibv_wc wc = write_via(a, acq, amr, reinterpret_cast<void*>(a_iova + 100), b_iova + 1000, bmr->rkey, 3000);
+  CHECK(wc.status == IBV_WC_SUCCESS);
+  CHECK(std::memcmp(bbuf.data() + 1000, abuf.data() + 100, 3000) == 0);
+  CHECK(bbuf[999] == 0);
+  CHECK(bbuf[4000] == 0);
+
+  ibv_sge sge{a_iova + 5000, 3000, amr->lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = 78;
+  wr.opcode = IBV_WR_RDMA_READ;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.wr.rdma.remote_addr = b_iova + 1000;
+  wr.wr.rdma.rkey = bmr->rkey;
+  ibv_send_wr* bad = nullptr;
+  bbuf[1000] ^= 0xFF;
+  REQUIRE(ibv_post_send(a, &wr, &bad) == 0);
+  wc = one_wc(acq);
+  CHECK(wc.status == IBV_WC_SUCCESS);
+  CHECK(std::memcmp(abuf.data() + 5000, bbuf.data() + 1000, 3000) == 0);
+
+  // The buffer's own address is not inside the region any more.
+  wc = write_via(a, acq, amr, reinterpret_cast<void*>(a_iova), reinterpret_cast<uintptr_t>(bbuf.data()), bmr->rkey,
+                 64);
+  CHECK(wc.status == IBV_WC_REM_ACCESS_ERR);
+
+  errno = 0;
+  CHECK(ibv_reg_mr_iova2(pd, abuf.data(), abuf.size(), ~uint64_t(0) - 100, kAccess) == nullptr);
+  CHECK(errno == EINVAL);
+  CHECK(ibv_destroy_qp(a) == 0);
+  CHECK(ibv_destroy_qp(b) == 0);
+  CHECK(ibv_dereg_mr(amr) == 0);
+  CHECK(ibv_dereg_mr(bmr) == 0);
+  CHECK(ibv_destroy_cq(acq) == 0);
+  CHECK(ibv_destroy_cq(bcq) == 0);
+  CHECK(ibv_dealloc_pd(pd) == 0);
+}
+
 TEST_CASE("memory windows: ibv_alloc_mw, ibv_bind_mw, IBV_WR_BIND_MW, invalidation, ibv_wr_*", "[abi-ex]") {
   Opened o;
   ibv_device_attr da;

@@ -513,7 +513,8 @@ void check_protocol() {
   check(fd >= 0 && ftruncate(fd, 4096) == 0, "memfd");
   void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   daemon::RegMrReq rm{{daemon::Op::reg_mr, sizeof(daemon::RegMrReq)}, 0, IBV_ACCESS_LOCAL_WRITE,
-                      reinterpret_cast<uintptr_t>(page), 4096, reinterpret_cast<uintptr_t>(page), 4096, 1, 0, {}};
+                      reinterpret_cast<uintptr_t>(page), 4096, reinterpret_cast<uintptr_t>(page),
+                      reinterpret_cast<uintptr_t>(page), 4096, 1, 0, {}};
   rm.seg[0] = {reinterpret_cast<uintptr_t>(page), 4096, 0};
   daemon::HandleRep rep{};
   check(daemon::send_datagram(s, &pd, sizeof pd, nullptr, 0) == 0, "raw send");
@@ -521,6 +522,9 @@ void check_protocol() {
   check(r.len == sizeof rep && rep.h.status == 0, "second alloc_pd");
   rm.pd = rep.handle;
   check(raw_call(s, &rm, sizeof rm, fd) == EPERM, "an unsealed memfd is not refused with EPERM");
+  rm.iova = ~uint64_t(0) - 100;  // the region's end past 2^64
+  check(raw_call(s, &rm, sizeof rm, fd) == EINVAL, "an IOVA range that wraps is not EINVAL");
+  rm.iova = rm.addr;
   check(raw_call(s, &rm, sizeof rm) == EINVAL, "reg_mr without a memfd is not EINVAL");
   // A header whose size disagrees with the datagram ends the client.
   daemon::HandleReq lie{{daemon::Op::dealloc_pd, 999}, 1};

@@ -323,19 +323,13 @@ UROCE_V11(ibv_dealloc_pd) int uroce_v11_ibv_dealloc_pd(ibv_pd* p) {
 }
 
 UROCE_EXPORT ibv_mr* ibv_reg_mr_iova2(ibv_pd* p, void* addr, size_t length, uint64_t iova, unsigned int access) {
-  // uroce addresses regions by their virtual address: remote peers use
-  // `addr` itself, so an IOVA elsewhere cannot be honoured.
-  if (iova != reinterpret_cast<uintptr_t>(addr)) {
-    log_once("iova", "ibv_reg_mr_iova: an IOVA other than the address is not supported");
-    return errno = EOPNOTSUPP, nullptr;
-  }
   // The optional flags (relaxed ordering) are hints a device may ignore.
   const int flags = static_cast<int>(access & ~unsigned(IBV_ACCESS_OPTIONAL_RANGE));
   auto* mr = new Mr;
   int err = 0;
   {
     std::lock_guard<std::mutex> lock(ctx_of_pd(p).rec->control);
-    mr->impl = pd_of(p)->impl->reg_mr(addr, length, flags, err);
+    mr->impl = pd_of(p)->impl->reg_mr_iova(addr, length, iova, flags, err);
   }
   if (!mr->impl) return delete mr, errno = err ? err : ENOMEM, nullptr;
   mr->mr.context = p->context;

@@ -41,8 +41,8 @@ class UROCE_API ProtectionDomain {
   // a mask of ibv_access_flags. nullptr and err set (EINVAL, ENOMEM) on failure.
   std::unique_ptr<MemoryRegion> reg_mr(void* addr, size_t length, int access, int& err);
   // ibv_reg_mr_iova2: the bytes at addr, named by iova in work requests
-  // and by peers. reg_mr is this with iova = addr. On a daemon's device
-  // (DeviceConfig::daemon_socket) an iova other than addr is EOPNOTSUPP.
+  // and by peers. reg_mr is this with iova = addr. EINVAL when iova +
+  // length wraps.
   std::unique_ptr<MemoryRegion> reg_mr_iova(void* addr, size_t length, uint64_t iova, int access, int& err);
   // Allocates zeroed DPDK memory (hugepages, or the --no-huge heap) and
   // registers it; the region frees it.

@@ -53,6 +53,9 @@ class MemoryRegion {
   MemoryRegion(const MemoryRegion&) = delete;
   MemoryRegion& operator=(const MemoryRegion&) = delete;
   void* addr() const { return addr_; }
+  // The address work requests and peers name addr by: addr itself unless
+  // registered with ProtectionDomain::reg_mr_iova.
+  uint64_t iova() const { return iova_; }
   size_t length() const { return length_; }
   uint32_t lkey() const { return key_; }
   uint32_t rkey() const { return key_; }
@@ -64,6 +67,7 @@ class MemoryRegion {
   uint32_t handle_ = 0;
   uint32_t key_ = 0;
   void* addr_ = nullptr;
+  uint64_t iova_ = 0;
   size_t length_ = 0;
   // alloc_mr: the daemon's memory, mapped here.
   void* map_ = nullptr;
@@ -221,6 +225,9 @@ class ProtectionDomain {
   // range that straddles shared and unshared pages). Other data in those
   // pages must not be written by other threads meanwhile (docs/daemon.md).
   std::unique_ptr<MemoryRegion> reg_mr(void* addr, size_t length, int access, int& err);
+  // ibv_reg_mr_iova2: as reg_mr, the region named by iova in work requests
+  // and by peers (EINVAL when iova + length wraps).
+  std::unique_ptr<MemoryRegion> reg_mr_iova(void* addr, size_t length, uint64_t iova, int access, int& err);
   // EBUSY (mr kept) while posted work or frames in flight use it.
   int dereg_mr(std::unique_ptr<MemoryRegion>& mr);
   std::unique_ptr<QueuePair> create_qp(const QpInitAttr& attr, int& err);
@@ -269,10 +276,11 @@ class Connection {
   // Readable while an event waits (and once the daemon is gone); blocking
   // unless set O_NONBLOCK.
   int async_event_fd() const { return events_; }
-  // ibv_get_async_event: 0 with the event; EAGAIN (O_NONBLOCK, none
-  // waiting), EINTR; after the one IBV_EVENT_DEVICE_FATAL, ENODEV. Events
-  // of objects destroyed meanwhile are skipped.
-  int get_async_event(AsyncEvent& ev);
+  // ibv_get_async_event: 0 with the event; EAGAIN (O_NONBLOCK or !wait,
+  // none waiting), EINTR; after the one IBV_EVENT_DEVICE_FATAL, ENODEV.
+  // Events of objects destroyed meanwhile are skipped; with !wait it never
+  // blocks, also when what it skipped was all there was.
+  int get_async_event(AsyncEvent& ev, bool wait = true);
   // The daemon is gone: posts fail with EIO, destroys succeed locally.
   bool dead() const { return dead_.load(std::memory_order_relaxed); }
   // Looks at the socket without blocking; true if the daemon is gone.
