@@ -19,22 +19,9 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD_DIR:-$root/build-fuzz}
 case $build in /*) ;; *) build=$PWD/$build ;; esac
 
-if [ ! -f "$build/build.ninja" ]; then
-  # Without clang or its libFuzzer and sanitizer runtimes the fuzzer cannot
-  # be built here: skip (77) and say why.
-  command -v clang++ >/dev/null || { echo "SKIP: fuzz-engine: clang++ not found (apt-get install clang)"; exit 77; }
-  probe=$(mktemp -d)
-  echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }' >"$probe/p.cpp"
-  if ! clang++ -fsanitize=fuzzer,address,undefined "$probe/p.cpp" -o "$probe/p" 2>"$probe/err"; then
-    head -n 3 "$probe/err"; rm -rf "$probe"
-    echo "SKIP: fuzz-engine: clang++ cannot link libFuzzer, ASan and UBSan (apt-get install libclang-rt-14-dev)"; exit 77
-  fi
-  rm -rf "$probe"
-  (cd "$root" && CXX=clang++ meson setup "$build" -Dfuzz=true -Dtests=false -Dbenchmarks=false \
-    -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized \
-    -Dcpp_args=-fno-sanitize-recover=all)
-fi
-ninja -C "$build" -j2 tests/fuzz/fuzz_engine
+# FUZZ_PREBUILT=1: run-fuzzers.sh built it already (two ninjas on one
+# build directory at once would race).
+[ "${FUZZ_PREBUILT:-}" = 1 ] || "$root/tests/fuzz/fuzz-build.sh" "$build" fuzz_engine || exit $?
 
 work=$build/tests/fuzz
 mkdir -p "$work/engine-corpus" "$work/engine-artifacts"
