@@ -606,6 +606,11 @@ int QueuePair::modify(const ibv_qp_attr& attr, int attr_mask) {
   HandleRep rep{};
   const int err = conn_->call(&req, sizeof req, &rep, sizeof rep);
   if (err == 0 && (attr_mask & IBV_QP_STATE)) state_ = attr.qp_state;
+  // A UD QP's path MTU is the port's, set by the daemon at RTR.
+  if (err == 0 && type_ == IBV_QPT_UD && ud_max_msg_ == 0 && state_ >= IBV_QPS_RTR && state_ != IBV_QPS_ERR) {
+    ibv_qp_attr now{};
+    query(now);
+  }
   return err;
 }
 
@@ -617,6 +622,7 @@ int QueuePair::query(ibv_qp_attr& attr) {
   if (err == 0) {
     attr = rep.attr;
     state_ = attr.qp_state;
+    if (type_ == IBV_QPT_UD && attr.path_mtu != 0) ud_max_msg_ = 128u << attr.path_mtu;
   }
   return err;
 }
@@ -650,11 +656,12 @@ int QueuePair::check_send(const SendWr& wr) const {
   if (type_ == IBV_QPT_UC && !send && wr.opcode != IBV_WR_RDMA_WRITE && wr.opcode != IBV_WR_RDMA_WRITE_WITH_IMM)
     return EINVAL;
   if (type_ == IBV_QPT_UD && (!send || ah_handle(wr) == 0)) return EINVAL;
-  if (wr.send_flags & IBV_SEND_INLINE) {
-    uint64_t total = 0;  // 32-bit lengths that wrap must not pass the check
-    for (int i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
-    if (total > max_inline_) return EINVAL;
-  }
+  uint64_t total = 0;  // 32-bit lengths that wrap must not pass the checks
+  for (int i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
+  if ((wr.send_flags & IBV_SEND_INLINE) && total > max_inline_) return EINVAL;
+  // A datagram is one packet: past the path MTU it is refused here, as the
+  // in-process QP does, not failed in the daemon.
+  if (type_ == IBV_QPT_UD && ud_max_msg_ != 0 && total > ud_max_msg_) return EINVAL;
   return 0;
 }
 

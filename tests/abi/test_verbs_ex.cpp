@@ -519,7 +519,8 @@ TEST_CASE("ibv_wr_*: a batch is posted whole or not at all; wr_abort posts nothi
   CHECK(wc[0].wr_id == 5);
 }
 
-TEST_CASE("ibv_wr_* on UD: ibv_wr_set_ud_addr names the destination", "[abi-ex]") {
+// abi-daemon: also run through uroced (tests/daemon, the shim case).
+TEST_CASE("ibv_wr_* on UD: ibv_wr_set_ud_addr names the destination", "[abi-ex][abi-daemon]") {
   Opened o;
   ibv_pd* pd = ibv_alloc_pd(o.ctx);
   REQUIRE(pd);
@@ -580,6 +581,22 @@ TEST_CASE("ibv_wr_* on UD: ibv_wr_set_ud_addr names the destination", "[abi-ex]"
   CHECK(recv.src_qp == a->qp_num);
   CHECK(ntohl(recv.imm_data) == 99);
   CHECK(std::memcmp(buf.data() + 1024 + 40, text, sizeof text) == 0);
+  // A datagram larger than the port's MTU is refused at wr_complete.
+  ibv_port_attr pa{};
+  REQUIRE(ibv_query_port(o.ctx, 1, &pa) == 0);
+  ibv_wr_start(ax);
+  ibv_wr_send(ax);
+  ibv_wr_set_ud_addr(ax, ah, b->qp_num, kQkey);
+  ibv_wr_set_sge(ax, mr->lkey, reinterpret_cast<uintptr_t>(buf.data()), (128u << pa.active_mtu) + 1);
+  CHECK(ibv_wr_complete(ax) == EINVAL);
+  ibv_wr_start(ax);
+  ibv_wr_send(ax);
+  ibv_wr_set_ud_addr(ax, ah, b->qp_num, kQkey);
+  ibv_wr_set_sge(ax, mr->lkey, reinterpret_cast<uintptr_t>(buf.data()), 128u << pa.active_mtu);
+  REQUIRE(ibv_wr_complete(ax) == 0);
+  wc = wait_wc(cq, 1);
+  REQUIRE(wc.size() == 1);
+  CHECK(wc[0].status == IBV_WC_SUCCESS);  // sent; no receive waits for it at b
   // Without an address a UD SEND is refused at wr_complete.
   ibv_wr_start(ax);
   ibv_wr_send(ax);
@@ -774,8 +791,8 @@ ibv_wc write_via(ibv_qp* qp, ibv_cq* cq, ibv_mr* mr, void* from, uint64_t to, ui
 
 }  // namespace
 
-// abi-iova: also run through uroced (tests/daemon, the shim case).
-TEST_CASE("ibv_reg_mr_iova2: work requests and peers name a region by its IOVA", "[abi-ex][abi-iova]") {
+// abi-daemon: also run through uroced (tests/daemon, the shim case).
+TEST_CASE("ibv_reg_mr_iova2: work requests and peers name a region by its IOVA", "[abi-ex][abi-daemon]") {
   Opened o;
   ibv_pd* pd = ibv_alloc_pd(o.ctx);
   REQUIRE(pd);

@@ -196,6 +196,7 @@ class QueuePair {
   uint32_t sq_entries_ = 0, rq_entries_ = 0;
   uint32_t sq_producer_ = 0, rq_producer_ = 0;
   uint32_t max_send_sge_ = 0, max_recv_sge_ = 0, max_inline_ = 0;
+  uint32_t ud_max_msg_ = 0;  // UD: the path MTU's bytes, once known (0: not yet)
   bool has_srq_ = false;
   ibv_qp_type type_ = IBV_QPT_RC;
 };
