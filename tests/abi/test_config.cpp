@@ -61,7 +61,7 @@ TEST_CASE("INI mistakes name the file and line", "[abi-config]") {
 
 TEST_CASE("device values are checked", "[abi-config]") {
   std::string err;
-  DeviceSettings d{"uroce0", "net_af_packet0,iface=a", "10.0.0.1", "", 1500};
+  DeviceSettings d{"uroce0", "net_af_packet0,iface=a", "10.0.0.1", "", 1500, ""};
   CHECK(uroce::abi::validate_device(d, err));
   d.ip = "10.0.0";
   CHECK_FALSE(uroce::abi::validate_device(d, err));
