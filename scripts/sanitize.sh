@@ -40,6 +40,8 @@ case $mode in
     # Not the flags matrix: option parsing, a minute under ASan, the same
     # transfers as the other pingpong cases.
     select=(--suite transport --suite dpdk --suite pingpong --no-suite pingpong-flags)
+    # The tests' own is_parallel says which of these may share the cores.
+    jobs=$(nproc)
     # netns: one case per verb and per link fault, memif, UD and UC, and a
     # run ended by signals; the whole suite would add about as much again
     # for paths these already take.
@@ -67,6 +69,8 @@ case $mode in
     setup=(-Db_sanitize=thread -Db_lundef=false -Dbuildtype=plain
            "-Dcpp_args=-O1 -g1 -DRTE_USE_C11_MEM_MODEL")
     targets=(tests/dpdk/dpdk_test apps/uroced/uroced tests/daemon/daemon_peer)
+    # One at a time: engine threads that poll, slowed several times by TSan.
+    jobs=1
     select=()
     select2=()
     for t in basic bulk limits control restart mixed error loopback events callers mw; do
@@ -120,8 +124,7 @@ export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1:log_path=$reports/ubsan:log_exe_name=1"
 export TSAN_OPTIONS="halt_on_error=1:abort_on_error=0:second_deadlock_stack=1:suppressions=$supp/tsan.supp:log_path=$reports/tsan:log_exe_name=1"
 
-# The tests' own is_parallel says which may share the two cores.
-meson test -C "$build" --no-rebuild --print-errorlogs --num-processes "$(nproc)" "${select[@]}"
+meson test -C "$build" --no-rebuild --print-errorlogs --num-processes "$jobs" "${select[@]}"
 status=$?
 if [ ${#select2[@]} -gt 0 ]; then
   meson test -C "$build" --no-rebuild --print-errorlogs --num-processes 1 --logbase testlog-2 "${select2[@]}" ||

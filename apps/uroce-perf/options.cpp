@@ -532,7 +532,7 @@ int check_addresses(const Options& o) {
     if (o.loopback) return usage("-R: --loopback runs both ends in one process, with no connection manager between them");
     if (o.conn == Conn::uc) return usage("-R: UC is not supported in librdmacm (as in perftest)");
     if (o.conn == Conn::ud) return usage("-R: uroce-perf connects RC QPs through the CM; UD's (SIDR) is not in uroce-perf yet");
-    if (o.verb == Verb::atomic || o.kind == Kind::lat && o.verb != Verb::send)
+    if (o.verb == Verb::atomic || (o.kind == Kind::lat && o.verb != Verb::send))
       return usage("-R: uroce-perf runs write_bw, read_bw, send_bw and send_lat over the CM so far");
     wire::IpAddr server;
     if (!o.server.empty() && !wire::IpAddr::parse(o.server, server))

@@ -606,7 +606,9 @@ int QueuePair::modify(const ibv_qp_attr& attr, int attr_mask) {
   HandleRep rep{};
   const int err = conn_->call(&req, sizeof req, &rep, sizeof rep);
   if (err == 0 && (attr_mask & IBV_QP_STATE)) state_ = attr.qp_state;
-  // A UD QP's path MTU is the port's, set by the daemon at RTR.
+  // A UD QP's path MTU is the port's, set by the daemon at RTR (before it,
+  // the QP holds a default): read it back then.
+  if (state_ == IBV_QPS_RESET) ud_max_msg_ = 0;
   if (err == 0 && type_ == IBV_QPT_UD && ud_max_msg_ == 0 && state_ >= IBV_QPS_RTR && state_ != IBV_QPS_ERR) {
     ibv_qp_attr now{};
     query(now);
@@ -622,7 +624,8 @@ int QueuePair::query(ibv_qp_attr& attr) {
   if (err == 0) {
     attr = rep.attr;
     state_ = attr.qp_state;
-    if (type_ == IBV_QPT_UD && attr.path_mtu != 0) ud_max_msg_ = 128u << attr.path_mtu;
+    const bool past_rtr = state_ >= IBV_QPS_RTR && state_ != IBV_QPS_ERR;
+    if (type_ == IBV_QPT_UD) ud_max_msg_ = past_rtr && attr.path_mtu != 0 ? 128u << attr.path_mtu : 0;
   }
   return err;
 }

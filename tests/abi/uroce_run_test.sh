@@ -330,6 +330,7 @@ case $case_ in
     # the iterations. uroce's UD completions do not say IPv4 or IPv6 in
     # their SL, as mlx5's do, so ud_verbs' GID check stays off.
     need ucx_perftest
+    need ss
     setup_links
     UCX_LOG_LEVEL=debug timeout 60 "$run" --dev net_af_packet0,iface=ra --ip 10.0.0.1 -- ucx_info -d \
       >"$work/ucx_info.out" 2>&1 || fail "ucx_info -d failed"
@@ -355,7 +356,11 @@ case $case_ in
       SRV=$!
       # The server's "Waiting for connection" sits in its stdio buffer until
       # it exits: its listening socket (ucx_perftest's port 13337) says it.
-      for _ in $(seq 200); do [ -n "$(ss -Hltn 'sport = :13337')" ] && break; sleep 0.05; done
+      for _ in $(seq 200); do
+        [ -n "$(ss -Hltn 'sport = :13337')" ] && break
+        kill -0 "$SRV" 2>/dev/null || break
+        sleep 0.05
+      done
       inb env $tls timeout 90 "$run" --dev net_af_packet0,iface=rb --ip 10.0.0.2 -- \
         ucx_perftest $args -d uroce0:1 192.168.78.1 >"$work/$name.cli.out" 2>&1
       CRC=$?

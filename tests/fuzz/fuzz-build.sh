@@ -9,6 +9,7 @@ set -eu
 
 build=$1
 shift
+case $build in /*) ;; *) build=$PWD/$build ;; esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 
 if [ ! -f "$build/build.ninja" ]; then

@@ -25,5 +25,10 @@ engine=$!
 wait "$parser"; rp=$?
 wait "$engine"; re=$?
 cat "$out/parser.out" "$out/engine.out"
-[ "$rp" -ne 0 ] && exit "$rp"
-exit "$re"
+# A skip (77) only when both skipped; any other failure wins.
+[ "$rp" = 77 ] && [ "$re" = 77 ] && exit 77
+for rc in "$rp" "$re"; do
+  [ "$rc" != 0 ] && [ "$rc" != 77 ] && exit "$rc"
+done
+[ "$rp" = 0 ] && [ "$re" = 0 ] && exit 0
+exit 1
