@@ -134,6 +134,7 @@ std::unique_ptr<uroce::Endpoint> open_endpoint(const uroced::Settings& settings)
   ec.eal_args = uroced::eal_args(settings);
   ec.device.cc = settings.cc_resolved;
   ec.device.idle_sleep_max_us = settings.idle_sleep_us;
+  ec.rx_interrupts = true;  // where the port has one (net_tap, mlx5)
   std::string error;
   auto endpoint = uroce::Endpoint::open(ec, error);
   if (!endpoint) {
@@ -206,13 +207,19 @@ bool serve(uroce::Endpoint& endpoint, const uroced::Settings& settings) {
     p.mtu = dev.mtu();
     for (const auto& gid : dev.gids()) p.gids.push_back(gid.to_string());
     p.link_up = endpoint.dpdk_port().link_up();
+    p.rx_interrupt = endpoint.dpdk_port().has_rx_interrupt();
+    p.rx_interrupt_wakeups = endpoint.dpdk_port().rx_interrupt_wakeups();
   });
   if (!server.listen(error)) {
     UROCED_LOG(ERR, "%s", error.c_str());
     return false;
   }
   UROCED_LOG(INFO, "congestion control: %s", uroce::cc::describe(settings.cc_resolved).c_str());
-  UROCED_LOG(INFO, "engine: naps of up to %u us when idle (idle_sleep_us)", settings.idle_sleep_us);
+  if (endpoint.dpdk_port().has_rx_interrupt())
+    UROCED_LOG(INFO, "engine: sleeps on the port's receive interrupt when idle (naps of up to %u us first)",
+               settings.idle_sleep_us);
+  else
+    UROCED_LOG(INFO, "engine: naps of up to %u us when idle (idle_sleep_us)", settings.idle_sleep_us);
   UROCED_LOG(NOTICE, "%s on %s, %s: listening on %s", endpoint.device().name().c_str(), settings.dev.c_str(),
              settings.ip.c_str(), settings.socket.c_str());
   // Type=notify: clients may connect from now on.

@@ -61,6 +61,8 @@ int ports(const char*, const char*, rte_tel_data* d) {
   rte_tel_data_add_dict_string(d, "mac", p.mac.c_str());
   rte_tel_data_add_dict_u64(d, "mtu", p.mtu);
   rte_tel_data_add_dict_string(d, "link_state", p.link_up ? "up" : "down");
+  rte_tel_data_add_dict_string(d, "rx_interrupt", p.rx_interrupt ? "yes" : "no");
+  rte_tel_data_add_dict_u64(d, "rx_interrupt_wakeups", p.rx_interrupt_wakeups);
   Column gids(RTE_TEL_STRING_VAL);
   for (const std::string& g : p.gids) gids.add(g);
   gids.put(d, "gids");

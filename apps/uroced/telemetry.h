@@ -30,6 +30,8 @@ struct PortView {
   uint16_t port_id = 0, mtu = 0;
   std::vector<std::string> gids;
   bool link_up = false;
+  bool rx_interrupt = false;          // the engine sleeps on it when idle
+  uint64_t rx_interrupt_wakeups = 0;  // sleeps a frame ended
 };
 
 struct ClientView {

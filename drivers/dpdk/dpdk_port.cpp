@@ -14,6 +14,7 @@
 #include "open_ports.h"
 #include "port_setup.h"
 #include "probe_diagnosis.h"
+#include "rx_sleep.h"
 #include "teardown.h"
 #include "uroce/port/eal.h"
 
@@ -99,13 +100,23 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const DpdkPortConfig& config, std::stri
   port->pool_ = setup.pool;
   port->remove_on_close_ = probed;
   port->notices_ = std::move(setup.notices);
+  if (setup.rx_interrupt) {
+    port->rx_sleep_ = std::make_unique<dpdk::RxSleep>(port_id, 0);
+    if (!port->rx_sleep_->ok()) {
+      port->rx_sleep_.reset();
+      port->notices_.push_back(setup.driver + ": the receive queue's interrupt cannot be watched: an idle engine naps");
+    }
+  }
   if (!slots_notice.empty()) port->notices_.insert(port->notices_.begin(), slots_notice);
   if (setup.driver == "net_af_xdp") dpdk::remember_xdp(port_id, setup.if_index);
   for (const std::string& n : port->notices_) std::fprintf(stderr, "uroce: port %s: %s\n", config.dev.c_str(), n.c_str());
   return port;
 }
 
+DpdkPort::DpdkPort() = default;
+
 DpdkPort::~DpdkPort() {
+  rx_sleep_.reset();
   rte_eth_dev_stop(port_id_);
   rte_eth_dev_close(port_id_);
   dpdk::forget_xdp(port_id_);

@@ -70,7 +70,23 @@ bool setup_port(uint16_t port_id, const std::string& label, const DpdkPortConfig
     if (software) out.tx_chains = TxChains::any_memory;
     else if (rte_eal_iova_mode() == RTE_IOVA_VA) out.tx_chains = TxChains::dpdk_memory;
   }
+  // Receive interrupts where they need no particular binding: the tap
+  // queue's own descriptor, mlx5's completion channel. A NIC behind
+  // vfio-pci has them too, but its start would fail without MSI-X vectors.
+  static const char* const kRxInterrupts[] = {"net_tap", "mlx5_pci"};
+  if (config.rx_interrupts) {
+    for (const char* d : kRxInterrupts) out.rx_interrupt |= info.driver_name && std::strcmp(info.driver_name, d) == 0;
+    if (!out.rx_interrupt)
+      out.notices.push_back(out.driver + ": no receive interrupt used: an idle engine naps and looks");
+  }
+  conf.intr_conf.rxq = out.rx_interrupt ? 1 : 0;
   rc = rte_eth_dev_configure(port_id, 1, 1, &conf);
+  if (rc != 0 && out.rx_interrupt) {
+    out.notices.push_back(out.driver + " refused receive interrupts (" + err_text(rc) + "): an idle engine naps");
+    out.rx_interrupt = false;
+    conf.intr_conf.rxq = 0;
+    rc = rte_eth_dev_configure(port_id, 1, 1, &conf);
+  }
   if (rc != 0) {
     error = "port " + label + ": rte_eth_dev_configure (1 queue pair, MTU " + std::to_string(plan.ethdev_mtu) +
             ") failed: " + err_text(rc);

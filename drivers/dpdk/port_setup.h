@@ -22,6 +22,7 @@ struct PortSetup {
   std::vector<std::string> notices;
   TxChains tx_chains = TxChains::none;
   bool tx_ipv4_checksum = false;  // RTE_ETH_TX_OFFLOAD_IPV4_CKSUM enabled
+  bool rx_interrupt = false;      // intr_conf.rxq on (DpdkPortConfig::rx_interrupts)
 };
 
 // `label` names the port in messages. On failure nothing is left

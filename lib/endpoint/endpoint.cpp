@@ -48,6 +48,7 @@ bool parse_ips(const std::string& text, std::vector<wire::IpAddr>& ips, std::str
 bool parse_port_config(const EndpointConfig& c, DpdkPortConfig& pc, std::string& error) {
   pc.dev = c.dev;
   pc.mtu = c.mtu;
+  pc.rx_interrupts = c.rx_interrupts;
   if (c.mac.empty()) return true;
   wire::MacAddr mac;
   if (!wire::MacAddr::parse(c.mac, mac)) return error = "mac '" + c.mac + "' is not a MAC address", false;

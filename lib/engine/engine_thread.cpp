@@ -4,6 +4,7 @@
 
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -24,6 +25,7 @@
 #include "engine.h"
 #include "../transport/qp.h"
 #include "qp_submit.h"
+#include "uroce/port/packet_port.h"
 #include "transport/cq.h"
 
 namespace uroce::detail {
@@ -89,6 +91,7 @@ std::string ring_name(const char* prefix) {
 EngineThread::~EngineThread() {
   stop();
   rte_ring_free(doorbells_);
+  if (wake_fd_ >= 0) close(wake_fd_);
 }
 
 bool EngineThread::prepare(const Attached& a, std::string& error) {
@@ -152,6 +155,10 @@ bool EngineThread::start(int cpu, bool callers_drive, std::string& error) {
   started_.store(0);
   handoff_.store(false);
   callers_drive_.store(callers_drive, std::memory_order_relaxed);
+  const PacketPort* port = eng_.device_config().port;
+  rx_interrupt_ = port != nullptr && port->has_rx_interrupt();
+  if (rx_interrupt_ && wake_fd_ < 0) wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  rx_interrupt_ = rx_interrupt_ && wake_fd_ >= 0;
   threaded_.store(true, std::memory_order_release);
   launch(cpu);
   spin_until([&] { return started_.load(std::memory_order_acquire) != 0; });
@@ -210,9 +217,13 @@ void EngineThread::wake() {
   // After the caller's store (a doorbell, a request): a seq_cst fence
   // against nap()'s store of sleeping_ then check of the same.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (!sleeping_.load(std::memory_order_relaxed)) return;
+  if (!sleeping_.load(std::memory_order_acquire)) return;
   wake_word_.fetch_add(1, std::memory_order_release);
   futex(&wake_word_, FUTEX_WAKE_PRIVATE, 1, nullptr);
+  if (rx_sleeping_.load(std::memory_order_relaxed)) {
+    const uint64_t one = 1;
+    (void)!write(wake_fd_, &one, sizeof one);
+  }
 }
 
 bool EngineThread::work_waiting() const {
@@ -220,15 +231,23 @@ bool EngineThread::work_waiting() const {
          stop_.load(std::memory_order_acquire) || handoff_.load(std::memory_order_acquire);
 }
 
-void EngineThread::nap(uint64_t ns) {
+void EngineThread::nap(uint64_t ns, bool may_rx_sleep) {
   const uint32_t seen = wake_word_.load(std::memory_order_acquire);
-  sleeping_.store(true, std::memory_order_relaxed);
+  const bool rx = may_rx_sleep && rx_interrupt_ && ns >= kRxSleepMinNs;
+  rx_sleeping_.store(rx, std::memory_order_relaxed);
+  // Release: a waker that sees sleeping_ sees rx_sleeping_ too.
+  sleeping_.store(true, std::memory_order_release);
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (!work_waiting()) {
+  if (!work_waiting() && !(rx && eng_.device_config().port->rx_sleep(ns, wake_fd_))) {
     const timespec t{time_t(ns / 1000000000u), long(ns % 1000000000u)};
     futex(&wake_word_, FUTEX_WAIT_PRIVATE, seen, &t);
   }
   sleeping_.store(false, std::memory_order_relaxed);
+  if (rx) {
+    rx_sleeping_.store(false, std::memory_order_relaxed);
+    uint64_t count;
+    (void)!read(wake_fd_, &count, sizeof count);  // non-blocking: what wakers wrote
+  }
 }
 
 void EngineThread::idle_wait(uint64_t idle_since, uint64_t& backoff, uint64_t deadline) {
@@ -237,14 +256,16 @@ void EngineThread::idle_wait(uint64_t idle_since, uint64_t& backoff, uint64_t de
     std::this_thread::yield();
     return;
   }
+  // A frame ends a sleep on the port's interrupt: such sleeps may be long.
+  const uint64_t cap = rx_interrupt_ ? std::max(max_ns, kRxSleepMaxNs) : max_ns;
   // Never past the engine's next timer (retransmission, RNR, ARP, pacing).
-  uint64_t ns = std::min(backoff, max_ns);
+  uint64_t ns = std::min(backoff, cap);
   if (deadline != kNever) {
     const uint64_t now = eng_.device_config().clock->now_ns();
     ns = deadline > now ? std::min(ns, deadline - now) : 0;
   }
-  if (ns > 0) nap(ns);
-  backoff = std::min(backoff * 2, max_ns);
+  if (ns > 0) nap(ns, true);
+  backoff = std::min(backoff * 2, cap);
 }
 
 void EngineThread::loop(int cpu) {
@@ -289,7 +310,7 @@ void EngineThread::loop(int cpu) {
       // a nap that grows while callers go on driving.
       const uint64_t max_ns = uint64_t(eng_.device_config().idle_sleep_max_us) * 1000;
       callers_nap_.store(true, std::memory_order_relaxed);
-      if (max_ns > 0) nap(std::min(callers_backoff, max_ns));
+      if (max_ns > 0) nap(std::min(callers_backoff, max_ns), false);
       else std::this_thread::yield();
       callers_nap_.store(false, std::memory_order_relaxed);
       callers_backoff = std::min(callers_backoff * 2, std::max(max_ns, kFirstCallersNapNs));
@@ -372,6 +393,9 @@ bool EngineThread::drive() {
   RTE_PER_LCORE(_lcore_id) = own;
   caller_turns_.store(caller_turns_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   unlock_drive();
+  // The turn may have armed a timer that an engine thread asleep until
+  // the next frame does not know of.
+  if (rx_sleeping_.load(std::memory_order_relaxed)) wake();
   return true;
 }
 

@@ -106,16 +106,23 @@ class EngineThread {
   // Idle policy. After kIdleSpinNs without work the thread naps on a futex
   // (woken at once by a doorbell, a pause or stop), for kFirstNapNs first,
   // doubling up to DeviceConfig::idle_sleep_max_us, never past the
-  // engine's next timer: received frames have no wake-up (no Rx
-  // interrupt), so a frame that arrives during a nap waits for its end.
+  // engine's next timer: without a receive interrupt a frame that arrives
+  // during a nap waits for its end. A port with one (has_rx_interrupt)
+  // wakes the thread when a frame arrives: naps of kRxSleepMinNs or more
+  // sleep on it (PacketPort::rx_sleep), and go on doubling up to
+  // kRxSleepMaxNs. A caller's engine turn wakes such a sleep, since it
+  // may have armed a timer the sleep does not know of.
   static constexpr uint64_t kIdleSpinNs = 200'000;
   static constexpr uint64_t kFirstNapNs = 20'000;
   static constexpr uint64_t kFirstCallersNapNs = 10'000;
+  static constexpr uint64_t kRxSleepMinNs = 1'000'000;
+  static constexpr uint64_t kRxSleepMaxNs = 100'000'000;
 
  private:
   void wake();
   bool work_waiting() const;
-  void nap(uint64_t ns);
+  // may_rx_sleep: an idle nap, which a frame may end (not a callers' nap).
+  void nap(uint64_t ns, bool may_rx_sleep);
   void idle_wait(uint64_t idle_since, uint64_t& backoff, uint64_t deadline);
   void loop(int cpu);
   void park();
@@ -177,6 +184,11 @@ class EngineThread {
   // Written by the engine thread around a nap, read by every doorbell.
   alignas(64) std::atomic<bool> sleeping_{false};
   std::atomic<uint32_t> wake_word_{0};
+  // The nap is a sleep on the port's receive interrupt: wakers write
+  // wake_fd_ (an eventfd, made at start when the port has the interrupt).
+  std::atomic<bool> rx_sleeping_{false};
+  bool rx_interrupt_ = false;
+  int wake_fd_ = -1;
 };
 
 // A control call's scope: the engine thread is parked (threaded mode) and

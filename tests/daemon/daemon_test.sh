@@ -6,7 +6,8 @@
 set -u
 case_=$1 uroced=$2 peer=$3 work=$4 perf=$5 run=$6 pingpong=$7 dump=$8
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (the DPDK EAL)"; exit 77; }
-if { [ "$case_" = shim ] || [ "$case_" = pingpong ] || [ "$case_" = rdmacm ]; } && [ -z "${DAEMON_TEST_NETNS:-}" ]; then
+if { [ "$case_" = shim ] || [ "$case_" = pingpong ] || [ "$case_" = rdmacm ] || [ "$case_" = rxirq ]; } &&
+   [ -z "${DAEMON_TEST_NETNS:-}" ]; then
   # The programs' TCP exchange on a loopback of its own: no port clashes
   # with anything else on the machine.
   for t in unshare ip $([ "$case_" = shim ] && echo ibv_devinfo ibv_rc_pingpong ib_write_bw) \
@@ -232,6 +233,53 @@ case $case_ in
   fork)
     start_default
     run_peer fork
+    stop ;;
+  rxirq)
+    # uroced on a net_tap port, which has a receive interrupt: the idle
+    # engine sleeps on it (next to no CPU) and a frame wakes it. The peer is
+    # a second uroced on another tap, the two taps on a kernel bridge; a
+    # client of each moves data to the other (daemon_peer remote).
+    [ -c /dev/net/tun ] || { echo "SKIP: no /dev/net/tun: net_tap cannot run here"; exit 77; }
+    prefix=uroced-test-$$
+    start --dev net_tap0,iface=urqa --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512" --file-prefix "$prefix"
+    grep -q "engine: sleeps on the port's receive interrupt when idle" "$log" || fail "no receive interrupt on net_tap"
+    sock2=$work/uroced2.sock
+    "$uroced" --dev net_tap1,iface=urqb --ip 10.0.0.2 --socket "$sock2" --eal "--no-huge -m 512" \
+      >"$work/second.log" 2>&1 &
+    second=$!
+    for _ in $(seq 100); do [ -S "$sock2" ] && break; sleep 0.1; done
+    [ -S "$sock2" ] || { cat "$work/second.log"; fail "the second uroced did not listen"; }
+    # The kernel side of a tap starts with the PMD's MAC, which a bridge
+    # would take for its own.
+    ip link add urqbr type bridge || fail "ip link add bridge"
+    n=0
+    for i in urqa urqb; do
+      n=$((n + 1))
+      ip link set "$i" address "02:00:5e:00:00:0$n" && ip link set "$i" master urqbr && ip link set "$i" up ||
+        fail "$i on the bridge"
+    done
+    ip link set urqbr up || fail "bridge up"
+    timeout 60 "$peer" "$sock" remote "$sock2" || { rc=$?; cat "$work/second.log"; fail "daemon_peer remote over net_tap exited $rc"; }
+    # Idle now: the daemon's CPU time over three seconds (clock ticks of
+    # utime + stime). Napping every millisecond costs about 3 % of a CPU.
+    sleep 1
+    ticks() { awk '{ print $14 + $15 }' "/proc/$DPID/stat"; }
+    t0=$(ticks); sleep 3; t1=$(ticks)
+    hz=$(getconf CLK_TCK)
+    echo "idle uroced on net_tap: $((t1 - t0)) ticks of $((3 * hz)) in 3 s"
+    [ $((t1 - t0)) -le $((3 * hz / 100)) ] || fail "an idle uroced on net_tap used $((t1 - t0)) of $((3 * hz)) ticks in 3 s"
+    if command -v dpdk-telemetry.py >/dev/null; then
+      echo /uroce/ports | timeout 20 dpdk-telemetry.py -f "$prefix" >"$work/tel.out" 2>&1 ||
+        { cat "$work/tel.out"; fail "dpdk-telemetry.py -f $prefix failed"; }
+      python3 - "$work/tel.out" <<'PY' || { cat "$work/tel.out"; fail "telemetry: no wake-up by a frame"; }
+import json, sys
+port = [next(iter(json.loads(l).values())) for l in open(sys.argv[1]) if l.startswith("{")][0]
+assert port["rx_interrupt"] == "yes" and port["rx_interrupt_wakeups"] > 0, port
+print(f"ok: {port['rx_interrupt_wakeups']} sleeps ended by a frame")
+PY
+    fi
+    echo "ok: uroced on net_tap sleeps on the receive interrupt; data between two such daemons"
+    stop_second
     stop ;;
   remote)
     # Two daemons joined by a memif link, a client on each: the QPs meet

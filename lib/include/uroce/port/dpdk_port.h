@@ -20,6 +20,9 @@
 struct rte_device;
 
 namespace uroce {
+namespace dpdk {
+class RxSleep;
+}
 
 struct DpdkPortConfig {
   // A PCI address ("0000:3b:00.0", also listed in EalConfig::pci) or a
@@ -31,6 +34,10 @@ struct DpdkPortConfig {
   uint32_t rx_mbufs = 8191;
   // Overrides the port's MAC (and turns promiscuous mode off if it can).
   std::optional<wire::MacAddr> mac{};
+  // Asks for the receive queue's interrupt where the PMD has one that
+  // needs no particular binding (net_tap, mlx5), so that an idle engine
+  // thread sleeps until a frame arrives instead of napping and looking.
+  bool rx_interrupts = false;
 };
 
 class UROCE_API DpdkPort final : public PacketPort {
@@ -50,6 +57,10 @@ class UROCE_API DpdkPort final : public PacketPort {
   uint16_t mtu() const override { return mtu_; }
   TxChains tx_chains() const override { return tx_chains_; }
   bool tx_ipv4_checksum() const override { return tx_ipv4_checksum_; }
+  bool has_rx_interrupt() const override { return rx_sleep_ != nullptr; }
+  bool rx_sleep(uint64_t ns, int wake_fd) override;
+  // Sleeps that a frame ended (rx_sleep): the interrupt at work.
+  uint64_t rx_interrupt_wakeups() const;
 
   uint16_t port_id() const { return port_id_; }
   // The ethdev name (PCI address or vdev name, without arguments).
@@ -61,7 +72,7 @@ class UROCE_API DpdkPort final : public PacketPort {
   const std::vector<std::string>& notices() const { return notices_; }
 
  private:
-  DpdkPort() = default;
+  DpdkPort();
   friend bool open_ring_pair(const std::string&, uint16_t, std::unique_ptr<DpdkPort>&,
                              std::unique_ptr<DpdkPort>&, std::string&);
   friend struct DpdkPortBuilder;
@@ -77,6 +88,7 @@ class UROCE_API DpdkPort final : public PacketPort {
   rte_device* remove_on_close_ = nullptr;  // a vdev we probed
   std::shared_ptr<void> keep_alive_;         // the rings of a ring pair
   std::vector<std::string> notices_;
+  std::unique_ptr<dpdk::RxSleep> rx_sleep_;  // with the receive interrupt
 };
 
 // Two ethdev ports joined back to back by two rte_rings (the ring PMD,

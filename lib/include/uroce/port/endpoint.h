@@ -58,6 +58,9 @@ struct EndpointConfig {
   // an af_xdp port on the interface that this address, or the network of
   // `ip`, is routed through (docs/ports.md).
   std::string exchange_peer{};
+  // DpdkPortConfig::rx_interrupts: an engine thread that is idle sleeps
+  // until a frame arrives, where the port has a receive interrupt.
+  bool rx_interrupts = false;
   // Name, transport tuning, congestion control. port, clock and gids are
   // filled in by the endpoint.
   DeviceConfig device{};

@@ -43,6 +43,17 @@ class UROCE_API PacketPort {
   // checksum of frames flagged RTE_MBUF_F_TX_IP_CKSUM (with l2_len and
   // l3_len set), so the engine leaves it zero.
   virtual bool tx_ipv4_checksum() const { return false; }
+  // Asked once, when an engine thread starts: whether rx_sleep can wait
+  // for a frame (a receive interrupt).
+  virtual bool has_rx_interrupt() const { return false; }
+  // An idle engine thread's sleep: until a frame arrives, wake_fd (an
+  // eventfd the thread's wakers write) is readable, or ns pass. False when
+  // the port cannot (no receive interrupt): the thread naps instead.
+  virtual bool rx_sleep(uint64_t ns, int wake_fd) {
+    (void)ns;
+    (void)wake_fd;
+    return false;
+  }
 };
 
 }  // namespace uroce
