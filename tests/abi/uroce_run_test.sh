@@ -558,7 +558,12 @@ case $case_ in
       local name=$1 srv=$2 cli=$3
       $srv >"$work/$name.srv.out" 2>&1 &
       SRV=$!
-      sleep 1.5
+      # uroce-perf's server flushes its banner once it listens; perftest's
+      # output waits in its stdio buffer, so that one gets the whole 1.5 s.
+      for _ in $(seq 30); do
+        grep -q "Waiting for client to connect" "$work/$name.srv.out" && break
+        sleep 0.05
+      done
       $cli >"$work/$name.cli.out" 2>&1
       CRC=$?
       wait "$SRV"; SRC=$?; SRV=
