@@ -774,11 +774,14 @@ ibv_wc one_wc(ibv_cq* cq) {
   return wc[0];
 }
 
-ibv_wc write_via(ibv_qp* qp, ibv_cq* cq, ibv_mr* mr, void* from, uint64_t to, uint32_t rkey, uint32_t len) {
+// One signalled RDMA WRITE (or READ) of len bytes between `from` (in mr)
+// and `to` (under rkey), and its completion.
+ibv_wc write_via(ibv_qp* qp, ibv_cq* cq, ibv_mr* mr, void* from, uint64_t to, uint32_t rkey, uint32_t len,
+                 ibv_wr_opcode op = IBV_WR_RDMA_WRITE) {
   ibv_sge sge{reinterpret_cast<uintptr_t>(from), len, mr->lkey};
   ibv_send_wr wr{};
   wr.wr_id = 77;
-  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.opcode = op;
   wr.send_flags = IBV_SEND_SIGNALED;
   wr.sg_list = &sge;
   wr.num_sge = 1;
@@ -825,19 +828,9 @@ TEST_CASE("ibv_reg_mr_iova2: work requests and peers name a region by its IOVA",
   CHECK(bbuf[999] == 0);
   CHECK(bbuf[4000] == 0);
 
-  ibv_sge sge{a_iova + 5000, 3000, amr->lkey};
-  ibv_send_wr wr{};
-  wr.wr_id = 78;
-  wr.opcode = IBV_WR_RDMA_READ;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.wr.rdma.remote_addr = b_iova + 1000;
-  wr.wr.rdma.rkey = bmr->rkey;
-  ibv_send_wr* bad = nullptr;
   bbuf[1000] ^= 0xFF;
-  REQUIRE(ibv_post_send(a, &wr, &bad) == 0);
-  wc = one_wc(acq);
+  wc = write_via(a, acq, amr, reinterpret_cast<void*>(a_iova + 5000), b_iova + 1000, bmr->rkey, 3000,
+                 IBV_WR_RDMA_READ);
   CHECK(wc.status == IBV_WC_SUCCESS);
   CHECK(std::memcmp(abuf.data() + 5000, bbuf.data() + 1000, 3000) == 0);
 
