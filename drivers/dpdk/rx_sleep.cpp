@@ -50,6 +50,8 @@ bool RxSleep::sleep(uint64_t ns, int wake_fd) {
   const int ms = int(std::clamp<uint64_t>(ns / 1'000'000, 1, INT_MAX));
   const int n = rte_epoll_wait(epfd_, ev, 2, ms);
   if (armed == 0) rte_eth_dev_rx_intr_disable(port_, queue_);
+  // A wait that failed did not sleep: the caller naps instead of spinning.
+  if (n < 0) return false;
   for (int i = 0; i < n; ++i)
     if (ev[i].fd != wake_fd_) frame_wakeups_.fetch_add(1, std::memory_order_relaxed);
   return true;

@@ -220,6 +220,8 @@ void EngineThread::wake() {
   if (!sleeping_.load(std::memory_order_acquire)) return;
   wake_word_.fetch_add(1, std::memory_order_release);
   futex(&wake_word_, FUTEX_WAKE_PRIVATE, 1, nullptr);
+  // Both: a receive-interrupt sleep that could not start falls back to the
+  // futex.
   if (rx_sleeping_.load(std::memory_order_relaxed)) {
     const uint64_t one = 1;
     (void)!write(wake_fd_, &one, sizeof one);
