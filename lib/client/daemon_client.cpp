@@ -659,12 +659,15 @@ int QueuePair::check_send(const SendWr& wr) const {
   if (type_ == IBV_QPT_UC && !send && wr.opcode != IBV_WR_RDMA_WRITE && wr.opcode != IBV_WR_RDMA_WRITE_WITH_IMM)
     return EINVAL;
   if (type_ == IBV_QPT_UD && (!send || ah_handle(wr) == 0)) return EINVAL;
+  const bool inline_data = wr.send_flags & IBV_SEND_INLINE;
+  const bool datagram = type_ == IBV_QPT_UD && ud_max_msg_ != 0;
+  if (!inline_data && !datagram) return 0;  // the common post sums nothing
   uint64_t total = 0;  // 32-bit lengths that wrap must not pass the checks
   for (int i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
-  if ((wr.send_flags & IBV_SEND_INLINE) && total > max_inline_) return EINVAL;
+  if (inline_data && total > max_inline_) return EINVAL;
   // A datagram is one packet: past the path MTU it is refused here, as the
   // in-process QP does, not failed in the daemon.
-  if (type_ == IBV_QPT_UD && ud_max_msg_ != 0 && total > ud_max_msg_) return EINVAL;
+  if (datagram && total > ud_max_msg_) return EINVAL;
   return 0;
 }
 
