@@ -27,8 +27,8 @@ using namespace uroce::daemon;
 
 namespace {
 
-constexpr int kAccessMask =
-    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+constexpr int kAccessMask = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                            IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND;
 constexpr uint32_t kRequiredSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
 
 uint32_t pow2_at_least(uint32_t n) {
@@ -51,7 +51,9 @@ const char* op_name(Op op) {
                                            "create_qp", "destroy_qp", "modify_qp", "query_qp",  "alloc_mr",
                                            "reg_mr",  "dereg_mr",  "create_comp_channel", "destroy_comp_channel",
                                            "cm_open", "cm_listen", "cm_connect", "cm_accept", "cm_id_op",
-                                           "cm_qp_attr", "cm_get_event", "neighbor"};
+                                           "cm_qp_attr", "cm_get_event", "neighbor", "create_srq", "destroy_srq",
+                                           "modify_srq", "query_srq", "create_ah", "destroy_ah", "alloc_mw",
+                                           "dealloc_mw"};
   const auto i = uint32_t(op) - uint32_t(Op::hello);
   return i < std::size(kNames) ? kNames[i] : "unknown";
 }
@@ -235,6 +237,7 @@ bool Session::hello(const void* msg, size_t len) {
   rep.max_mr_size = std::min<uint64_t>(device_.limits().max_mr_size, limits_.max_mr_bytes);
   std::memcpy(rep.mac, device_.mac().bytes.data(), 6);
   rep.mtu = device_.mtu();
+  rep.max_mw = std::min(device_.limits().max_mw, limits_.max_mw);
   const int fds[3] = {arena_.fd(), doorbell_, pipe_fds[0]};
   const bool sent = send_datagram(sock_, &rep, sizeof rep, fds, 3) == 0;
   close(pipe_fds[0]);
@@ -265,6 +268,7 @@ void Session::dispatch(Op op, const void* msg, size_t len, Received& r) {
     case Op::destroy_qp:
     case Op::destroy_srq:
     case Op::destroy_ah:
+    case Op::dealloc_mw:
     case Op::dereg_mr: {
       auto rep = make_message<HandleRep>(op);
       if (!sized(sizeof(HandleReq))) {
@@ -277,6 +281,7 @@ void Session::dispatch(Op op, const void* msg, size_t len, Received& r) {
                        : op == Op::destroy_qp ? destroy_qp(rep.handle)
                        : op == Op::destroy_srq ? destroy_srq(rep.handle)
                        : op == Op::destroy_ah ? destroy_ah(rep.handle)
+                       : op == Op::dealloc_mw ? dealloc_mw(rep.handle)
                                               : dereg_mr(rep.handle);
       }
       reply(&rep, sizeof rep);
@@ -315,6 +320,12 @@ void Session::dispatch(Op op, const void* msg, size_t len, Received& r) {
     case Op::create_ah: {
       auto rep = make_message<HandleRep>(op);
       rep.h.status = sized(sizeof(CreateAhReq)) ? create_ah(*static_cast<const CreateAhReq*>(msg), rep.handle) : EINVAL;
+      reply(&rep, sizeof rep);
+      return;
+    }
+    case Op::alloc_mw: {
+      auto rep = make_message<MwRep>(op);
+      rep.h.status = sized(sizeof(AllocMwReq)) ? alloc_mw(*static_cast<const AllocMwReq*>(msg), rep) : EINVAL;
       reply(&rep, sizeof rep);
       return;
     }
@@ -636,6 +647,36 @@ int Session::destroy_ah(uint32_t handle) {
   return 0;
 }
 
+int Session::alloc_mw(const AllocMwReq& req, MwRep& rep) {
+  Pd* pd = find(pds_, req.pd);
+  if (pd == nullptr) return EINVAL;
+  if (mws_.size() >= limits_.max_mw) return over_quota("max_mw", limits_.max_mw);
+  int err = 0;
+  Mw w;
+  w.mw = pd->pd->alloc_mw(ibv_mw_type(req.type), err);  // EINVAL for another type
+  if (!w.mw) return err != 0 ? err : ENOMEM;
+  w.pd = req.pd;
+  ++pd->children;
+  rep.mw = next_handle_++;
+  rep.rkey = w.mw->rkey();
+  mw_by_key_[w.mw->handle()] = rep.mw;
+  mws_.emplace(rep.mw, std::move(w));
+  return 0;
+}
+
+int Session::dealloc_mw(uint32_t handle) {
+  Mw* w = find(mws_, handle);
+  if (w == nullptr) return EINVAL;
+  mw_by_key_.erase(w->mw->handle());
+  // Posted binds and invalidations that name it have reached the engine
+  // (flush_posts, before every control request); the engine's pause lets
+  // it take them, and unbinds the window.
+  w->mw.reset();
+  --pds_.at(w->pd).children;
+  mws_.erase(handle);
+  return 0;
+}
+
 int Session::modify_qp(const ModifyQpReq& req) {
   Qp* qp = find(qps_, req.qp);
   if (qp == nullptr) return EINVAL;
@@ -861,6 +902,7 @@ void Session::describe(ClientView& client, std::vector<QpView>& qps) const {
   client.cqs = uint32_t(cqs_.size());
   client.qps = uint32_t(qps_.size());
   client.mrs = uint32_t(mrs_.size());
+  client.mws = uint32_t(mws_.size());
   client.channels = uint32_t(channels_.size());
   client.mr_bytes = mr_bytes_;
   for (const auto& [handle, q] : qps_) {
@@ -890,6 +932,8 @@ void Session::teardown(Leftover& left) {
   qps_.clear();
   srqs_.clear();  // after their QPs; the receives still posted give their regions back
   ahs_.clear();
+  mw_by_key_.clear();
+  mws_.clear();  // after their QPs (a type 2 window is bound to one), before their regions
   cqs_.clear();
   mr_by_key_.clear();
   for (auto& [h, m] : mrs_) {

@@ -80,6 +80,12 @@ struct Leftover {
   bool release();
 };
 
+// A memory window; a send slot names it by its rkey.
+struct Mw {
+  std::unique_ptr<uroce::MemoryWindow> mw;
+  uint32_t pd = 0;
+};
+
 struct Pd {
   std::unique_ptr<uroce::ProtectionDomain> pd;
   uint32_t children = 0;
@@ -189,6 +195,8 @@ class Session {
   int query_srq(uint32_t handle, uroce::daemon::QuerySrqRep& rep);
   int create_ah(const uroce::daemon::CreateAhReq& req, uint32_t& handle);
   int destroy_ah(uint32_t handle);
+  int alloc_mw(const uroce::daemon::AllocMwReq& req, uroce::daemon::MwRep& rep);
+  int dealloc_mw(uint32_t handle);
   int modify_qp(const uroce::daemon::ModifyQpReq& req);
   int query_qp(uint32_t handle, ibv_qp_attr& attr);
   int alloc_mr(const uroce::daemon::AllocMrReq& req, uroce::daemon::MrRep& rep, int& fd);
@@ -226,6 +234,9 @@ class Session {
   // has not made room for: the WQE stays in its ring until then.
   bool room_to_refuse(const Qp& qp, bool send) const;
   bool sge_ok(uint32_t pd, const ibv_sge& sge) const;
+  // A BIND_MW slot's window and region into w; false if either is not
+  // this client's.
+  bool bind_of(const uroce::daemon::SendSlot& s, uroce::SendWr& w) const;
   // A receive slot's SGE count and every SGE (a copy out of the ring).
   bool recv_ok(uint32_t pd, uint32_t max_sge, const uroce::daemon::RecvSlot& s) const;
   // ENOMEM, what a verbs program gets from a device out of room; the
@@ -256,6 +267,9 @@ class Session {
   std::unordered_map<uint32_t, Qp> qps_;
   std::unordered_map<uint32_t, Srq> srqs_;
   std::unordered_map<uint32_t, Ah> ahs_;
+  std::unordered_map<uint32_t, Mw> mws_;
+  // A window's rkey without its low 8 bits -> its handle.
+  std::unordered_map<uint32_t, uint32_t> mw_by_key_;
   std::unordered_map<uint32_t, MappedMr> mrs_;
   std::unordered_map<uint32_t, Channel> channels_;
   // key -> its entry in mrs_ (whose nodes do not move): one lookup per SGE.

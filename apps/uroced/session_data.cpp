@@ -19,20 +19,26 @@ namespace {
 constexpr unsigned kBatch = 16;
 constexpr unsigned kSendFlags = IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE;
 
-// The opcodes a QP of the type may post (UC: no READ, no atomics; UD:
-// SENDs only).
+// The opcodes a QP of the type may post (UC: no READ, no atomics, no SEND
+// with invalidate; UD: SENDs only; window binds and local invalidations
+// are local, on RC and UC).
 bool opcode_ok(ibv_qp_type type, uint32_t op) {
   switch (op) {
     case IBV_WR_SEND:
     case IBV_WR_SEND_WITH_IMM: return true;
     case IBV_WR_RDMA_WRITE:
-    case IBV_WR_RDMA_WRITE_WITH_IMM: return type != IBV_QPT_UD;
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+    case IBV_WR_BIND_MW:
+    case IBV_WR_LOCAL_INV: return type != IBV_QPT_UD;
     case IBV_WR_RDMA_READ:
+    case IBV_WR_SEND_WITH_INV:
     case IBV_WR_ATOMIC_CMP_AND_SWP:
     case IBV_WR_ATOMIC_FETCH_AND_ADD: return type == IBV_QPT_RC;
     default: return false;
   }
 }
+
+bool is_local_op(uint32_t op) { return op == IBV_WR_BIND_MW || op == IBV_WR_LOCAL_INV; }
 
 ibv_wc_opcode wc_opcode(uint32_t op) {
   switch (op) {
@@ -41,6 +47,8 @@ ibv_wc_opcode wc_opcode(uint32_t op) {
     case IBV_WR_RDMA_READ: return IBV_WC_RDMA_READ;
     case IBV_WR_ATOMIC_CMP_AND_SWP: return IBV_WC_COMP_SWAP;
     case IBV_WR_ATOMIC_FETCH_AND_ADD: return IBV_WC_FETCH_ADD;
+    case IBV_WR_BIND_MW: return IBV_WC_BIND_MW;
+    case IBV_WR_LOCAL_INV: return IBV_WC_LOCAL_INV;
     default: return IBV_WC_SEND;
   }
 }
@@ -89,6 +97,22 @@ bool Session::sge_ok(uint32_t pd, const ibv_sge& sge) const {
   if (key == mr_by_key_.end()) return false;
   const MappedMr& m = *key->second;
   return m.pd == pd && m.mr->contains(sge.addr, sge.length);
+}
+
+bool Session::bind_of(const SendSlot& s, uroce::SendWr& w) const {
+  // The window and the region must be this client's; the engine checks
+  // the rest when the bind runs (PDs, access, range, a type 2 window not
+  // bound already) and completes it with IBV_WC_MW_BIND_ERR if they fail.
+  const auto key = mw_by_key_.find(s.rkey & ~0xFFu);
+  if (key == mw_by_key_.end()) return false;
+  w.bind_mw.mw = mws_.at(key->second).mw.get();
+  w.bind_mw.rkey = s.rkey;
+  w.bind_mw.bind_info = uroce::MwBindInfo{nullptr, s.remote_addr, s.compare_add, s.remote_qkey};
+  if (s.remote_qpn == 0) return s.remote_addr == 0 && s.compare_add == 0;  // an unbind
+  const auto mr = mr_by_key_.find(s.remote_qpn);
+  if (mr == mr_by_key_.end()) return false;
+  w.bind_mw.bind_info.mr = mr->second->mr.get();
+  return true;
 }
 
 bool Session::recv_ok(uint32_t pd, uint32_t max_sge, const RecvSlot& s) const {
@@ -147,7 +171,9 @@ int Session::service_sq(Qp& qp) {
     w.wr_id = s.wr_id;
     const bool is_inline = (s.send_flags & IBV_SEND_INLINE) != 0;
     bool ok = opcode_ok(qp.type, s.opcode) && (s.send_flags & ~kSendFlags) == 0;
-    if (ok && is_inline) {
+    if (ok && is_local_op(s.opcode)) {
+      w.num_sge = 0;  // sends nothing: its SGEs are not looked at
+    } else if (ok && is_inline) {
       ok = s.inline_len <= qp.max_inline;  // max_inline <= kMaxInline
       if (ok) std::memcpy(b.inline_data[built], shared.inline_data, s.inline_len);
       b.sge[built][0] = ibv_sge{reinterpret_cast<uintptr_t>(b.inline_data[built]), s.inline_len, 0};
@@ -173,10 +199,15 @@ int Session::service_sq(Qp& qp) {
       refusal = IBV_WC_LOC_QP_OP_ERR;
       break;
     }
+    if (s.opcode == IBV_WR_BIND_MW && !bind_of(s, w)) {
+      refusal = IBV_WC_MW_BIND_ERR;
+      break;
+    }
     w.sg_list = b.sge[built];
     w.opcode = ibv_wr_opcode(s.opcode);
     w.send_flags = s.send_flags;
     w.imm_data = s.imm_data;
+    if (s.opcode == IBV_WR_SEND_WITH_INV || s.opcode == IBV_WR_LOCAL_INV) w.invalidate_rkey = s.imm_data;
     if (ah != nullptr)
       w.wr.ud = {ah->ah.get(), s.remote_qpn, s.remote_qkey};
     else if (s.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || s.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)

@@ -52,7 +52,7 @@ const std::vector<std::string>* known_keys(const std::string& section) {
       {"daemon", {"socket", "socket_mode", "socket_group", "allow_uids", "eal", "engine_cpu", "log_level", "lcores",
                   "file_prefix", "idle_sleep_us", "hugepage_regions"}},
       {"port", {"dev", "ip", "mac", "mtu", "pcap", "cc", "cc_config", "cc_param"}},
-      {"limits", {"max_pd", "max_cq", "max_qp", "max_mr", "max_ah", "max_mr_bytes", "arena_bytes"}},
+      {"limits", {"max_pd", "max_cq", "max_qp", "max_mr", "max_ah", "max_mw", "max_mr_bytes", "arena_bytes"}},
   };
   for (const auto& [name, keys] : kKeys)
     if (name == section) return &keys;
@@ -246,7 +246,7 @@ bool load_config(const std::string& file, Settings& s, std::string& error) {
          r.number("port", "mtu", s.mtu) &&
          r.number("limits", "max_pd", s.limits.max_pd) && r.number("limits", "max_cq", s.limits.max_cq) &&
          r.number("limits", "max_qp", s.limits.max_qp) && r.number("limits", "max_mr", s.limits.max_mr) &&
-         r.number("limits", "max_ah", s.limits.max_ah) &&
+         r.number("limits", "max_ah", s.limits.max_ah) && r.number("limits", "max_mw", s.limits.max_mw) &&
          r.number("limits", "max_mr_bytes", s.limits.max_mr_bytes) &&
          r.number("limits", "arena_bytes", s.limits.arena_bytes);
 }

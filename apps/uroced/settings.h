@@ -19,6 +19,7 @@ struct Limits {  // per client
   uint32_t max_qp = 256;
   uint32_t max_mr = 1024;
   uint32_t max_ah = 4096;
+  uint32_t max_mw = 1024;
   uint64_t max_mr_bytes = uint64_t(4) << 30;
   uint64_t arena_bytes = 16u << 20;
 };

@@ -79,6 +79,7 @@ void client_dict(const ClientView& c, rte_tel_data* d) {
   rte_tel_data_add_dict_u64(d, "cqs", c.cqs);
   rte_tel_data_add_dict_u64(d, "qps", c.qps);
   rte_tel_data_add_dict_u64(d, "mrs", c.mrs);
+  rte_tel_data_add_dict_u64(d, "mws", c.mws);
   rte_tel_data_add_dict_u64(d, "mr_bytes", c.mr_bytes);
   rte_tel_data_add_dict_u64(d, "channels", c.channels);
 }
@@ -97,7 +98,7 @@ int clients(const char*, const char* params, rte_tel_data* d) {
   rte_tel_data_start_dict(d);
   Column ids(RTE_TEL_U64_VAL), pids(RTE_TEL_U64_VAL), uids(RTE_TEL_U64_VAL), gids(RTE_TEL_U64_VAL),
       pds(RTE_TEL_U64_VAL), cqs(RTE_TEL_U64_VAL), qps(RTE_TEL_U64_VAL), mrs(RTE_TEL_U64_VAL),
-      bytes(RTE_TEL_U64_VAL), channels(RTE_TEL_U64_VAL);
+      mws(RTE_TEL_U64_VAL), bytes(RTE_TEL_U64_VAL), channels(RTE_TEL_U64_VAL);
   for (const ClientView& c : s.clients) {
     ids.add(c.id);
     pids.add(uint64_t(c.pid));
@@ -107,6 +108,7 @@ int clients(const char*, const char* params, rte_tel_data* d) {
     cqs.add(c.cqs);
     qps.add(c.qps);
     mrs.add(c.mrs);
+    mws.add(c.mws);
     bytes.add(c.mr_bytes);
     channels.add(c.channels);
   }
@@ -118,6 +120,7 @@ int clients(const char*, const char* params, rte_tel_data* d) {
   cqs.put(d, "cqs");
   qps.put(d, "qps");
   mrs.put(d, "mrs");
+  mws.put(d, "mws");
   bytes.put(d, "mr_bytes");
   channels.put(d, "channels");
   return 0;

@@ -39,7 +39,7 @@ struct ClientView {
   pid_t pid = 0;
   uid_t uid = 0;
   gid_t gid = 0;
-  uint32_t pds = 0, cqs = 0, qps = 0, mrs = 0, channels = 0;
+  uint32_t pds = 0, cqs = 0, qps = 0, mrs = 0, mws = 0, channels = 0;
   uint64_t mr_bytes = 0;  // whole pages, as [limits] max_mr_bytes counts them
 };
 

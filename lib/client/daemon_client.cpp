@@ -128,6 +128,7 @@ std::unique_ptr<Connection> Connection::connect(const std::string& socket_path, 
   c->client_id_ = rep.client_id;
   std::memcpy(c->mac_, rep.mac, 6);
   c->mtu_ = rep.mtu;
+  c->max_mw_ = rep.max_mw;
   return c;
 }
 
@@ -538,6 +539,26 @@ int ProtectionDomain::destroy_ah(uint32_t handle) {
   return conn_->call(&req, sizeof req, &rep, sizeof rep);
 }
 
+// ---- memory window ----
+
+int ProtectionDomain::alloc_mw(ibv_mw_type type, uint32_t& handle, uint32_t& rkey) {
+  auto req = make_message<AllocMwReq>(Op::alloc_mw);
+  req.pd = handle_;
+  req.type = type;
+  MwRep rep{};
+  const int err = conn_->call(&req, sizeof req, &rep, sizeof rep);
+  if (err == 0) handle = rep.mw, rkey = rep.rkey;
+  return err;
+}
+
+int ProtectionDomain::dealloc_mw(uint32_t handle) {
+  if (conn_->dead()) return 0;  // the daemon took it with the connection
+  auto req = make_message<HandleReq>(Op::dealloc_mw);
+  req.handle = handle;
+  HandleRep rep{};
+  return conn_->call(&req, sizeof req, &rep, sizeof rep);
+}
+
 // ---- shared receive queue ----
 
 std::unique_ptr<SharedReceiveQueue> ProtectionDomain::create_srq(uint32_t max_wr, uint32_t max_sge, uint32_t srq_limit,
@@ -652,13 +673,23 @@ void QueuePair::refresh_state(ibv_qp_state below) {
 int QueuePair::check_send(const SendWr& wr) const {
   if (conn_->dead()) return EIO;
   if (state_ == IBV_QPS_RESET || state_ == IBV_QPS_INIT || state_ == IBV_QPS_RTR) return EINVAL;
-  if (wr.num_sge < 0 || uint32_t(wr.num_sge) > max_send_sge_) return EINVAL;
   // UC has no READ and no atomics, UD only SENDs to an address handle of
   // the daemon's (the in-process QP refuses the same).
   const bool send = wr.opcode == IBV_WR_SEND || wr.opcode == IBV_WR_SEND_WITH_IMM;
-  if (type_ == IBV_QPT_UC && !send && wr.opcode != IBV_WR_RDMA_WRITE && wr.opcode != IBV_WR_RDMA_WRITE_WITH_IMM)
+  const bool local = wr.opcode == IBV_WR_BIND_MW || wr.opcode == IBV_WR_LOCAL_INV;
+  if (type_ == IBV_QPT_UC && !send && !local && wr.opcode != IBV_WR_RDMA_WRITE &&
+      wr.opcode != IBV_WR_RDMA_WRITE_WITH_IMM)
     return EINVAL;
   if (type_ == IBV_QPT_UD && (!send || ah_handle(wr) == 0)) return EINVAL;
+  if (wr.opcode == IBV_WR_BIND_MW) {
+    // As in process: a window, and a region for a range; the daemon checks
+    // that both are this client's, the engine the rest when it runs.
+    const auto& b = wr.bind_mw;
+    const bool range = b.bind_info.addr != 0 || b.bind_info.length != 0;
+    return b.mw == nullptr || (b.bind_info.mr == nullptr && range) || conn_->bind_keys_of() == nullptr ? EINVAL : 0;
+  }
+  if (local) return 0;  // sends nothing: no SGEs
+  if (wr.num_sge < 0 || uint32_t(wr.num_sge) > max_send_sge_) return EINVAL;
   const bool inline_data = wr.send_flags & IBV_SEND_INLINE;
   const bool datagram = type_ == IBV_QPT_UD && ud_max_msg_ != 0;
   if (!inline_data && !datagram) return 0;  // the common post sums nothing
@@ -709,9 +740,16 @@ int QueuePair::post_send(const SendWr* wr, const SendWr** bad) {
     s.wr_id = wr->wr_id;
     s.opcode = wr->opcode;
     s.send_flags = wr->send_flags;
-    s.imm_data = wr->imm_data;
-    s.num_sge = uint16_t(wr->num_sge);
-    if (type_ == IBV_QPT_UD) {
+    const bool local = wr->opcode == IBV_WR_BIND_MW || wr->opcode == IBV_WR_LOCAL_INV;
+    const bool inv = wr->opcode == IBV_WR_SEND_WITH_INV || wr->opcode == IBV_WR_LOCAL_INV;
+    s.imm_data = inv ? wr->invalidate_rkey : wr->imm_data;
+    s.num_sge = local ? 0 : uint16_t(wr->num_sge);
+    if (wr->opcode == IBV_WR_BIND_MW) {
+      conn_->bind_keys_of()(*wr, s.rkey, s.remote_qpn);
+      s.remote_addr = wr->bind_mw.bind_info.addr;
+      s.compare_add = wr->bind_mw.bind_info.length;
+      s.remote_qkey = wr->bind_mw.bind_info.mw_access_flags;
+    } else if (type_ == IBV_QPT_UD) {
       s.ah = ah_handle(*wr);
       s.remote_qpn = wr->wr.ud.remote_qpn;
       s.remote_qkey = wr->wr.ud.remote_qkey;
@@ -725,13 +763,13 @@ int QueuePair::post_send(const SendWr* wr, const SendWr** bad) {
       s.rkey = wr->wr.rdma.rkey;
     }
     s.inline_len = 0;
-    if (wr->send_flags & IBV_SEND_INLINE) {
+    if ((wr->send_flags & IBV_SEND_INLINE) && !local) {
       for (int i = 0; i < wr->num_sge; ++i) {
         std::memcpy(s.inline_data + s.inline_len, reinterpret_cast<const void*>(uintptr_t(wr->sg_list[i].addr)),
                     wr->sg_list[i].length);
         s.inline_len = uint16_t(s.inline_len + wr->sg_list[i].length);  // at most max_inline_ in all
       }
-    } else if (wr->num_sge > 0) {
+    } else if (s.num_sge > 0) {
       std::memcpy(s.sge, wr->sg_list, sizeof(ibv_sge) * size_t(wr->num_sge));
     }
     ++sq_producer_;

@@ -15,7 +15,7 @@
 namespace uroce::daemon {
 
 inline constexpr uint32_t kMagic = 0x75724f44;  // "urOD"
-inline constexpr uint32_t kVersion = 6;
+inline constexpr uint32_t kVersion = 7;
 inline constexpr const char* kDefaultSocket = "/run/uroce/uroced.sock";
 
 enum class Op : uint32_t {
@@ -53,6 +53,10 @@ enum class Op : uint32_t {
   // daemon resolves the destination when it creates one.
   create_ah,     // CreateAhReq -> HandleRep
   destroy_ah,    // HandleReq -> HandleRep
+  // Memory windows: a send slot binds one (IBV_WR_BIND_MW) or invalidates
+  // it (IBV_WR_LOCAL_INV) by its rkey.
+  alloc_mw,      // AllocMwReq -> MwRep
+  dealloc_mw,    // HandleReq -> HandleRep
 };
 
 struct ReqHeader {
@@ -96,6 +100,8 @@ struct HelloRep {
   uint64_t max_mr_size;
   uint8_t mac[6];  // the port's MAC and Ethernet MTU (ibv_query_port, node GUID)
   uint16_t mtu;
+  uint32_t max_mw;  // memory windows a client may hold ([limits] max_mw)
+  uint32_t pad = 0;
   // With the reply: the arena memfd, the doorbell eventfd, and the read
   // end of the client's asynchronous event pipe (AsyncRecord).
 };
@@ -233,6 +239,17 @@ struct RegMrReq {  // with one memfd per segment, in order
   uint32_t pad = 0;
   RegSegment seg[kMaxRegSegments];
 };
+struct AllocMwReq {
+  ReqHeader h;
+  uint32_t pd;
+  uint32_t type;  // ibv_mw_type
+};
+struct MwRep {
+  RepHeader h;
+  uint32_t mw;
+  uint32_t rkey;  // its upper 24 bits name the window for its life
+};
+
 struct MrRep {  // alloc_mr comes with the region's memfd
   RepHeader h;
   uint32_t mr;
@@ -385,6 +402,9 @@ inline constexpr uint32_t kNotifyNext = 1;
 inline constexpr uint32_t kNotifySolicited = 2;
 inline constexpr size_t kRingHeaderBytes = sizeof(RingHeader);
 
+// IBV_WR_BIND_MW reuses the fields: rkey is the window's new rkey (which
+// names the window), remote_qpn the region's lkey (0: unbind), remote_addr
+// and compare_add the range, remote_qkey the window's access flags.
 struct SendSlot {
   uint64_t wr_id;
   uint32_t opcode;      // ibv_wr_opcode

@@ -159,12 +159,12 @@ int ProtectionDomain::dereg_mr(std::unique_ptr<MemoryRegion>& mr) {
 }
 
 std::unique_ptr<MemoryWindow> ProtectionDomain::alloc_mw(ibv_mw_type type, int& err) {
-  if (remote_) return err = EOPNOTSUPP, nullptr;  // uroced serves no memory windows
-  detail::Pause pause(detail::to_thread(*device_));
   if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2) {
     err = EINVAL;
     return nullptr;
   }
+  if (remote_) return remote_mw(type, err);
+  detail::Pause pause(detail::to_thread(*device_));
   ++children_;  // balanced by ~MemoryWindow
   std::unique_ptr<MemoryWindow> mw(new MemoryWindow(this, type));
   const uint32_t key = detail::to_engine(*device_).mrs().insert_window(mw->window_.get());
@@ -175,6 +175,20 @@ std::unique_ptr<MemoryWindow> ProtectionDomain::alloc_mw(ibv_mw_type type, int& 
   mw->rkey_ = mw->window_->key = key;
   mw->handle_ = key & ~0xFFu;
   err = 0;
+  return mw;
+}
+
+// The daemon holds the window; binds name it by its rkey.
+std::unique_ptr<MemoryWindow> ProtectionDomain::remote_mw(ibv_mw_type type, int& err) {
+  uint32_t handle = 0, rkey = 0;
+  err = remote_->alloc_mw(type, handle, rkey);
+  if (err != 0) return nullptr;
+  std::unique_ptr<MemoryWindow> mw(new MemoryWindow(this, type));
+  mw->window_.reset();
+  mw->remote_handle_ = handle;
+  mw->rkey_ = rkey;
+  mw->handle_ = rkey & ~0xFFu;
+  ++children_;
   return mw;
 }
 
@@ -191,6 +205,11 @@ MemoryWindow::MemoryWindow(ProtectionDomain* pd, ibv_mw_type type)
 }
 
 MemoryWindow::~MemoryWindow() {
+  if (!window_) {
+    pd_->remote_->dealloc_mw(remote_handle_);
+    --pd_->children_;
+    return;
+  }
   detail::Pause pause(detail::to_thread(pd_->device()));
   memory::unbind(*window_);
   if (window_->key != 0) detail::to_engine(pd_->device()).mrs().remove_window(window_.get());

@@ -7,6 +7,8 @@
 
 #include "daemon/protocol.h"
 #include "uroce/verbs/address_handle.h"
+#include "uroce/verbs/memory_region.h"
+#include "uroce/verbs/memory_window.h"
 
 namespace uroce::detail {
 
@@ -22,8 +24,12 @@ std::unique_ptr<RemoteDevice> open_remote(const std::string& socket, std::string
   // What the daemon's rings carry (lib/daemon/protocol.h).
   d->limits.max_sge = daemon::kMaxSge;
   d->limits.max_inline_data = daemon::kMaxInline;
-  d->limits.max_mw = 0;  // windows are not served through the daemon
+  d->limits.max_mw = d->conn->max_mw();
   d->conn->set_ah_handle_of([](const AddressHandle* ah) { return ah->remote_handle(); });
+  d->conn->set_bind_keys_of([](const SendWr& wr, uint32_t& window, uint32_t& region) {
+    window = wr.bind_mw.mw->handle() | (wr.bind_mw.rkey & 0xFFu);
+    region = wr.bind_mw.bind_info.mr != nullptr ? wr.bind_mw.bind_info.mr->lkey() : 0;
+  });
   return d;
 }
 

@@ -851,7 +851,8 @@ TEST_CASE("ibv_reg_mr_iova2: work requests and peers name a region by its IOVA",
   CHECK(ibv_dealloc_pd(pd) == 0);
 }
 
-TEST_CASE("memory windows: ibv_alloc_mw, ibv_bind_mw, IBV_WR_BIND_MW, invalidation, ibv_wr_*", "[abi-ex]") {
+// abi-daemon: also run through uroced (tests/daemon, the shim case).
+TEST_CASE("memory windows: ibv_alloc_mw, ibv_bind_mw, IBV_WR_BIND_MW, invalidation, ibv_wr_*", "[abi-ex][abi-daemon]") {
   Opened o;
   ibv_device_attr da;
   REQUIRE(ibv_query_device(o.ctx, &da) == 0);

@@ -811,6 +811,169 @@ void check_hostile_ud() {
   check(Connection::connect(g_socket, error) != nullptr, "the daemon serves no one after the UD checks: " + error);
 }
 
+// A raw client's RC QP connected to itself (loopback in the engine) and
+// brought to RTS by hand: remote access through its own keys.
+daemon::CreateQpRep raw_rc_self_qp(const RawClient& raw, uint32_t pd, uint32_t cq) {
+  daemon::CreateQpReq qpq{{daemon::Op::create_qp, sizeof(daemon::CreateQpReq)}, pd, cq, cq,
+                          IBV_QPT_RC, 16, 16, 1, 1, 0, 0, 0};
+  const auto qp = raw_rpc<daemon::CreateQpRep>(raw.s, &qpq, sizeof qpq);
+  check(qp.h.status == 0, "raw RC QP " + std::to_string(qp.h.status));
+  auto m = daemon::make_message<daemon::ModifyQpReq>(daemon::Op::modify_qp);
+  m.qp = qp.qp;
+  m.attr.qp_state = IBV_QPS_INIT;
+  m.attr.port_num = 1;
+  m.attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  m.attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+  check(raw_call(raw.s, &m, sizeof m) == 0, "RC INIT");
+  m.attr.qp_state = IBV_QPS_RTR;
+  m.attr.path_mtu = IBV_MTU_1024;
+  m.attr.dest_qp_num = qp.qpn;
+  m.attr.rq_psn = 1;
+  m.attr.max_dest_rd_atomic = 1;
+  m.attr.min_rnr_timer = 1;
+  m.attr.ah_attr.is_global = 1;
+  m.attr.ah_attr.port_num = 1;
+  m.attr.ah_attr.grh.sgid_index = 1;
+  m.attr.ah_attr.grh.hop_limit = 64;
+  std::memcpy(m.attr.ah_attr.grh.dgid.raw, raw.hello.gid, 16);
+  m.attr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+  check(raw_call(raw.s, &m, sizeof m) == 0, "RC RTR");
+  m.attr.qp_state = IBV_QPS_RTS;
+  m.attr.sq_psn = 1;
+  m.attr.timeout = 14;
+  m.attr.retry_cnt = 7;
+  m.attr.rnr_retry = 7;
+  m.attr.max_rd_atomic = 1;
+  m.attr_mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                IBV_QP_MAX_QP_RD_ATOMIC;
+  check(raw_call(raw.s, &m, sizeof m) == 0, "RC RTS");
+  return qp;
+}
+
+// One raw client's PD, CQ, region and a type 2 window, and the work it
+// posts by hand on fresh self-connected QPs.
+struct RawMwClient {
+  RawClient raw;
+  daemon::HandleRep pd{};
+  daemon::CreateCqRep cq{};
+  daemon::MrRep mr{};
+  daemon::MwRep mw{};
+  uint32_t cq_consumer = 0;
+  RawMwClient() {
+    daemon::AllocPdReq pdq{{daemon::Op::alloc_pd, sizeof(daemon::AllocPdReq)}};
+    pd = raw_rpc<daemon::HandleRep>(raw.s, &pdq, sizeof pdq);
+    daemon::CreateCqReq cqq{{daemon::Op::create_cq, sizeof(daemon::CreateCqReq)}, 64, 0};
+    cq = raw_rpc<daemon::CreateCqRep>(raw.s, &cqq, sizeof cqq);
+    daemon::AllocMrReq mrq{{daemon::Op::alloc_mr, sizeof(daemon::AllocMrReq)}, pd.handle,
+                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND, 8192};
+    mr = raw_rpc<daemon::MrRep>(raw.s, &mrq, sizeof mrq);  // the daemon's memory: written, never read here
+    mw = alloc(IBV_MW_TYPE_2);
+    check(pd.h.status == 0 && cq.h.status == 0 && mr.h.status == 0 && mw.h.status == 0,
+          "raw PD, CQ, region and window");
+  }
+  daemon::MwRep alloc(uint32_t type, uint32_t in_pd = 0) {
+    daemon::AllocMwReq q{{daemon::Op::alloc_mw, sizeof(daemon::AllocMwReq)}, in_pd ? in_pd : pd.handle, type};
+    return raw_rpc<daemon::MwRep>(raw.s, &q, sizeof q);
+  }
+  // Posts one slot on a fresh QP and returns its completion.
+  ibv_wc post(const daemon::SendSlot& slot) {
+    const auto qp = raw_rc_self_qp(raw, pd.handle, cq.cq);
+    auto* sq = reinterpret_cast<daemon::RingHeader*>(raw.arena + qp.sq_offset);
+    daemon::ring_slots<daemon::SendSlot>(sq)[0] = slot;
+    sq->producer.value.store(1, std::memory_order_release);
+    auto* cq_ring = reinterpret_cast<daemon::RingHeader*>(raw.arena + cq.ring_offset);
+    const auto wc = raw_poll(cq_ring, cq.entries, cq_consumer, 1, raw.doorbell);
+    check(wc.size() == 1, "no completion for a raw WQE");
+    return wc[0];
+  }
+  daemon::SendSlot bind(uint32_t window_rkey, uint32_t region_lkey) const {
+    daemon::SendSlot w{};
+    w.wr_id = 1;
+    w.opcode = IBV_WR_BIND_MW;
+    w.send_flags = IBV_SEND_SIGNALED;
+    w.rkey = window_rkey;
+    w.remote_qpn = region_lkey;
+    w.remote_addr = mr.addr;
+    w.compare_add = 4096;
+    w.remote_qkey = IBV_ACCESS_REMOTE_WRITE;
+    return w;
+  }
+};
+
+// Memory windows through raw rings: binds that name another client's
+// window or region are refused; another client's invalidation of a bound
+// window fails, and the window still lets its owner's QP write.
+void check_hostile_mw() {
+  RawMwClient x, y;
+  // Handles are per client: a number x never got names nothing of x's.
+  daemon::HandleReq other{{daemon::Op::dealloc_mw, sizeof(daemon::HandleReq)}, 9999};
+  check(raw_call(x.raw.s, &other, sizeof other) == EINVAL, "dealloc_mw of a handle that is nobody's");
+  check(x.alloc(3).h.status == EINVAL, "alloc_mw of a type that is not 1 or 2");
+  check(x.alloc(IBV_MW_TYPE_1, 9999).h.status == EINVAL, "alloc_mw in a PD that is nobody's");
+  // y binds its window on its QP (a type 2 window: accesses through that QP only).
+  const uint32_t yk = (y.mw.rkey & ~0xFFu) | ((y.mw.rkey + 1) & 0xFFu);
+  const auto y_qp = raw_rc_self_qp(y.raw, y.pd.handle, y.cq.cq);
+  auto* y_sq = reinterpret_cast<daemon::RingHeader*>(y.raw.arena + y_qp.sq_offset);
+  auto* y_cq = reinterpret_cast<daemon::RingHeader*>(y.raw.arena + y.cq.ring_offset);
+  auto post_y = [&](const daemon::SendSlot& slot, uint32_t& producer) {
+    daemon::ring_slots<daemon::SendSlot>(y_sq)[producer++ & (y_qp.sq_entries - 1)] = slot;
+    y_sq->producer.value.store(producer, std::memory_order_release);
+    const auto wc = raw_poll(y_cq, y.cq.entries, y.cq_consumer, 1, y.raw.doorbell);
+    check(wc.size() == 1, "no completion for the window's owner");
+    return wc[0];
+  };
+  uint32_t y_producer = 0;
+  ibv_wc wc = post_y(y.bind(yk, y.mr.key), y_producer);
+  check(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_BIND_MW,
+        std::string("the owner's bind: ") + ibv_wc_status_str(wc.status));
+  // x names y's window, and y's region, in binds: refused before the engine.
+  wc = x.post(x.bind(yk, x.mr.key));
+  check(wc.status == IBV_WC_MW_BIND_ERR, std::string("a bind of another client's window: ") + ibv_wc_status_str(wc.status));
+  const uint32_t xk = (x.mw.rkey & ~0xFFu) | ((x.mw.rkey + 1) & 0xFFu);
+  wc = x.post(x.bind(xk, y.mr.key));
+  check(wc.status == IBV_WC_MW_BIND_ERR, std::string("a bind to another client's region: ") + ibv_wc_status_str(wc.status));
+  wc = x.post(x.bind(0x12345600u, x.mr.key));
+  check(wc.status == IBV_WC_MW_BIND_ERR, std::string("a bind of a window that is nobody's: ") + ibv_wc_status_str(wc.status));
+  // x invalidates y's bound window by its rkey: another PD's, so it fails.
+  daemon::SendSlot inv{};
+  inv.wr_id = 2;
+  inv.opcode = IBV_WR_LOCAL_INV;
+  inv.send_flags = IBV_SEND_SIGNALED;
+  inv.imm_data = yk;
+  wc = x.post(inv);
+  check(wc.status == IBV_WC_LOC_QP_OP_ERR, std::string("a local invalidation of another client's window: ") +
+                                               ibv_wc_status_str(wc.status));
+  // x's own bind works (the refusals above were for the names, not binds as such).
+  wc = x.post(x.bind(xk, x.mr.key));
+  check(wc.status == IBV_WC_SUCCESS, std::string("a client's bind of its own window: ") + ibv_wc_status_str(wc.status));
+  // y's window is still bound: y writes through it.
+  daemon::SendSlot write{};
+  write.wr_id = 3;
+  write.opcode = IBV_WR_RDMA_WRITE;
+  write.send_flags = IBV_SEND_SIGNALED;
+  write.num_sge = 1;
+  write.sge[0] = ibv_sge{y.mr.addr + 4096, 64, y.mr.key};
+  write.remote_addr = y.mr.addr + 128;
+  write.rkey = yk;
+  wc = post_y(write, y_producer);
+  check(wc.status == IBV_WC_SUCCESS, std::string("a WRITE through the window after another client's invalidation: ") +
+                                         ibv_wc_status_str(wc.status));
+  // y invalidates it itself: the key then fails.
+  inv.imm_data = yk;
+  wc = post_y(inv, y_producer);
+  check(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_LOCAL_INV,
+        std::string("the owner's invalidation: ") + ibv_wc_status_str(wc.status));
+  // The QP is its own responder: the responder's access error moves the
+  // QP to error, which may flush the WRITE before the NAK completes it.
+  wc = post_y(write, y_producer);
+  check(wc.status == IBV_WC_REM_ACCESS_ERR || wc.status == IBV_WC_WR_FLUSH_ERR,
+        std::string("a WRITE through an invalidated window: ") + ibv_wc_status_str(wc.status));
+  daemon::HandleReq mine{{daemon::Op::dealloc_mw, sizeof(daemon::HandleReq)}, y.mw.mw};
+  check(raw_call(y.raw.s, &mine, sizeof mine) == 0, "dealloc_mw");
+  check(raw_call(y.raw.s, &mine, sizeof mine) == EINVAL, "a second dealloc_mw of one window");
+}
+
 int run_isolation() {
   int sp[2];
   check(socketpair(AF_UNIX, SOCK_STREAM, 0, sp) == 0, "socketpair");
@@ -852,8 +1015,10 @@ int run_isolation() {
   check_no_fd_leak();
   check_hostile_rings();
   check_hostile_ud();
+  check_hostile_mw();
   std::printf("isolation: foreign lkey, bad remote range, malformed requests and rings refused; "
-              "UD sends with foreign address handles refused, handles destroyed under posted sends\n");
+              "UD sends with foreign address handles refused, handles destroyed under posted sends; "
+              "binds of foreign windows and regions refused, foreign invalidations failed\n");
   return 0;
 }
 
@@ -963,6 +1128,14 @@ void quota_objects(Side& a) {
   expect_enomem(err != 0, err, "a third address handle (max_ah)");
   check(a.pd->destroy_ah(h2) == 0 && a.pd->destroy_ah(h2) == EINVAL, "destroy_ah, then again on the same handle");
   check(a.pd->create_ah(ah, h3) == 0, "an address handle after one was destroyed");
+  check(a.conn->max_mw() == 2, "the daemon tells a client max_mw");
+  uint32_t w1 = 0, w2 = 0, w3 = 0, rkey = 0;
+  check(a.pd->alloc_mw(IBV_MW_TYPE_1, w1, rkey) == 0 && a.pd->alloc_mw(IBV_MW_TYPE_2, w2, rkey) == 0,
+        "two memory windows");
+  err = a.pd->alloc_mw(IBV_MW_TYPE_2, w3, rkey);
+  expect_enomem(err != 0, err, "a third memory window (max_mw)");
+  check(a.pd->dealloc_mw(w1) == 0 && a.pd->dealloc_mw(w1) == EINVAL, "dealloc_mw, then again on the same handle");
+  check(a.pd->alloc_mw(IBV_MW_TYPE_1, w3, rkey) == 0, "a memory window after one was deallocated");
 }
 
 void quota_memory(Side& a) {
@@ -993,7 +1166,8 @@ int run_quota() {
   quota_memory(a);
   Side b;
   b.open(4096, false);
-  std::printf("quota: max_pd, max_cq, max_qp, max_mr, max_ah, max_mr_bytes and arena_bytes refuse with ENOMEM, per client\n");
+  std::printf("quota: max_pd, max_cq, max_qp, max_mr, max_ah, max_mw, max_mr_bytes and arena_bytes refuse with ENOMEM, "
+              "per client\n");
   return 0;
 }
 

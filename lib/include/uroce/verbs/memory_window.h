@@ -56,7 +56,8 @@ class UROCE_API MemoryWindow {
   ibv_mw_type type_;
   uint32_t rkey_ = 0;
   uint32_t handle_ = 0;
-  std::unique_ptr<memory::Window> window_;
+  std::unique_ptr<memory::Window> window_;  // nullptr: uroced's
+  uint32_t remote_handle_ = 0;              // uroced's name for it
 };
 
 }  // namespace uroce

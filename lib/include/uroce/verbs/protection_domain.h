@@ -84,6 +84,7 @@ class UROCE_API ProtectionDomain {
   std::unique_ptr<QueuePair> create_qp_numbered(const QpInitAttr& attr, uint32_t qpn, int& err);
   ProtectionDomain(Device* device, uint32_t handle);
   std::unique_ptr<MemoryRegion> remote_region(std::unique_ptr<client::MemoryRegion> rmr, int access);
+  std::unique_ptr<MemoryWindow> remote_mw(ibv_mw_type type, int& err);
   std::unique_ptr<AddressHandle> remote_ah(const ibv_ah_attr& attr, const wire::IpAddr& dgid, const wire::IpAddr& sgid,
                                            int& err);
 

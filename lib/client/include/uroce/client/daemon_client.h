@@ -243,6 +243,12 @@ class ProtectionDomain {
   // 0, EINVAL for a handle that is not this client's; 0 once the daemon
   // is gone (it took every handle with the connection).
   int destroy_ah(uint32_t handle);
+  // ibv_alloc_mw in the daemon: 0 with its handle and rkey (whose upper 24
+  // bits name it in binds), EINVAL (a type other than 1 and 2), ENOMEM.
+  int alloc_mw(ibv_mw_type type, uint32_t& handle, uint32_t& rkey);
+  // 0, EINVAL for a handle that is not this client's; 0 once the daemon
+  // is gone.
+  int dealloc_mw(uint32_t handle);
   uint32_t handle() const { return handle_; }
 
  private:
@@ -305,6 +311,14 @@ class Connection {
   using AhHandleOf = uint32_t (*)(const AddressHandle* ah);
   void set_ah_handle_of(AhHandleOf f) { ah_handle_of_ = f; }
   AhHandleOf ah_handle_of() const { return ah_handle_of_; }
+  // The same for a window bind: the window's new rkey (its handle and the
+  // WR's low 8 bits) and the region's lkey (0: none). Until it is told,
+  // binds are EINVAL.
+  using BindKeysOf = void (*)(const SendWr& wr, uint32_t& window, uint32_t& region);
+  void set_bind_keys_of(BindKeysOf f) { bind_keys_of_ = f; }
+  BindKeysOf bind_keys_of() const { return bind_keys_of_; }
+  // Memory windows this client may hold (the daemon's max_mw).
+  uint32_t max_mw() const { return max_mw_; }
   void ring_doorbell();
   CompletionQueue* cq_by_handle(uint32_t handle);
   void forget_cq(uint32_t handle);
@@ -318,6 +332,8 @@ class Connection {
   int sock_ = -1;
   int doorbell_ = -1;
   AhHandleOf ah_handle_of_ = nullptr;
+  BindKeysOf bind_keys_of_ = nullptr;
+  uint32_t max_mw_ = 0;
   uint8_t* arena_ = nullptr;
   size_t arena_bytes_ = 0;
   std::mutex mutex_;  // one control call at a time
