@@ -58,6 +58,8 @@ void add_options(Overrides& o) {
   o.add("--mac", &S::mac, "override the port's MAC address");
   o.add("--mtu", &S::mtu, "Ethernet MTU asked of the port (default 1500)");
   o.add("--pcap", &S::pcap, "write every frame the port sends and receives to this pcap file");
+  o.add("--rx-interrupt", &S::rx_interrupt,
+        "auto: the idle engine sleeps on the port's receive interrupt where it has one; off: it naps");
   o.add("--socket", &S::socket, "control socket (default /run/uroce/uroced.sock)");
   o.add("--socket-mode", &S::socket_mode, "the socket's permissions, octal (default 0660)");
   o.add("--socket-group", &S::socket_group, "the socket's group (name or number)");
@@ -134,7 +136,7 @@ std::unique_ptr<uroce::Endpoint> open_endpoint(const uroced::Settings& settings)
   ec.eal_args = uroced::eal_args(settings);
   ec.device.cc = settings.cc_resolved;
   ec.device.idle_sleep_max_us = settings.idle_sleep_us;
-  ec.rx_interrupts = true;  // where the port has one (net_tap, mlx5)
+  ec.rx_interrupts = settings.rx_interrupt == "auto";  // where the port has one (net_tap, mlx5)
   std::string error;
   auto endpoint = uroce::Endpoint::open(ec, error);
   if (!endpoint) {

@@ -51,7 +51,7 @@ const std::vector<std::string>* known_keys(const std::string& section) {
   static const std::vector<std::pair<std::string, std::vector<std::string>>> kKeys = {
       {"daemon", {"socket", "socket_mode", "socket_group", "allow_uids", "eal", "engine_cpu", "log_level", "lcores",
                   "file_prefix", "idle_sleep_us", "hugepage_regions"}},
-      {"port", {"dev", "ip", "mac", "mtu", "pcap", "cc", "cc_config", "cc_param"}},
+      {"port", {"dev", "ip", "mac", "mtu", "pcap", "rx_interrupt", "cc", "cc_config", "cc_param"}},
       {"limits", {"max_pd", "max_cq", "max_qp", "max_mr", "max_ah", "max_mw", "max_mr_bytes", "arena_bytes"}},
   };
   for (const auto& [name, keys] : kKeys)
@@ -151,6 +151,8 @@ bool check_settings(const Settings& s, std::string& error) {
   mode_t mode;
   if (!parse_mode(s.socket_mode, mode))
     return error = "socket mode '" + s.socket_mode + "' is not octal permission bits (such as 0660)", false;
+  if (s.rx_interrupt != "auto" && s.rx_interrupt != "off")
+    return error = "rx_interrupt = '" + s.rx_interrupt + "' is neither auto nor off", false;
   if (s.hugepage_regions != "auto" && s.hugepage_regions != "off")
     return error = "hugepage_regions = '" + s.hugepage_regions + "' is neither auto nor off", false;
   if (s.idle_sleep_us > kMaxIdleSleepUs)
@@ -238,6 +240,7 @@ bool load_config(const std::string& file, Settings& s, std::string& error) {
   r.text("port", "dev", s.dev);
   r.text("port", "ip", s.ip);
   r.text("port", "mac", s.mac);
+  r.text("port", "rx_interrupt", s.rx_interrupt);
   r.text("port", "pcap", s.pcap);
   r.text("port", "cc", s.cc);
   r.text("port", "cc_config", s.cc_config);

@@ -44,6 +44,9 @@ struct Settings {
   std::string dev, ip, mac;
   uint16_t mtu = 1500;
   std::string pcap;  // capture of the port's frames; empty: none
+  // auto: an idle engine sleeps on the port's receive interrupt where the
+  // PMD has one (net_tap, mlx5); off: it naps and looks, as on other ports.
+  std::string rx_interrupt = "auto";
   // Congestion control as uroce-perf takes it: the preset, then the file,
   // then each NAME=VALUE; empty: the device's default (none).
   std::string cc, cc_config;

@@ -244,11 +244,14 @@ case $case_ in
     start --dev net_tap0,iface=urqa --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512" --file-prefix "$prefix"
     grep -q "engine: sleeps on the port's receive interrupt when idle" "$log" || fail "no receive interrupt on net_tap"
     sock2=$work/uroced2.sock
-    "$uroced" --dev net_tap1,iface=urqb --ip 10.0.0.2 --socket "$sock2" --eal "--no-huge -m 512" \
+    # The second is told not to use it (--rx-interrupt off): it naps.
+    "$uroced" --dev net_tap1,iface=urqb --ip 10.0.0.2 --socket "$sock2" --eal "--no-huge -m 512" --rx-interrupt off \
       >"$work/second.log" 2>&1 &
     second=$!
     for _ in $(seq 100); do [ -S "$sock2" ] && break; sleep 0.1; done
     [ -S "$sock2" ] || { cat "$work/second.log"; fail "the second uroced did not listen"; }
+    grep -q "engine: naps of up to" "$work/second.log" && ! grep -q "receive interrupt when idle" "$work/second.log" ||
+      { cat "$work/second.log"; fail "--rx-interrupt off: the engine does not nap"; }
     # The kernel side of a tap starts with the PMD's MAC, which a bridge
     # would take for its own.
     ip link add urqbr type bridge || fail "ip link add bridge"
@@ -504,6 +507,7 @@ PY
     bad '[daemon]\nfile_prefix = a/b\n' "file_prefix 'a/b' is empty or has a '/'"
     bad '[daemon]\nlcores = 0\neal = -l 1\n' "lcores and an EAL -l, -c or --lcores in eal: give one of them"
     bad '[daemon]\nhugepage_regions = always\n' "hugepage_regions = 'always' is neither auto nor off"
+    bad '[port]\nrx_interrupt = on\n' "rx_interrupt = 'on' is neither auto nor off"
     bad '[daemon]\nidle_sleep_us = 60000\n' "idle_sleep_us = 60000 is above the maximum of 50000"
     bad '[port]\nvlan = 100\n' "[port] vlan: not supported: uroce's engine sends untagged frames only"
     bad '[port]\npcp = 3\n' "[port] pcp: not supported"
