@@ -668,20 +668,22 @@ PY
       echo "ok: uroce-pingpong --daemon $s: $(grep usec/iter "$work/pp.cli.out")"
     done
     stop
-    # Across two daemons: the modify to RTR is retried while the client's
-    # daemon resolves the server's MAC.
+    # Across two daemons, RC, UC and UD: the modify to RTR (UD: the address
+    # handle) is retried while the client's daemon resolves the server's MAC.
     start_linked
-    timeout 60 "$pingpong" --daemon "$sock" -g 1 --chk -s 1024 -n 200 >"$work/pp.srv.out" 2>&1 &
-    srv=$!
-    sleep 0.3
-    timeout 60 "$pingpong" --daemon "$sock2" -g 1 --chk -s 1024 -n 200 127.0.0.1 >"$work/pp.cli.out" 2>&1
-    crc=$?
-    wait $srv; src=$?
-    [ $src = 0 ] && [ $crc = 0 ] ||
-      { cat "$work/pp.srv.out" "$work/pp.cli.out" "$work/second.log"; fail "uroce-pingpong across two daemons: server $src, client $crc"; }
-    grep -q "GID ::ffff:10.0.0.2" "$work/pp.cli.out" || { cat "$work/pp.cli.out"; fail "the client's GID is not the second daemon's"; }
-    grep -qE "^409600 bytes in " "$work/pp.cli.out" || { cat "$work/pp.cli.out"; fail "no bytes line (two daemons)"; }
-    echo "ok: uroce-pingpong across two daemons: $(grep usec/iter "$work/pp.cli.out")"
+    for mode in "" --uc --ud; do
+      timeout 60 "$pingpong" --daemon "$sock" -g 1 --chk -s 1024 -n 200 $mode >"$work/pp.srv.out" 2>&1 &
+      srv=$!
+      sleep 0.3
+      timeout 60 "$pingpong" --daemon "$sock2" -g 1 --chk -s 1024 -n 200 $mode 127.0.0.1 >"$work/pp.cli.out" 2>&1
+      crc=$?
+      wait $srv; src=$?
+      [ $src = 0 ] && [ $crc = 0 ] || { cat "$work/pp.srv.out" "$work/pp.cli.out" "$work/second.log";
+        fail "uroce-pingpong $mode across two daemons: server $src, client $crc"; }
+      grep -q "GID ::ffff:10.0.0.2" "$work/pp.cli.out" || { cat "$work/pp.cli.out"; fail "the client's GID is not the second daemon's"; }
+      grep -qE "^409600 bytes in " "$work/pp.cli.out" || { cat "$work/pp.cli.out"; fail "no bytes line (two daemons $mode)"; }
+      echo "ok: uroce-pingpong ${mode:-(RC)} across two daemons: $(grep usec/iter "$work/pp.cli.out")"
+    done
     stop_second
     stop ;;
   telemetry)
