@@ -1307,6 +1307,23 @@ void ConnectionManager::detach_qp(const QueuePair& qp) {
 // (cm_destroy_id): a REQ of ours is withdrawn with REJ "timeout", a REQ or
 // REP in progress is refused with REJ "consumer defined", an established
 // connection is disconnected; TimeWait and a DREQ run out on their timers.
+int ConnectionManager::flush_sends(int timeout_ms) {
+  if (remote_) return 0;
+  Impl& m = *impl_;
+  const uint64_t until = now_ms() + uint64_t(std::max(timeout_ms, 0));
+  for (;;) {
+    {
+      // The manager's thread polls too; whoever polls first counts the
+      // completion.
+      std::lock_guard<std::mutex> lock(m.mu);
+      m.poll_cq();
+      if (m.sends_out == 0) return 0;
+    }
+    if (now_ms() >= until) return ETIMEDOUT;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 int ConnectionManager::release(uint64_t id) {
   if (remote_) return remote_->release(id);
   Impl& m = *impl_;

@@ -90,14 +90,21 @@ void watch_signals(Registry& r);
 
 // Each manager's connections are released, as the kernel's rdma_cm does
 // when a process ends (established ones get their DREQ). Under mu.
+constexpr int kFlushMs = 500;
+
 void release_all(Registry& r) {
   bool released = false;
   for (auto& d : r.devs) {
     if (!d->cm) continue;
     for (auto& [conn, id] : d->conns) released |= d->cm->release(conn) == 0;
   }
-  // The engine sends the DREQs and REJs the releases queued.
-  if (released) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // The engine sends the DREQs and REJs the releases queued; the process
+  // may end right after, so they must have left, not only been posted. On
+  // a loaded machine the engine's thread may wait to be scheduled: the
+  // bound stays under what a signal's handler waits for the release.
+  if (!released) return;
+  for (auto& d : r.devs)
+    if (d->cm) d->cm->flush_sends(kFlushMs);
 }
 
 // At exit, before the drop-in libibverbs closes the devices (its atexit
