@@ -282,7 +282,7 @@ void Session::dispatch(Op op, const void* msg, size_t len, Received& r) {
                        : op == Op::destroy_srq ? destroy_srq(rep.handle)
                        : op == Op::destroy_ah ? destroy_ah(rep.handle)
                        : op == Op::dealloc_mw ? dealloc_mw(rep.handle)
-                                              : dereg_mr(rep.handle);
+                                              : dereg_mr(rep.handle, static_cast<const HandleReq*>(msg)->flags);
       }
       reply(&rep, sizeof rep);
       return;
@@ -840,12 +840,15 @@ int Session::reg_mr(const RegMrReq& req, MrRep& rep, Received& r) {
                           req.length, req.access, rep);
 }
 
-int Session::dereg_mr(uint32_t handle) {
+int Session::dereg_mr(uint32_t handle, uint32_t flags) {
   MappedMr* m = find(mrs_, handle);
   if (m == nullptr) return EINVAL;
   const uint32_t key = m->mr->lkey();
   Pd& pd = pds_.at(m->pd);
-  const int err = pd.pd->dereg_mr(m->mr);
+  int err = pd.pd->dereg_mr(m->mr);
+  // EINVAL: windows are bound to it (nothing in flight uses it, which is
+  // EBUSY). The region's destructor unbinds them, as in process.
+  if (err == EINVAL && (flags & kDeregUnbind)) m->mr.reset(), err = 0;
   if (err != 0) return err;
   --pd.children;
   mr_bytes_ -= m->map_len;

@@ -204,7 +204,7 @@ class Session {
   // asked and possible, else 4 KiB pages; -1 if neither.
   int region_memfd(uint64_t length, MappedMr& m);
   int reg_mr(const uroce::daemon::RegMrReq& req, uroce::daemon::MrRep& rep, uroce::daemon::Received& r);
-  int dereg_mr(uint32_t handle);
+  int dereg_mr(uint32_t handle, uint32_t flags);
   int create_channel(uint32_t& handle, int& read_fd);
   int destroy_channel(uint32_t handle);
   // Registers `length` bytes at `host` (in m's mapping) under the client's

@@ -31,10 +31,11 @@ uint64_t page_size() { return uint64_t(sysconf(_SC_PAGESIZE)); }
 
 RingHeader* ring_at(uint8_t* arena, uint64_t offset) { return reinterpret_cast<RingHeader*>(arena + offset); }
 
-void destroy(Connection* conn, Op op, uint32_t handle) {
+void destroy(Connection* conn, Op op, uint32_t handle, uint32_t flags = 0) {
   if (conn == nullptr || conn->dead()) return;
   auto req = make_message<HandleReq>(op);
   req.handle = handle;
+  req.flags = flags;
   HandleRep rep{};
   conn->call(&req, sizeof req, &rep, sizeof rep);
 }
@@ -470,7 +471,7 @@ int ProtectionDomain::dereg_mr(std::unique_ptr<MemoryRegion>& mr) {
 }
 
 MemoryRegion::~MemoryRegion() {
-  destroy(conn_, Op::dereg_mr, handle_);
+  destroy(conn_, Op::dereg_mr, handle_, kDeregUnbind);
   // The application's memory stays where it was, private again once no
   // registration shares it; memory from the daemon goes.
   if (client_memory_) {

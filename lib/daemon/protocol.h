@@ -109,8 +109,12 @@ struct HelloRep {
 struct HandleReq {  // dealloc_pd, destroy_cq, destroy_qp, query_qp, dereg_mr
   ReqHeader h;
   uint32_t handle;
-  uint32_t pad = 0;
+  uint32_t flags = 0;  // dereg_mr: kDeregUnbind
 };
+// DEREG_MR from a region's destructor: the client has let go of the pages,
+// so windows still bound to the region are unbound (as in process) where
+// ibv_dereg_mr is refused with EINVAL.
+inline constexpr uint32_t kDeregUnbind = 1;
 struct HandleRep {  // alloc_pd, create_comp_channel (with the channel's read end), destroy_*, modify_qp, dereg_mr
   RepHeader h;
   uint32_t handle;

@@ -947,6 +947,13 @@ void check_hostile_mw() {
   // x's own bind works (the refusals above were for the names, not binds as such).
   wc = x.post(x.bind(xk, x.mr.key));
   check(wc.status == IBV_WC_SUCCESS, std::string("a client's bind of its own window: ") + ibv_wc_status_str(wc.status));
+  // The region with x's window bound: ibv_dereg_mr's EINVAL; a region's
+  // destructor (kDeregUnbind) unbinds the window and deregisters.
+  daemon::HandleReq dereg{{daemon::Op::dereg_mr, sizeof(daemon::HandleReq)}, x.mr.mr};
+  check(raw_call(x.raw.s, &dereg, sizeof dereg) == EINVAL, "dereg_mr of a region with a window bound");
+  dereg.flags = daemon::kDeregUnbind;
+  check(raw_call(x.raw.s, &dereg, sizeof dereg) == 0, "dereg_mr from a destructor, a window bound");
+  check(raw_call(x.raw.s, &dereg, sizeof dereg) == EINVAL, "the region is still there");
   // y's window is still bound: y writes through it.
   daemon::SendSlot write{};
   write.wr_id = 3;
