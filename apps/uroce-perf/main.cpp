@@ -126,6 +126,10 @@ int run_loopback(Options o) {
   // the endpoints' completion channels.
   if (o.use_event && (!lb.server->start_engine_thread(-1, error) || !lb.client->start_engine_thread(-1, error)))
     return fail(error);
+  // --engine-lcores 2: the server's engine on its own lcore; this thread
+  // posts, polls and drives the client's engine (Device::poll of the
+  // threaded server does nothing).
+  if (o.engine_lcores == 2 && !lb.server->start_engine_thread(-1, error)) return fail(error);
   const PollFn poll = o.use_event ? PollFn([&] { wait_events({client.get(), server.get()}, event_wait_ms(o)); })
                                   : PollFn([&] { lb.poll(); });
   std::vector<BwResult> bw;

@@ -542,6 +542,8 @@ int check_addresses(const Options& o) {
   if (o.loopback && !o.dev.empty())
     return usage("--loopback runs both ends over an in-process link; it takes no --dev");
   if (o.loopback && !o.server.empty()) return usage("--loopback runs both ends here; it takes no SERVER address");
+  if (o.engine_lcores != 1 && !o.loopback) return usage("--engine-lcores is for --loopback, which has two devices");
+  if (o.engine_lcores != 1 && o.use_event) return usage("--engine-lcores: -e runs both engines on threads already");
   if (!o.loopback && (o.dev.empty() || o.ip.empty()))
     return usage("client and server need a port and an address: --dev PCI|VDEV --ip ADDR\n"
                  "  (or run both ends in this process with --loopback)");
@@ -624,6 +626,10 @@ int parse_options(int argc, char** argv, Options& o) {
       ->check(CLI::Range(0, 1000000));
   app.add_flag("--verify", o.verify, "fill and check data end to end; exit 1 on any mismatch");
   app.add_flag("--loopback", o.loopback, "server and client in this process over a virtual link (no NIC)");
+  app.add_option("--engine-lcores", o.engine_lcores,
+                 "--loopback: 1 (this thread drives both devices) or 2 (the server device's engine on a thread "
+                 "and lcore of its own)")
+      ->check(CLI::Range(1, 2));
   app.add_option("--daemon", o.daemon,
                  "server and client in this process as two clients of the uroced at SOCKET (its engine's loopback)");
   app.add_flag("--raw-acks", o.raw_acks,

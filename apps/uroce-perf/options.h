@@ -52,6 +52,9 @@ struct Options {
   int comp_vector = 0;              // -X
   // uroce's own: DeviceConfig::idle_sleep_max_us of the engine thread (-e).
   uint32_t idle_sleep_us = DeviceConfig{}.idle_sleep_max_us;
+  // --loopback: 2 runs the server device's engine on a thread of its own
+  // (its own lcore) while this thread drives the client's.
+  uint32_t engine_lcores = 1;
   std::string ib_dev;               // -d: the device name printed in the banner
   uint32_t ib_port = 1;             // -i
   uint32_t rx_depth = 512;          // -r

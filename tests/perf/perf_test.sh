@@ -55,7 +55,20 @@ case $case_ in
     # -X names a completion vector; the device has one (0).
     run_ok send_lat --loopback --verify -n 50 -e -X 0
     timeout 60 "$perf" send_lat --loopback -n 50 -e -X 1 >"$out" 2>&1 && fail "-X 1 was accepted"
-    grep -q "Completion vector specified is invalid" "$out" || fail "-X 1: no message about the vector" ;;
+    grep -q "Completion vector specified is invalid" "$out" || fail "-X 1: no message about the vector"
+    # --engine-lcores 2: the server's engine on a thread of its own while
+    # this thread drives the client's; every verb, many QPs, data checked.
+    for t in write_bw send_bw read_bw atomic_bw; do
+      run_ok $t --loopback --verify -n 300 -q 4 --engine-lcores 2
+    done
+    for t in write_lat send_lat read_lat; do
+      run_ok $t --loopback --verify -n 300 --engine-lcores 2
+    done
+    run_ok write_bw --loopback --verify -q 1000 -s 64 -n 20 --engine-lcores 2
+    grep -qE '^ 64 +20000 ' "$out" || fail "write_bw -q 1000 -n 20 --engine-lcores 2: expected a row of 64 B x 20000"
+    timeout 60 "$perf" write_bw --loopback -n 50 -e --engine-lcores 2 >"$out" 2>&1 && fail "-e with --engine-lcores 2 was accepted"
+    timeout 60 "$perf" write_bw --engine-lcores 2 --dev net_null0 --ip 10.0.0.1 >"$out" 2>&1 &&
+      fail "--engine-lcores without --loopback was accepted" ;;
   many-qps)
     # Thousands of QPs at once, each with a full send queue: every QP's
     # messages complete and its buffer holds its own data (--verify checks
