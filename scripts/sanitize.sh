@@ -77,8 +77,9 @@ case $mode in
       select+=("dpdk-threaded-$t")
     done
     # uroced's threads (the service thread driving the engine, the engine
-    # thread on its lcore, telemetry) with clients coming, going and killed.
-    for c in pair many kill events srq telemetry; do
+    # thread on its lcore, telemetry) with clients coming, going and killed,
+    # and the engine sleeping on a receive interrupt (wakers write its eventfd).
+    for c in pair many kill events srq telemetry rxirq; do
       select2+=("daemon-$c")
     done
     ;;
