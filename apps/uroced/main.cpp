@@ -83,6 +83,11 @@ int finish_settings(uroced::Settings& s) {
     std::fprintf(stderr, "uroced: %s\n", error.c_str());
     return 2;
   }
+  for (size_t i = 0; i < s.more_ports.size(); ++i)
+    if (!uroced::congestion_control(s.more_ports[i], s.more_ports[i].cc_resolved, error)) {
+      std::fprintf(stderr, "uroced: [port] %zu: %s\n", i + 2, error.c_str());
+      return 2;
+    }
   if (s.dev.empty() || s.ip.empty()) {
     std::fprintf(stderr, "uroced: no port: give --dev and --ip, or [port] dev and ip in --config\n");
     return 2;
@@ -125,18 +130,21 @@ int parse(int argc, char** argv, uroced::Settings& s) {
   return finish_settings(s);
 }
 
-// The EAL, the port and the device, its engine running on its thread.
-std::unique_ptr<uroce::Endpoint> open_endpoint(const uroced::Settings& settings) {
+// Port `index` and its device (uroce<index>), its engine running on a
+// thread of its own; the first opens the EAL (for every port).
+std::unique_ptr<uroce::Endpoint> open_endpoint(const uroced::Settings& settings, const uroced::PortSettings& port,
+                                               size_t index) {
   uroce::EndpointConfig ec;
-  ec.dev = settings.dev;
-  ec.ip = settings.ip;
-  ec.mac = settings.mac;
-  ec.mtu = settings.mtu;
-  ec.pcap = settings.pcap;
+  ec.dev = port.dev;
+  ec.ip = port.ip;
+  ec.mac = port.mac;
+  ec.mtu = port.mtu;
+  ec.pcap = port.pcap;
   ec.eal_args = uroced::eal_args(settings);
-  ec.device.cc = settings.cc_resolved;
+  ec.device.name = "uroce" + std::to_string(index);
+  ec.device.cc = port.cc_resolved;
   ec.device.idle_sleep_max_us = settings.idle_sleep_us;
-  ec.rx_interrupts = settings.rx_interrupt == "auto";  // where the port has one (net_tap, mlx5)
+  ec.rx_interrupts = port.rx_interrupt == "auto";  // where the port has one (net_tap, mlx5)
   std::string error;
   auto endpoint = uroce::Endpoint::open(ec, error);
   if (!endpoint) {
@@ -191,48 +199,64 @@ void prepare_process() {
 }
 
 // Listens, tells systemd, serves until a signal; false if it cannot listen.
-bool serve(uroce::Endpoint& endpoint, const uroced::Settings& settings) {
-  uroced::Server server(endpoint.device(), settings);
-  server.set_dma_port(endpoint.dpdk_port().port_id());
+bool serve(const std::vector<std::unique_ptr<uroce::Endpoint>>& endpoints,
+           const std::vector<uroced::PortSettings>& ports, const uroced::Settings& settings) {
+  uroced::Server server(settings);
+  for (size_t i = 0; i < endpoints.size(); ++i) {
+    uroce::Endpoint& endpoint = *endpoints[i];
+    const uroced::PortSettings& port = ports[i];
+    auto view = [&endpoint, &port](uroced::PortView& p) {
+      uroce::Device& dev = endpoint.device();
+      p.name = dev.name();
+      p.dev = port.dev;
+      p.port_id = endpoint.dpdk_port().port_id();
+      p.mac = dev.mac().to_string();
+      p.mtu = dev.mtu();
+      for (const auto& gid : dev.gids()) p.gids.push_back(gid.to_string());
+      p.link_up = endpoint.dpdk_port().link_up();
+      p.rx_interrupt = endpoint.dpdk_port().has_rx_interrupt();
+      p.rx_interrupt_wakeups = endpoint.dpdk_port().rx_interrupt_wakeups();
+    };
+    // The capture is written out whenever the daemon goes idle, so it can
+    // be read while the daemon runs.
+    std::function<void()> flush;
+    if (!port.pcap.empty()) flush = [&endpoint] {
+      std::string ignored;
+      endpoint.flush_capture(ignored);
+    };
+    server.add_port(endpoint.device(), port.socket, endpoint.dpdk_port().port_id(),
+                    uroce::cc::describe(port.cc_resolved), view, flush);
+  }
   std::string error;
   uroced::Telemetry& telemetry = uroced::Telemetry::instance();
   if (!telemetry.start(error)) {
     UROCED_LOG(ERR, "%s", error.c_str());
     return false;
   }
-  server.serve_telemetry(telemetry, [&endpoint, &settings](uroced::PortView& p) {
-    uroce::Device& dev = endpoint.device();
-    p.name = dev.name();
-    p.dev = settings.dev;
-    p.port_id = endpoint.dpdk_port().port_id();
-    p.mac = dev.mac().to_string();
-    p.mtu = dev.mtu();
-    for (const auto& gid : dev.gids()) p.gids.push_back(gid.to_string());
-    p.link_up = endpoint.dpdk_port().link_up();
-    p.rx_interrupt = endpoint.dpdk_port().has_rx_interrupt();
-    p.rx_interrupt_wakeups = endpoint.dpdk_port().rx_interrupt_wakeups();
-  });
+  server.serve_telemetry(telemetry);
   if (!server.listen(error)) {
     UROCED_LOG(ERR, "%s", error.c_str());
     return false;
   }
-  UROCED_LOG(INFO, "congestion control: %s", uroce::cc::describe(settings.cc_resolved).c_str());
-  if (endpoint.dpdk_port().has_rx_interrupt())
-    UROCED_LOG(INFO, "engine: sleeps on the port's receive interrupt when idle (naps of up to %u us first)",
-               settings.idle_sleep_us);
-  else
-    UROCED_LOG(INFO, "engine: naps of up to %u us when idle (idle_sleep_us)", settings.idle_sleep_us);
-  UROCED_LOG(NOTICE, "%s on %s, %s: listening on %s", endpoint.device().name().c_str(), settings.dev.c_str(),
-             settings.ip.c_str(), settings.socket.c_str());
+  std::string sockets;
+  for (size_t i = 0; i < endpoints.size(); ++i) {
+    uroce::Endpoint& endpoint = *endpoints[i];
+    const uroced::PortSettings& port = ports[i];
+    // One port: the lines as they always were; several: each names its device.
+    const std::string who = endpoints.size() == 1 ? "" : endpoint.device().name() + ": ";
+    UROCED_LOG(INFO, "%scongestion control: %s", who.c_str(), uroce::cc::describe(port.cc_resolved).c_str());
+    if (endpoint.dpdk_port().has_rx_interrupt())
+      UROCED_LOG(INFO, "%sengine: sleeps on the port's receive interrupt when idle (naps of up to %u us first)",
+                 who.c_str(), settings.idle_sleep_us);
+    else
+      UROCED_LOG(INFO, "%sengine: naps of up to %u us when idle (idle_sleep_us)", who.c_str(), settings.idle_sleep_us);
+    UROCED_LOG(NOTICE, "%s on %s, %s: listening on %s", endpoint.device().name().c_str(), port.dev.c_str(),
+               port.ip.c_str(), port.socket.c_str());
+    sockets += (i ? ", " : "") + port.socket;
+  }
   // Type=notify: clients may connect from now on.
-  const std::string status = "READY=1\nSTATUS=listening on " + settings.socket;
+  const std::string status = "READY=1\nSTATUS=listening on " + sockets;
   if (!uroced::notify_service_manager(status.c_str())) UROCED_LOG(WARNING, "NOTIFY_SOCKET: %s", std::strerror(errno));
-  // The capture is written out whenever the daemon goes idle, so it can be
-  // read while the daemon runs.
-  if (!settings.pcap.empty()) server.on_idle([&endpoint] {
-    std::string ignored;
-    endpoint.flush_capture(ignored);
-  });
   server.run(g_stop);
   uroced::notify_service_manager("STOPPING=1\nSTATUS=stopping: tearing down the clients");
   return true;
@@ -243,14 +267,18 @@ bool serve(uroce::Endpoint& endpoint, const uroced::Settings& settings) {
 int main(int argc, char** argv) {
   uroced::Settings settings;
   if (const int rc = parse(argc, argv, settings); rc >= 0) return rc;
-  auto endpoint = open_endpoint(settings);
-  if (!endpoint) uroce::app::exit_now(1);
+  const std::vector<uroced::PortSettings> ports = uroced::all_ports(settings);
+  std::vector<std::unique_ptr<uroce::Endpoint>> endpoints;
+  for (size_t i = 0; i < ports.size(); ++i) {
+    endpoints.push_back(open_endpoint(settings, ports[i], i));
+    if (!endpoints.back()) uroce::app::exit_now(1);
+  }
   const bool capture_service = start_capture_service();
   prepare_process();
-  if (!serve(*endpoint, settings)) uroce::app::exit_now(1);
+  if (!serve(endpoints, ports, settings)) uroce::app::exit_now(1);
   // A dumpcap still attached is told to stop before the ports go.
   if (capture_service) rte_pdump_uninit();
-  endpoint->device().stop_engine_thread();
-  endpoint.reset();
+  for (auto& endpoint : endpoints) endpoint->device().stop_engine_thread();
+  endpoints.clear();
   uroce::app::exit_now(0);
 }

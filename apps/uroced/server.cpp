@@ -21,7 +21,8 @@
 namespace uroced {
 namespace {
 
-// epoll tags: the kind in the low 3 bits, a client id above.
+// epoll tags: the kind in the low 3 bits, above it a client id (kSock,
+// kDoorbell) or a port's index (kListen, kChannel, kAsync, kCm).
 enum Tag : uint64_t { kListen = 0, kChannel = 1, kSock = 2, kDoorbell = 3, kAsync = 4, kTelemetry = 5, kCm = 6 };
 uint64_t tag(uint32_t id, Tag kind) { return (uint64_t(id) << 3) | kind; }
 
@@ -70,49 +71,75 @@ Server::~Server() {
   sessions_.clear();
   for (auto& l : leftovers_) l.release();
   leftovers_.clear();
-  channel_.reset();
-  if (listen_fd_ >= 0) {
-    close(listen_fd_);
-    unlink(settings_.socket.c_str());
+  for (Port& p : ports_) {
+    p.channel.reset();
+    p.cm.reset();
+    if (p.listen_fd >= 0) {
+      close(p.listen_fd);
+      unlink(p.socket.c_str());
+    }
   }
   if (epoll_fd_ >= 0) close(epoll_fd_);
 }
 
+void Server::add_port(uroce::Device& device, const std::string& socket, uint16_t dma_port, const std::string& cc,
+                      std::function<void(PortView&)> view, std::function<void()> on_idle) {
+  Port p;
+  p.device = &device;
+  p.socket = socket;
+  p.cc = cc;
+  p.memory.hugepages = settings_.hugepage_regions == "auto";
+  p.memory.dma_port = dma_port;
+  p.cm = std::make_unique<CmHub>(device);
+  p.view = std::move(view);
+  p.on_idle = std::move(on_idle);
+  ports_.push_back(std::move(p));
+}
+
 bool Server::listen(std::string& error) {
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_fd_ < 0 || (telemetry_ && !add_fd(epoll_fd_, telemetry_->fd(), kTelemetry)))
+    return error = std::string("epoll: ") + std::strerror(errno), false;
+  for (uint32_t i = 0; i < ports_.size(); ++i)
+    if (!listen_port(i, error)) return false;
+  return true;
+}
+
+bool Server::listen_port(uint32_t index, std::string& error) {
+  Port& p = ports_[index];
+  const std::string& path = p.socket;
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
-  if (settings_.socket.empty() || settings_.socket.size() >= sizeof addr.sun_path)
-    return error = "--socket: the path is empty or too long", false;
-  std::memcpy(addr.sun_path, settings_.socket.c_str(), settings_.socket.size());
-  const size_t slash = settings_.socket.rfind('/');
-  if (slash != std::string::npos && slash > 0 && !make_dirs(settings_.socket.substr(0, slash)))
+  if (path.empty() || path.size() >= sizeof addr.sun_path)
+    return error = "socket " + path + ": the path is empty or too long", false;
+  std::memcpy(addr.sun_path, path.c_str(), path.size());
+  const size_t slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0 && !make_dirs(path.substr(0, slash)))
     return error = "cannot create the socket's directory: " + std::string(std::strerror(errno)), false;
-  if (socket_in_use(addr)) return error = settings_.socket + ": another daemon listens there", false;
-  unlink(settings_.socket.c_str());
-  listen_fd_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (listen_fd_ < 0 || bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
-    return error = settings_.socket + ": " + std::strerror(errno), false;
+  if (socket_in_use(addr)) return error = path + ": another daemon listens there", false;
+  unlink(path.c_str());
+  p.listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (p.listen_fd < 0 || bind(p.listen_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    return error = path + ": " + std::strerror(errno), false;
   mode_t mode = 0;
   parse_mode(settings_.socket_mode, mode);  // check_settings accepted it
-  if (chmod(settings_.socket.c_str(), mode) != 0) return error = "chmod " + settings_.socket + ": " + std::strerror(errno), false;
+  if (chmod(path.c_str(), mode) != 0) return error = "chmod " + path + ": " + std::strerror(errno), false;
   if (!settings_.socket_group.empty()) {
     const group* g = getgrnam(settings_.socket_group.c_str());
     char* end = nullptr;
     const unsigned long gid = g ? g->gr_gid : std::strtoul(settings_.socket_group.c_str(), &end, 10);
     if (g == nullptr && (end == nullptr || *end != '\0'))
       return error = "socket_group: no group '" + settings_.socket_group + "'", false;
-    if (chown(settings_.socket.c_str(), uid_t(-1), gid_t(gid)) != 0)
-      return error = "chown " + settings_.socket + ": " + std::strerror(errno), false;
+    if (chown(path.c_str(), uid_t(-1), gid_t(gid)) != 0)
+      return error = "chown " + path + ": " + std::strerror(errno), false;
   }
-  if (::listen(listen_fd_, 64) != 0) return error = std::string("listen: ") + std::strerror(errno), false;
+  if (::listen(p.listen_fd, 64) != 0) return error = std::string("listen: ") + std::strerror(errno), false;
   int err = 0;
-  channel_ = device_.create_comp_channel(err);
-  if (!channel_) return error = std::string("completion channel: ") + std::strerror(err), false;
-  fcntl(channel_->fd(), F_SETFL, fcntl(channel_->fd(), F_GETFL) | O_NONBLOCK);
-  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
-  if (epoll_fd_ < 0 || !add_fd(epoll_fd_, listen_fd_, kListen) || !add_fd(epoll_fd_, channel_->fd(), kChannel) ||
-      !add_fd(epoll_fd_, device_.async_event_fd(), kAsync) ||
-      (telemetry_ && !add_fd(epoll_fd_, telemetry_->fd(), kTelemetry)))
+  p.channel = p.device->create_comp_channel(err);
+  if (!p.channel) return error = std::string("completion channel: ") + std::strerror(err), false;
+  fcntl(p.channel->fd(), F_SETFL, fcntl(p.channel->fd(), F_GETFL) | O_NONBLOCK);
+  if (!add_fd(epoll_fd_, p.listen_fd, tag(index, kListen)) || !add_fd(epoll_fd_, p.channel->fd(), tag(index, kChannel)) ||
+      !add_fd(epoll_fd_, p.device->async_event_fd(), tag(index, kAsync)))
     return error = std::string("epoll: ") + std::strerror(errno), false;
   return true;
 }
@@ -122,15 +149,16 @@ bool Server::peer_allowed(const ucred& peer) const {
   return std::find(settings_.allow_uids.begin(), settings_.allow_uids.end(), peer.uid) != settings_.allow_uids.end();
 }
 
-void Server::accept_clients() {
+void Server::accept_clients(uint32_t port) {
+  Port& p = ports_[port];
   for (;;) {
-    const int s = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (s < 0 && (errno == EMFILE || errno == ENFILE) && !accept_paused_) {
+    const int s = accept4(p.listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (s < 0 && (errno == EMFILE || errno == ENFILE) && !p.accept_paused) {
       // The connection waits in the backlog and the socket stays readable:
       // stop watching it until a client leaves, or the loop would spin.
       UROCED_LOG(WARNING, "out of descriptors: new clients wait until one leaves");
-      epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
-      accept_paused_ = true;
+      epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, p.listen_fd, nullptr);
+      p.accept_paused = true;
     }
     if (s < 0) return;
     ucred peer{};
@@ -141,10 +169,15 @@ void Server::accept_clients() {
       continue;
     }
     const uint32_t id = next_id_++;
-    auto session = std::make_unique<Session>(device_, *channel_, cm_, settings_.limits, memory_, s, peer, id);
+    auto session = std::make_unique<Session>(*p.device, *p.channel, *p.cm, settings_.limits, p.memory, s, peer, id);
     if (!add_fd(epoll_fd_, s, tag(id, kSock))) continue;  // the session closes s
-    UROCED_LOG(INFO, "client %u connected (pid %d, uid %u)", id, int(peer.pid), unsigned(peer.uid));
+    if (ports_.size() == 1)
+      UROCED_LOG(INFO, "client %u connected (pid %d, uid %u)", id, int(peer.pid), unsigned(peer.uid));
+    else
+      UROCED_LOG(INFO, "client %u connected to %s (pid %d, uid %u)", id, p.device->name().c_str(), int(peer.pid),
+                 unsigned(peer.uid));
     sessions_.emplace(id, std::move(session));
+    port_of_[id] = port;
   }
 }
 
@@ -159,27 +192,30 @@ void Server::drop(uint32_t id, const char* why) {
   if (!left.release()) leftovers_.push_back(std::move(left));
   UROCED_LOG(INFO, "client %u (pid %d) %s: its objects are gone", id, int(s.peer().pid), why);
   sessions_.erase(it);
-  if (accept_paused_ && add_fd(epoll_fd_, listen_fd_, kListen)) accept_paused_ = false;
+  port_of_.erase(id);
+  for (uint32_t i = 0; i < ports_.size(); ++i)
+    if (ports_[i].accept_paused && add_fd(epoll_fd_, ports_[i].listen_fd, tag(i, kListen)))
+      ports_[i].accept_paused = false;
 }
 
 void Server::on_event(uint64_t t, uint32_t events) {
   const uint32_t id = uint32_t(t >> 3);
   switch (Tag(t & 7)) {
-    case kListen: accept_clients(); return;
+    case kListen: accept_clients(id); return;
     case kAsync: {
       // The device's events, each to the client whose object it concerns.
       uroce::AsyncEvent ev;
-      while (device_.get_async_event(ev))
+      while (ports_[id].device->get_async_event(ev))
         for (auto& [sid, s] : sessions_)
-          if (s->forward_event(ev)) break;
+          if (port_of_[sid] == id && s->forward_event(ev)) break;
       return;
     }
     // Its events only wake the loop. One may come after wake_up drained
     // the channel (a CQ that completes while its arming is withdrawn):
     // left there, the fd would end every sleep at once.
-    case kChannel: return drain_channel();
+    case kChannel: return drain_channels();
     case kCm:
-      cm_.dispatch([this](uint32_t client) -> CmInbox* {
+      ports_[id].cm->dispatch([this](uint32_t client) -> CmInbox* {
         auto it = sessions_.find(client);
         return it == sessions_.end() ? nullptr : &it->second->cm_inbox();
       });
@@ -199,12 +235,14 @@ void Server::on_event(uint64_t t, uint32_t events) {
       auto it = sessions_.find(id);
       if (it == sessions_.end()) return;
       Session& s = *it->second;
+      const uint32_t port = port_of_[id];
+      CmHub& cm = *ports_[port].cm;
       const bool had_arena = s.has_arena();
-      const bool had_cm = cm_.event_fd() >= 0;
+      const bool had_cm = cm.event_fd() >= 0;
       if (!(events & EPOLLIN) || !s.on_readable()) return drop(id, "disconnected");
       if (!had_arena && s.has_arena()) add_fd(epoll_fd_, s.doorbell(), tag(id, kDoorbell));
-      // The first client that asked for the connection manager opened it.
-      if (!had_cm && cm_.event_fd() >= 0) add_fd(epoll_fd_, cm_.event_fd(), kCm);
+      // The first client that asked for the port's connection manager opened it.
+      if (!had_cm && cm.event_fd() >= 0) add_fd(epoll_fd_, cm.event_fd(), tag(port, kCm));
       return;
     }
   }
@@ -233,17 +271,25 @@ void Server::wake_up() {
   if (!armed_) return;
   armed_ = false;
   for (auto& [id, s] : sessions_) s->disarm();
-  drain_channel();
+  drain_channels();
 }
 
-void Server::drain_channel() {
-  uroce::CompletionQueue* cq = nullptr;
-  while (channel_->get_event(cq) == 0) cq->ack_events(1);
+void Server::drain_channels() {
+  for (Port& p : ports_) {
+    uroce::CompletionQueue* cq = nullptr;
+    while (p.channel->get_event(cq) == 0) cq->ack_events(1);
+  }
 }
 
 void Server::publish_telemetry(uint64_t request) {
   Snapshot s;
-  if (port_view_) port_view_(s.port);
+  for (Port& p : ports_) {
+    PortView v;
+    if (p.view) p.view(v);
+    s.ports.push_back(std::move(v));
+    s.counters.push_back(p.device->counters());
+    s.cc.push_back(p.cc);
+  }
   for (auto& [id, session] : sessions_) {
     ClientView c;
     session->describe(c, s.qps);
@@ -253,8 +299,6 @@ void Server::publish_telemetry(uint64_t request) {
   std::sort(s.qps.begin(), s.qps.end(), [](const QpView& a, const QpView& b) {
     return a.client != b.client ? a.client < b.client : a.qpn < b.qpn;
   });
-  s.counters = device_.counters();
-  s.cc = uroce::cc::describe(settings_.cc_resolved);
   telemetry_->publish(std::move(s), request);
 }
 
@@ -281,7 +325,8 @@ void Server::run(const volatile std::sig_atomic_t& stop) {
       }
       // Leftover regions wait for frames the engine frees: look again soon.
       timeout = leftovers_.empty() ? 500 : 1;
-      if (on_idle_) on_idle_();
+      for (Port& p : ports_)
+        if (p.on_idle) p.on_idle();
     }
     const int n = epoll_wait(epoll_fd_, evs, 32, timeout);
     wake_up();

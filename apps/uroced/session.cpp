@@ -901,6 +901,7 @@ void Session::describe(ClientView& client, std::vector<QpView>& qps) const {
   client.pid = peer_.pid;
   client.uid = peer_.uid;
   client.gid = peer_.gid;
+  client.device = device_.name();
   client.pds = uint32_t(pds_.size());
   client.cqs = uint32_t(cqs_.size());
   client.qps = uint32_t(qps_.size());
@@ -911,6 +912,7 @@ void Session::describe(ClientView& client, std::vector<QpView>& qps) const {
   for (const auto& [handle, q] : qps_) {
     QpView v;
     v.client = id_;
+    v.device = device_.name();
     v.qpn = q.qp->qp_num();
     v.type = qp_type_name(q.qp->qp_type());
     v.state = qp_state_name(q.qp->state());

@@ -51,7 +51,7 @@ const std::vector<std::string>* known_keys(const std::string& section) {
   static const std::vector<std::pair<std::string, std::vector<std::string>>> kKeys = {
       {"daemon", {"socket", "socket_mode", "socket_group", "allow_uids", "eal", "engine_cpu", "log_level", "lcores",
                   "file_prefix", "idle_sleep_us", "hugepage_regions"}},
-      {"port", {"dev", "ip", "mac", "mtu", "pcap", "rx_interrupt", "cc", "cc_config", "cc_param"}},
+      {"port", {"dev", "ip", "mac", "mtu", "pcap", "rx_interrupt", "cc", "cc_config", "cc_param", "socket"}},
       {"limits", {"max_pd", "max_cq", "max_qp", "max_mr", "max_ah", "max_mw", "max_mr_bytes", "arena_bytes"}},
   };
   for (const auto& [name, keys] : kKeys)
@@ -134,6 +134,77 @@ bool eal_sets_lcores(const std::string& eal) {
   return false;
 }
 
+// A PCI address (EAL must be allowed to probe it) rather than a vdev string.
+bool is_pci(const std::string& dev) {
+  return dev.find(':') != std::string::npos && dev.find('.') != std::string::npos &&
+         dev.find(',') == std::string::npos && dev.rfind("net_", 0) != 0;
+}
+
+// The second [port] section on (the section at `index` of the file).
+bool read_more_port(rte_cfgfile* cfg, int index, size_t nth, PortSettings& p, std::string& error) {
+  std::vector<rte_cfgfile_entry> entries(256);
+  char name[CFG_NAME_LEN] = {};
+  const int n = rte_cfgfile_section_entries_by_index(cfg, index, name, entries.data(), int(entries.size()));
+  const std::string where = "[port] " + std::to_string(nth + 1) + ": ";
+  for (int k = 0; k < n; ++k) {
+    const std::string key = entries[size_t(k)].name, value = entries[size_t(k)].value;
+    if (key == "dev") p.dev = value;
+    else if (key == "ip") p.ip = value;
+    else if (key == "mac") p.mac = value;
+    else if (key == "pcap") p.pcap = value;
+    else if (key == "rx_interrupt") p.rx_interrupt = value;
+    else if (key == "cc") p.cc = value;
+    else if (key == "cc_config") p.cc_config = value;
+    else if (key == "cc_param") p.cc_params.push_back(value);
+    else if (key == "socket") p.socket = value;
+    else if (key == "mtu" && !parse_number(value.c_str(), p.mtu))
+      return error = where + "mtu = '" + value + "' is not a number", false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<PortSettings> all_ports(const Settings& s) {
+  PortSettings first;
+  first.dev = s.dev;
+  first.ip = s.ip;
+  first.mac = s.mac;
+  first.mtu = s.mtu;
+  first.pcap = s.pcap;
+  first.rx_interrupt = s.rx_interrupt;
+  first.cc = s.cc;
+  first.cc_config = s.cc_config;
+  first.cc_params = s.cc_params;
+  first.cc_resolved = s.cc_resolved;
+  first.socket = s.socket;
+  std::vector<PortSettings> v{first};
+  v.insert(v.end(), s.more_ports.begin(), s.more_ports.end());
+  return v;
+}
+
+namespace {
+
+bool check_more_ports(const Settings& s, std::string& error) {
+  if (s.more_ports.size() + 1 > kMaxPorts)
+    return error = std::to_string(s.more_ports.size() + 1) + " ports: at most " + std::to_string(kMaxPorts), false;
+  std::vector<std::string> sockets{s.socket};
+  for (size_t i = 0; i < s.more_ports.size(); ++i) {
+    const PortSettings& p = s.more_ports[i];
+    const std::string where = "[port] " + std::to_string(i + 2) + ": ";
+    if (p.dev.empty() || p.ip.empty()) return error = where + "dev and ip are required", false;
+    if (p.socket.empty())
+      return error = where + "no socket: each port after the first needs a socket of its own, its clients' way to it",
+             false;
+    if (std::find(sockets.begin(), sockets.end(), p.socket) != sockets.end())
+      return error = where + "socket " + p.socket + " is another port's too", false;
+    sockets.push_back(p.socket);
+    if (p.rx_interrupt != "auto" && p.rx_interrupt != "off")
+      return error = where + "rx_interrupt = '" + p.rx_interrupt + "' is neither auto nor off", false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool check_settings(const Settings& s, std::string& error) {
@@ -159,6 +230,7 @@ bool check_settings(const Settings& s, std::string& error) {
     return error = "idle_sleep_us = " + std::to_string(s.idle_sleep_us) + " is above the maximum of " +
                    std::to_string(kMaxIdleSleepUs) + " (a peer would retransmit before the engine looks)",
            false;
+  if (!check_more_ports(s, error)) return false;
   if (s.limits.arena_bytes < kMinArenaBytes)
     return error = "[limits] arena_bytes = " + std::to_string(s.limits.arena_bytes) + " is below the minimum of " +
                    std::to_string(kMinArenaBytes),
@@ -166,11 +238,24 @@ bool check_settings(const Settings& s, std::string& error) {
   return true;
 }
 
-bool congestion_control(const Settings& s, uroce::cc::CcConfig& out, std::string& error) {
-  bool ok = s.cc.empty() || uroce::cc::parse_cc(s.cc, out, error);
-  if (ok && !s.cc_config.empty()) ok = uroce::cc::load_cc_file(s.cc_config, out, error);
-  for (size_t i = 0; ok && i < s.cc_params.size(); ++i) ok = uroce::cc::apply_cc_param(s.cc_params[i], out, error);
+namespace {
+
+bool apply_cc(const std::string& cc, const std::string& file, const std::vector<std::string>& params,
+              uroce::cc::CcConfig& out, std::string& error) {
+  bool ok = cc.empty() || uroce::cc::parse_cc(cc, out, error);
+  if (ok && !file.empty()) ok = uroce::cc::load_cc_file(file, out, error);
+  for (size_t i = 0; ok && i < params.size(); ++i) ok = uroce::cc::apply_cc_param(params[i], out, error);
   return ok;
+}
+
+}  // namespace
+
+bool congestion_control(const Settings& s, uroce::cc::CcConfig& out, std::string& error) {
+  return apply_cc(s.cc, s.cc_config, s.cc_params, out, error);
+}
+
+bool congestion_control(const PortSettings& p, uroce::cc::CcConfig& out, std::string& error) {
+  return apply_cc(p.cc, p.cc_config, p.cc_params, out, error);
 }
 
 // The CPUs this process may run on, in EAL's list syntax ("0,1").
@@ -202,9 +287,16 @@ std::vector<std::string> eal_args(const Settings& s) {
                              return a.size() >= 2 && a[0] == '-' && (a[1] == 'l' || a[1] == 'c');
                            });
   if (!user_lcores) {
+    // A worker per port: each engine on an lcore of its own.
     const std::string cpus = s.lcores.empty() ? allowed_cpus() : s.lcores;
-    v.push_back("--lcores=0@(" + cpus + "),1@(" + cpus + ")");
+    std::string lcores = "--lcores=0@(" + cpus + ")";
+    for (size_t i = 1; i <= 1 + s.more_ports.size(); ++i) lcores += "," + std::to_string(i) + "@(" + cpus + ")";
+    v.push_back(lcores);
   }
+  // The first port's PCI address is allowed when it opens; the others' must
+  // be too, before EAL probes.
+  for (const PortSettings& p : s.more_ports)
+    if (is_pci(p.dev)) v.push_back("-a" + p.dev);
   // DPDK's telemetry socket at a path that does not change from one start
   // to the next (/var/run/dpdk/PREFIX/dpdk_telemetry.v2), unless eal says
   // otherwise.
@@ -245,6 +337,24 @@ bool load_config(const std::string& file, Settings& s, std::string& error) {
   r.text("port", "cc", s.cc);
   r.text("port", "cc_config", s.cc_config);
   s.cc_params = all_values(cfg.get(), "port", "cc_param");
+  // The first [port] section is the first port; each further one a port of
+  // its own.
+  const int sections = rte_cfgfile_num_sections(cfg.get(), "", 0);
+  size_t port_sections = 0;
+  for (int i = 0; i < sections; ++i) {
+    char name[CFG_NAME_LEN] = {};
+    rte_cfgfile_entry none[1];
+    rte_cfgfile_section_entries_by_index(cfg.get(), i, name, none, 0);
+    if (std::string(name) != "port") continue;
+    if (port_sections++ == 0) {
+      if (rte_cfgfile_get_entry(cfg.get(), "port", "socket") != nullptr)
+        return error = "[port] socket: the first port's clients use [daemon] socket", false;
+      continue;
+    }
+    PortSettings p;
+    if (!read_more_port(cfg.get(), i, port_sections - 1, p, error)) return false;
+    s.more_ports.push_back(std::move(p));
+  }
   return r.number("daemon", "engine_cpu", s.engine_cpu) && r.number("daemon", "idle_sleep_us", s.idle_sleep_us) &&
          r.number("port", "mtu", s.mtu) &&
          r.number("limits", "max_pd", s.limits.max_pd) && r.number("limits", "max_cq", s.limits.max_cq) &&

@@ -24,6 +24,20 @@ struct Limits {  // per client
   uint64_t arena_bytes = 16u << 20;
 };
 
+// A port after the first: a [port] section of its own, with the socket its
+// clients connect to. The first port's settings are Settings' own fields
+// (the first [port] section and the command line), its socket [daemon]'s.
+struct PortSettings {
+  std::string dev, ip, mac;
+  uint16_t mtu = 1500;
+  std::string pcap;
+  std::string rx_interrupt = "auto";
+  std::string cc, cc_config;
+  std::vector<std::string> cc_params;
+  uroce::cc::CcConfig cc_resolved;
+  std::string socket;
+};
+
 struct Settings {
   std::string socket = "/run/uroce/uroced.sock";
   std::string socket_mode = "0660";
@@ -52,8 +66,16 @@ struct Settings {
   std::string cc, cc_config;
   std::vector<std::string> cc_params;
   uroce::cc::CcConfig cc_resolved;  // what the above come to (congestion_control)
+  // The second [port] section on, in file order: device uroce1, uroce2, ...
+  std::vector<PortSettings> more_ports;
   Limits limits;
 };
+
+// Every port in device order: the first (Settings' own fields, [daemon]
+// socket), then more_ports.
+std::vector<PortSettings> all_ports(const Settings& s);
+// The ports a daemon may serve at most (one engine lcore each).
+inline constexpr size_t kMaxPorts = 8;
 
 // Reads FILE into s; false with a message naming the section and key.
 bool load_config(const std::string& file, Settings& s, std::string& error);
@@ -65,6 +87,7 @@ bool parse_mode(const std::string& text, mode_t& out);
 bool check_settings(const Settings& s, std::string& error);
 // [port] cc, cc_config and cc_param applied in that order.
 bool congestion_control(const Settings& s, uroce::cc::CcConfig& out, std::string& error);
+bool congestion_control(const PortSettings& p, uroce::cc::CcConfig& out, std::string& error);
 // What EAL gets: the log levels and lcores, then `eal` (which wins).
 std::vector<std::string> eal_args(const Settings& s);
 

@@ -50,10 +50,21 @@ bool client_param(const char* params, uint32_t& id, bool& given) {
   return *end == '\0' && v <= UINT32_MAX;
 }
 
-int ports(const char*, const char*, rte_tel_data* d) {
+// The parameter of a command about one port: a device name, or none for
+// the first; -1 if no port has that name.
+int port_param(const Snapshot& s, const char* params) {
+  if (params == nullptr || *params == '\0') return s.ports.empty() ? -1 : 0;
+  for (size_t i = 0; i < s.ports.size(); ++i)
+    if (s.ports[i].name == params) return int(i);
+  return -1;
+}
+
+int ports(const char*, const char* params, rte_tel_data* d) {
   Snapshot s;
   if (!Telemetry::instance().fetch(s)) return -EAGAIN;
-  const PortView& p = s.port;
+  const int i = port_param(s, params);
+  if (i < 0) return -ENOENT;
+  const PortView& p = s.ports[size_t(i)];
   rte_tel_data_start_dict(d);
   rte_tel_data_add_dict_string(d, "name", p.name.c_str());
   rte_tel_data_add_dict_string(d, "dev", p.dev.c_str());
@@ -66,12 +77,17 @@ int ports(const char*, const char*, rte_tel_data* d) {
   Column gids(RTE_TEL_STRING_VAL);
   for (const std::string& g : p.gids) gids.add(g);
   gids.put(d, "gids");
+  // Every port's device, so that the others can be asked for by name.
+  Column devices(RTE_TEL_STRING_VAL);
+  for (const PortView& v : s.ports) devices.add(v.name);
+  devices.put(d, "devices");
   return 0;
 }
 
 void client_dict(const ClientView& c, rte_tel_data* d) {
   rte_tel_data_start_dict(d);
   rte_tel_data_add_dict_u64(d, "id", c.id);
+  rte_tel_data_add_dict_string(d, "device", c.device.c_str());
   rte_tel_data_add_dict_u64(d, "pid", uint64_t(c.pid));
   rte_tel_data_add_dict_u64(d, "uid", c.uid);
   rte_tel_data_add_dict_u64(d, "gid", c.gid);
@@ -96,11 +112,13 @@ int clients(const char*, const char* params, rte_tel_data* d) {
     return -ENOENT;
   }
   rte_tel_data_start_dict(d);
+  Column devices(RTE_TEL_STRING_VAL);
   Column ids(RTE_TEL_U64_VAL), pids(RTE_TEL_U64_VAL), uids(RTE_TEL_U64_VAL), gids(RTE_TEL_U64_VAL),
       pds(RTE_TEL_U64_VAL), cqs(RTE_TEL_U64_VAL), qps(RTE_TEL_U64_VAL), mrs(RTE_TEL_U64_VAL),
       mws(RTE_TEL_U64_VAL), bytes(RTE_TEL_U64_VAL), channels(RTE_TEL_U64_VAL);
   for (const ClientView& c : s.clients) {
     ids.add(c.id);
+    devices.add(c.device);
     pids.add(uint64_t(c.pid));
     uids.add(c.uid);
     gids.add(c.gid);
@@ -113,6 +131,7 @@ int clients(const char*, const char* params, rte_tel_data* d) {
     channels.add(c.channels);
   }
   ids.put(d, "id");
+  devices.put(d, "device");
   pids.put(d, "pid");
   uids.put(d, "uid");
   gids.put(d, "gid");
@@ -133,25 +152,30 @@ int qps(const char*, const char* params, rte_tel_data* d) {
   Snapshot s;
   if (!Telemetry::instance().fetch(s)) return -EAGAIN;
   rte_tel_data_start_dict(d);
-  Column clients(RTE_TEL_U64_VAL), qpns(RTE_TEL_U64_VAL), types(RTE_TEL_STRING_VAL), states(RTE_TEL_STRING_VAL);
+  Column clients(RTE_TEL_U64_VAL), qpns(RTE_TEL_U64_VAL), types(RTE_TEL_STRING_VAL), states(RTE_TEL_STRING_VAL),
+      devices(RTE_TEL_STRING_VAL);
   for (const QpView& q : s.qps) {
     if (one && q.client != id) continue;
     clients.add(q.client);
+    devices.add(q.device);
     qpns.add(q.qpn);
     types.add(q.type);
     states.add(q.state);
   }
   clients.put(d, "client");
+  devices.put(d, "device");
   qpns.put(d, "qpn");
   types.put(d, "type");
   states.put(d, "state");
   return 0;
 }
 
-int counters(const char*, const char*, rte_tel_data* d) {
+int counters(const char*, const char* params, rte_tel_data* d) {
   Snapshot s;
   if (!Telemetry::instance().fetch(s)) return -EAGAIN;
-  const uroce::DeviceCounters& c = s.counters;
+  const int i = port_param(s, params);
+  if (i < 0) return -ENOENT;
+  const uroce::DeviceCounters& c = s.counters[size_t(i)];
   const uroce::TransportCounters& t = c.transport;
   rte_tel_data_start_dict(d);
   auto put = [d](const char* name, uint64_t v) { rte_tel_data_add_dict_u64(d, name, v); };
@@ -203,7 +227,11 @@ int cc(const char*, const char* params, rte_tel_data* d) {
   Snapshot s;
   if (!Telemetry::instance().fetch(s)) return -EAGAIN;
   rte_tel_data_start_dict(d);
-  rte_tel_data_add_dict_string(d, "algorithm", s.cc.c_str());
+  // One port: its congestion control; several: "uroce0: ...; uroce1: ...".
+  std::string algorithm = s.cc.size() == 1 ? s.cc[0] : "";
+  for (size_t i = 0; s.cc.size() > 1 && i < s.cc.size(); ++i)
+    algorithm += (i ? "; " : "") + s.ports[i].name + ": " + s.cc[i];
+  rte_tel_data_add_dict_string(d, "algorithm", algorithm.c_str());
   Column clients(RTE_TEL_U64_VAL), qpns(RTE_TEL_U64_VAL), limited(RTE_TEL_U64_VAL), rate(RTE_TEL_U64_VAL),
       target(RTE_TEL_U64_VAL), cnps_sent(RTE_TEL_U64_VAL), cnps_received(RTE_TEL_U64_VAL), marks(RTE_TEL_U64_VAL),
       decreases(RTE_TEL_U64_VAL), increases(RTE_TEL_U64_VAL);
@@ -248,10 +276,10 @@ bool Telemetry::start(std::string& error) {
     telemetry_cb fn;
     const char* help;
   } cmds[] = {  // help: at most RTE_TEL_MAX_STRING_LEN (128) bytes
-      {"/uroce/ports", ports, "uroced's port: name, MAC, MTU, GIDs, link state. No parameters"},
+      {"/uroce/ports", ports, "uroced's port: name, MAC, MTU, GIDs, link state, every port's device. Parameter: a device (default the first)"},
       {"/uroce/clients", clients, "uroced's clients, an array per field. Parameter: a client id (a dict of that client)"},
       {"/uroce/qps", qps, "uroced's QPs: client, QPN, type, state. Parameter: a client id (its QPs)"},
-      {"/uroce/counters", counters, "uroced's device counters, rxe's names where they match. No parameters"},
+      {"/uroce/counters", counters, "a port's device counters, rxe's names where they match. Parameter: a device (default the first)"},
       {"/uroce/cc", cc, "uroced's congestion control and each QP's rate. Parameter: a client id (its QPs)"},
   };
   for (const auto& c : cmds)

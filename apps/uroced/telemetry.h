@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // uroced's state through DPDK's telemetry socket (dpdk-telemetry.py):
 // /uroce/ports, /uroce/clients, /uroce/qps, /uroce/counters, /uroce/cc
-// (docs/operations.md#observe).
+// (docs/operations.md#observe). A port is named by its device (uroce0,
+// uroce1, ...); without a name the commands about one port take the first.
 //
 // The commands run on DPDK's telemetry threads. They never read the
 // daemon's tables or the engine: each one asks the service thread for a
@@ -36,6 +37,7 @@ struct PortView {
 
 struct ClientView {
   uint32_t id = 0;
+  std::string device;  // the port it connected to
   pid_t pid = 0;
   uid_t uid = 0;
   gid_t gid = 0;
@@ -45,17 +47,18 @@ struct ClientView {
 
 struct QpView {
   uint32_t client = 0, qpn = 0;
+  std::string device;
   const char* type = "";
   const char* state = "";
   uroce::cc::CcStats cc;
 };
 
 struct Snapshot {
-  PortView port;
+  std::vector<PortView> ports;  // in device order; counters and cc alike
   std::vector<ClientView> clients;
   std::vector<QpView> qps;
-  uroce::DeviceCounters counters;
-  std::string cc;  // the congestion control in force, as logged at start-up
+  std::vector<uroce::DeviceCounters> counters;
+  std::vector<std::string> cc;  // each port's congestion control, as logged at start-up
 };
 
 class Telemetry {

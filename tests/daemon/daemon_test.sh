@@ -284,6 +284,74 @@ PY
     echo "ok: uroced on net_tap sleeps on the receive interrupt; data between two such daemons"
     stop_second
     stop ;;
+  ports)
+    # One daemon, two ports, each with its engine on an lcore of its own
+    # and a socket of its own: uroce0 on net_ring0 (10.0.0.1, $sock) and
+    # uroce1 on a memif link (10.0.0.3) to a second daemon (10.0.0.2). A
+    # pair of clients meets on uroce0, a pair across the link from uroce1.
+    sock_b=$work/uroced-b.sock
+    prefix=uroced-test-$$
+    cat >"$work/ports.conf" <<CONF
+[daemon]
+socket = $sock
+file_prefix = $prefix
+eal = --no-huge -m 512
+[port]
+dev = net_ring0
+ip = 10.0.0.1
+[port]
+dev = net_memif0,role=server,id=0,socket=$work/memif.sock,socket-abstract=no
+ip = 10.0.0.3
+socket = $sock_b
+CONF
+    start --config "$work/ports.conf"
+    for _ in $(seq 50); do [ -S "$sock_b" ] && break; sleep 0.1; done
+    grep -q "uroce0 on net_ring0, 10.0.0.1: listening on $sock\$" "$log" || fail "no uroce0 on net_ring0"
+    grep -q "uroce1 on net_memif0,.*, 10.0.0.3: listening on $sock_b\$" "$log" || fail "no uroce1 on memif"
+    # EAL made a worker lcore per port; each engine took one (and named it).
+    [ "$(cat /proc/$DPID/task/*/comm | grep -cx uroce-engine)" = 2 ] || fail "not two engine threads"
+    cat /proc/$DPID/task/*/comm | grep -q "^lcore-worker" && fail "a worker lcore is left without an engine"
+    sock2=$work/uroced2.sock
+    "$uroced" --dev "net_memif0,role=client,id=0,socket=$work/memif.sock,socket-abstract=no" --ip 10.0.0.2 \
+      --socket "$sock2" --eal "--no-huge -m 512" >"$work/second.log" 2>&1 &
+    second=$!
+    for _ in $(seq 100); do [ -S "$sock2" ] && break; sleep 0.1; done
+    [ -S "$sock2" ] || { cat "$work/second.log"; fail "the second uroced did not listen"; }
+    timeout 60 "$peer" "$sock" pair || fail "daemon_peer pair on uroce0 exited $?"
+    timeout 60 "$peer" "$sock_b" remote "$sock2" || { rc=$?; cat "$work/second.log"; fail "daemon_peer remote from uroce1 exited $rc"; }
+    grep -q "client [0-9]* connected to uroce1" "$log" || fail "no client of uroce1 logged"
+    if command -v dpdk-telemetry.py >/dev/null; then
+      printf '/uroce/ports\n/uroce/ports,uroce1\n/uroce/counters,uroce1\n/uroce/ports,uroce9\n' |
+        timeout 20 dpdk-telemetry.py -f "$prefix" >"$work/tel.out" 2>&1 || { cat "$work/tel.out"; fail "dpdk-telemetry.py failed"; }
+      python3 - "$work/tel.out" <<'PY' || { cat "$work/tel.out"; fail "telemetry of two ports"; }
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+first, second, counters, none = (next(iter(l.values())) for l in lines[:4])
+assert first["name"] == "uroce0" and first["dev"] == "net_ring0", first
+assert first["devices"] == ["uroce0", "uroce1"], first
+assert second["name"] == "uroce1" and second["dev"].startswith("net_memif0") and "10.0.0.3" in second["gids"], second
+assert counters["rx_frames"] > 0 and counters["tx_frames"] > 0, counters
+assert none is None, none
+print("ok: telemetry names both ports; uroce1's counters moved")
+PY
+    fi
+    stop_second
+    stop
+    # A port after the first without a socket of its own, two ports on one
+    # socket, a socket on the first port: refused.
+    badports() {
+      printf "[daemon]\nsocket = $sock\n[port]\ndev = net_ring0\nip = 10.0.0.1\n$1" >"$work/bad.conf"
+      timeout 10 "$uroced" --config "$work/bad.conf" >"$work/out" 2>&1
+      local rc=$?
+      [ $rc = 2 ] && grep -qF -- "$2" "$work/out" || { cat "$work/out"; fail "'$1': exit $rc, no message '$2'"; }
+    }
+    badports '[port]\ndev = net_ring1\nip = 10.0.0.5\n' "[port] 2: no socket"
+    badports "[port]\ndev = net_ring1\nip = 10.0.0.5\nsocket = $sock\n" "is another port's too"
+    badports "[port]\nsocket = $work/x.sock\ndev = net_ring1\n" "[port] 2: dev and ip are required"
+    printf "[port]\ndev = net_ring0\nip = 10.0.0.1\nsocket = $work/x.sock\n" >"$work/bad.conf"
+    timeout 10 "$uroced" --config "$work/bad.conf" >"$work/out" 2>&1
+    [ $? = 2 ] && grep -q "the first port's clients use \[daemon\] socket" "$work/out" || { cat "$work/out"; fail "a socket on the first port"; }
+    echo "ok: two ports in one daemon, each with its engine lcore and socket; bad port sections refused" ;;
   remote)
     # Two daemons joined by a memif link, a client on each: the QPs meet
     # over the wire (ARP first), not in one engine.
