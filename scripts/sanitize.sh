@@ -55,8 +55,8 @@ case $mode in
     # uroced with its clients: data between two, eight at once, a client
     # killed, hostile control messages and posts, fork, the daemon killed,
     # a shared receive queue (a foreign key in it included), regions on
-    # huge pages registered with DPDK.
-    for c in pair many kill isolation fork death srq hugepages; do
+    # huge pages registered with DPDK, two ports in one daemon.
+    for c in pair many kill isolation fork death srq hugepages ports; do
       select2+=("daemon-$c")
     done
     ;;
@@ -78,8 +78,9 @@ case $mode in
     done
     # uroced's threads (the service thread driving the engine, the engine
     # thread on its lcore, telemetry) with clients coming, going and killed,
-    # and the engine sleeping on a receive interrupt (wakers write its eventfd).
-    for c in pair many kill events srq telemetry rxirq; do
+    # the engine sleeping on a receive interrupt (wakers write its eventfd),
+    # and two ports' engines served by one service thread.
+    for c in pair many kill events srq telemetry rxirq ports; do
       select2+=("daemon-$c")
     done
     ;;
