@@ -6,7 +6,8 @@
 set -u
 case_=$1 uroced=$2 peer=$3 work=$4 perf=$5 run=$6 pingpong=$7 dump=$8
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (the DPDK EAL)"; exit 77; }
-if { [ "$case_" = shim ] || [ "$case_" = pingpong ] || [ "$case_" = rdmacm ] || [ "$case_" = rxirq ]; } &&
+if { [ "$case_" = shim ] || [ "$case_" = pingpong ] || [ "$case_" = rdmacm ] || [ "$case_" = rxirq ] ||
+     [ "$case_" = netns ]; } &&
    [ -z "${DAEMON_TEST_NETNS:-}" ]; then
   # The programs' TCP exchange on a loopback of its own: no port clashes
   # with anything else on the machine.
@@ -352,6 +353,32 @@ PY
     timeout 10 "$uroced" --config "$work/bad.conf" >"$work/out" 2>&1
     [ $? = 2 ] && grep -q "the first port's clients use \[daemon\] socket" "$work/out" || { cat "$work/out"; fail "a socket on the first port"; }
     echo "ok: two ports in one daemon, each with its engine lcore and socket; bad port sections refused" ;;
+  netns)
+    # Two daemons in two network namespaces joined by a veth pair
+    # (net_af_packet on each end), a client of each: ARP across, then the
+    # pair moves and verifies its data. The second namespace belongs to a
+    # holder process ($held, which cleanup kills).
+    unshare --net -- sleep 120 </dev/null >/dev/null 2>&1 &
+    held=$!
+    mine=$(readlink /proc/self/ns/net)
+    for _ in $(seq 200); do [ "$(readlink /proc/$held/ns/net 2>/dev/null)" != "$mine" ] && break; sleep 0.01; done
+    [ "$(readlink /proc/$held/ns/net)" != "$mine" ] || fail "the second namespace was not created"
+    inb() { nsenter --net=/proc/$held/ns/net -- "$@"; }
+    ip link add urda type veth peer name urdb netns "$held" || fail "ip link add urda/urdb"
+    ip link set urda up && inb ip link set urdb up && inb ip link set lo up || fail "links up"
+    start --dev net_af_packet0,iface=urda --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512"
+    sock2=$work/uroced2.sock
+    # nsenter execs uroced: $! is the daemon (a function would put a shell
+    # between them).
+    nsenter --net=/proc/$held/ns/net -- "$uroced" --dev net_af_packet0,iface=urdb --ip 10.0.0.2 --socket "$sock2" \
+      --eal "--no-huge -m 512" >"$work/second.log" 2>&1 &
+    second=$!
+    for _ in $(seq 100); do [ -S "$sock2" ] && break; sleep 0.1; done
+    [ -S "$sock2" ] || { cat "$work/second.log"; fail "the second uroced did not listen"; }
+    timeout 60 "$peer" "$sock" remote "$sock2" || { rc=$?; cat "$work/second.log"; fail "daemon_peer remote across namespaces exited $rc"; }
+    echo "ok: clients of two daemons in two network namespaces, over a veth pair"
+    stop_second
+    stop ;;
   remote)
     # Two daemons joined by a memif link, a client on each: the QPs meet
     # over the wire (ARP first), not in one engine.
