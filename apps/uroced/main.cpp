@@ -269,13 +269,23 @@ int main(int argc, char** argv) {
   if (const int rc = parse(argc, argv, settings); rc >= 0) return rc;
   const std::vector<uroced::PortSettings> ports = uroced::all_ports(settings);
   std::vector<std::unique_ptr<uroce::Endpoint>> endpoints;
+  // A port that cannot open, or a daemon that cannot listen, ends the
+  // process: the engines already running stop first, before the EAL goes.
+  auto give_up = [&endpoints] {
+    for (auto& endpoint : endpoints)
+      if (endpoint) endpoint->device().stop_engine_thread();
+    uroce::app::exit_now(1);
+  };
   for (size_t i = 0; i < ports.size(); ++i) {
     endpoints.push_back(open_endpoint(settings, ports[i], i));
-    if (!endpoints.back()) uroce::app::exit_now(1);
+    if (!endpoints.back()) give_up();
   }
+  if (ports.size() > 1 && settings.engine_cpu >= 0)
+    UROCED_LOG(WARNING, "engine_cpu = %d pins all %zu ports' engines to that one CPU", settings.engine_cpu,
+               ports.size());
   const bool capture_service = start_capture_service();
   prepare_process();
-  if (!serve(endpoints, ports, settings)) uroce::app::exit_now(1);
+  if (!serve(endpoints, ports, settings)) give_up();
   // A dumpcap still attached is told to stop before the ports go.
   if (capture_service) rte_pdump_uninit();
   for (auto& endpoint : endpoints) endpoint->device().stop_engine_thread();

@@ -207,7 +207,7 @@ void Server::on_event(uint64_t t, uint32_t events) {
       uroce::AsyncEvent ev;
       while (ports_[id].device->get_async_event(ev))
         for (auto& [sid, s] : sessions_)
-          if (port_of_[sid] == id && s->forward_event(ev)) break;
+          if (port_of_.at(sid) == id && s->forward_event(ev)) break;
       return;
     }
     // Its events only wake the loop. One may come after wake_up drained
@@ -235,7 +235,7 @@ void Server::on_event(uint64_t t, uint32_t events) {
       auto it = sessions_.find(id);
       if (it == sessions_.end()) return;
       Session& s = *it->second;
-      const uint32_t port = port_of_[id];
+      const uint32_t port = port_of_.at(id);
       CmHub& cm = *ports_[port].cm;
       const bool had_arena = s.has_arena();
       const bool had_cm = cm.event_fd() >= 0;

@@ -188,7 +188,11 @@ namespace {
 bool check_more_ports(const Settings& s, std::string& error) {
   if (s.more_ports.size() + 1 > kMaxPorts)
     return error = std::to_string(s.more_ports.size() + 1) + " ports: at most " + std::to_string(kMaxPorts), false;
-  std::vector<std::string> sockets{s.socket};
+  std::vector<std::string> sockets{s.socket}, devs{s.dev}, pcaps;
+  if (!s.pcap.empty()) pcaps.push_back(s.pcap);
+  auto taken = [](const std::vector<std::string>& v, const std::string& x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
   for (size_t i = 0; i < s.more_ports.size(); ++i) {
     const PortSettings& p = s.more_ports[i];
     const std::string where = "[port] " + std::to_string(i + 2) + ": ";
@@ -196,9 +200,13 @@ bool check_more_ports(const Settings& s, std::string& error) {
     if (p.socket.empty())
       return error = where + "no socket: each port after the first needs a socket of its own, its clients' way to it",
              false;
-    if (std::find(sockets.begin(), sockets.end(), p.socket) != sockets.end())
-      return error = where + "socket " + p.socket + " is another port's too", false;
+    if (taken(sockets, p.socket)) return error = where + "socket " + p.socket + " is another port's too", false;
+    if (taken(devs, p.dev)) return error = where + "dev " + p.dev + " is another port's too", false;
+    if (!p.pcap.empty() && taken(pcaps, p.pcap))
+      return error = where + "pcap " + p.pcap + " is another port's capture too", false;
     sockets.push_back(p.socket);
+    devs.push_back(p.dev);
+    if (!p.pcap.empty()) pcaps.push_back(p.pcap);
     if (p.rx_interrupt != "auto" && p.rx_interrupt != "off")
       return error = where + "rx_interrupt = '" + p.rx_interrupt + "' is neither auto nor off", false;
   }

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
 
 namespace uroced {
 namespace {
@@ -50,12 +51,13 @@ bool client_param(const char* params, uint32_t& id, bool& given) {
   return *end == '\0' && v <= UINT32_MAX;
 }
 
-// The parameter of a command about one port: a device name, or none for
-// the first; -1 if no port has that name.
+// The parameter of a command about one port: a device name or its index
+// (as DPDK's /ethdev commands take a port id), or none for the first; -1 if
+// no port has that name.
 int port_param(const Snapshot& s, const char* params) {
   if (params == nullptr || *params == '\0') return s.ports.empty() ? -1 : 0;
   for (size_t i = 0; i < s.ports.size(); ++i)
-    if (s.ports[i].name == params) return int(i);
+    if (s.ports[i].name == params || std::to_string(i) == params) return int(i);
   return -1;
 }
 
@@ -233,11 +235,12 @@ int cc(const char*, const char* params, rte_tel_data* d) {
     algorithm += (i ? "; " : "") + s.ports[i].name + ": " + s.cc[i];
   rte_tel_data_add_dict_string(d, "algorithm", algorithm.c_str());
   Column clients(RTE_TEL_U64_VAL), qpns(RTE_TEL_U64_VAL), limited(RTE_TEL_U64_VAL), rate(RTE_TEL_U64_VAL),
-      target(RTE_TEL_U64_VAL), cnps_sent(RTE_TEL_U64_VAL), cnps_received(RTE_TEL_U64_VAL), marks(RTE_TEL_U64_VAL),
+      target(RTE_TEL_U64_VAL), devices(RTE_TEL_STRING_VAL), cnps_sent(RTE_TEL_U64_VAL), cnps_received(RTE_TEL_U64_VAL), marks(RTE_TEL_U64_VAL),
       decreases(RTE_TEL_U64_VAL), increases(RTE_TEL_U64_VAL);
   for (const QpView& q : s.qps) {
     if (one && q.client != id) continue;
     clients.add(q.client);
+    devices.add(q.device);
     qpns.add(q.qpn);
     limited.add(q.cc.limited ? 1 : 0);
     rate.add(uint64_t(q.cc.rate_mbps));
@@ -249,6 +252,7 @@ int cc(const char*, const char* params, rte_tel_data* d) {
     increases.add(q.cc.rate_increases);
   }
   clients.put(d, "client");
+  devices.put(d, "device");
   qpns.put(d, "qpn");
   limited.put(d, "limited");
   rate.put(d, "rate_mbps");
@@ -276,11 +280,11 @@ bool Telemetry::start(std::string& error) {
     telemetry_cb fn;
     const char* help;
   } cmds[] = {  // help: at most RTE_TEL_MAX_STRING_LEN (128) bytes
-      {"/uroce/ports", ports, "uroced's port: name, MAC, MTU, GIDs, link state, every port's device. Parameter: a device (default the first)"},
+      {"/uroce/ports", ports, "uroced's port: name, MAC, MTU, GIDs, link state, every port's device. Parameter: a device or index (default 0)"},
       {"/uroce/clients", clients, "uroced's clients, an array per field. Parameter: a client id (a dict of that client)"},
-      {"/uroce/qps", qps, "uroced's QPs: client, QPN, type, state. Parameter: a client id (its QPs)"},
-      {"/uroce/counters", counters, "a port's device counters, rxe's names where they match. Parameter: a device (default the first)"},
-      {"/uroce/cc", cc, "uroced's congestion control and each QP's rate. Parameter: a client id (its QPs)"},
+      {"/uroce/qps", qps, "uroced's QPs: client, device, QPN, type, state. Parameter: a client id (its QPs)"},
+      {"/uroce/counters", counters, "a port's device counters, rxe's names where they match. Parameter: a device or index (default 0)"},
+      {"/uroce/cc", cc, "uroced's congestion control and each QP's rate and device. Parameter: a client id (its QPs)"},
   };
   for (const auto& c : cmds)
     if (const int rc = rte_telemetry_register_cmd(c.cmd, c.fn, c.help); rc != 0)

@@ -322,7 +322,7 @@ CONF
     timeout 60 "$peer" "$sock_b" remote "$sock2" || { rc=$?; cat "$work/second.log"; fail "daemon_peer remote from uroce1 exited $rc"; }
     grep -q "client [0-9]* connected to uroce1" "$log" || fail "no client of uroce1 logged"
     if command -v dpdk-telemetry.py >/dev/null; then
-      printf '/uroce/ports\n/uroce/ports,uroce1\n/uroce/counters,uroce1\n/uroce/ports,uroce9\n' |
+      printf '/uroce/ports\n/uroce/ports,uroce1\n/uroce/counters,1\n/uroce/ports,uroce9\n' |
         timeout 20 dpdk-telemetry.py -f "$prefix" >"$work/tel.out" 2>&1 || { cat "$work/tel.out"; fail "dpdk-telemetry.py failed"; }
       python3 - "$work/tel.out" <<'PY' || { cat "$work/tel.out"; fail "telemetry of two ports"; }
 import json, sys
@@ -349,6 +349,7 @@ PY
     badports '[port]\ndev = net_ring1\nip = 10.0.0.5\n' "[port] 2: no socket"
     badports "[port]\ndev = net_ring1\nip = 10.0.0.5\nsocket = $sock\n" "is another port's too"
     badports "[port]\nsocket = $work/x.sock\ndev = net_ring1\n" "[port] 2: dev and ip are required"
+    badports "[port]\ndev = net_ring0\nip = 10.0.0.5\nsocket = $work/x.sock\n" "dev net_ring0 is another port's too"
     printf "[port]\ndev = net_ring0\nip = 10.0.0.1\nsocket = $work/x.sock\n" >"$work/bad.conf"
     timeout 10 "$uroced" --config "$work/bad.conf" >"$work/out" 2>&1
     [ $? = 2 ] && grep -q "the first port's clients use \[daemon\] socket" "$work/out" || { cat "$work/out"; fail "a socket on the first port"; }
