@@ -350,6 +350,13 @@ PY
     badports "[port]\ndev = net_ring1\nip = 10.0.0.5\nsocket = $sock\n" "is another port's too"
     badports "[port]\nsocket = $work/x.sock\ndev = net_ring1\n" "[port] 2: dev and ip are required"
     badports "[port]\ndev = net_ring0\nip = 10.0.0.5\nsocket = $work/x.sock\n" "dev net_ring0 is another port's too"
+    # A second port that cannot open: exit 1 with the reason, after the
+    # first port's engine has stopped (no hang, no crash).
+    printf "[daemon]\nsocket = $sock\neal = --no-huge -m 512\n[port]\ndev = net_ring0\nip = 10.0.0.1\n[port]\ndev = net_nosuch0\nip = 10.0.0.3\nsocket = $work/x.sock\n" >"$work/bad.conf"
+    timeout 30 "$uroced" --config "$work/bad.conf" >"$work/out" 2>&1
+    rc=$?
+    [ $rc = 1 ] && grep -q "no such DPDK device or driver: net_nosuch0" "$work/out" ||
+      { cat "$work/out"; fail "a second port that cannot open: exit $rc"; }
     printf "[port]\ndev = net_ring0\nip = 10.0.0.1\nsocket = $work/x.sock\n" >"$work/bad.conf"
     timeout 10 "$uroced" --config "$work/bad.conf" >"$work/out" 2>&1
     [ $? = 2 ] && grep -q "the first port's clients use \[daemon\] socket" "$work/out" || { cat "$work/out"; fail "a socket on the first port"; }
