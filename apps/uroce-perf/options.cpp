@@ -541,6 +541,8 @@ int check_addresses(const Options& o) {
   }
   if (o.loopback && !o.dev.empty())
     return usage("--loopback runs both ends over an in-process link; it takes no --dev");
+  if ((o.loopback || !o.daemon.empty()) && (o.vlan >= 0 || o.pcp >= 0))
+    return usage("--vlan and --pcp tag a port's frames: they go with --dev (uroced's port has its own)");
   if (o.loopback && !o.server.empty()) return usage("--loopback runs both ends here; it takes no SERVER address");
   if (o.engine_lcores != 1 && !o.loopback) return usage("--engine-lcores is for --loopback, which has two devices");
   if (o.engine_lcores != 1 && o.use_event) return usage("--engine-lcores: -e runs both engines on threads already");
@@ -618,6 +620,10 @@ int parse_options(int argc, char** argv, Options& o) {
   app.add_option("--dev", o.dev, "port: a PCI address or a DPDK vdev string");
   app.add_option("--ip", o.ip, "this endpoint's IPv4 or IPv6 address");
   app.add_option("--mac", o.mac, "this endpoint's MAC address");
+  app.add_option("--vlan", o.vlan, "802.1Q: the port's frames carry this VLAN id (default untagged)")
+      ->check(CLI::Range(0, 4094));
+  app.add_option("--pcp", o.pcp, "802.1Q: and this priority (alone: VLAN id 0); -S overrides it")
+      ->check(CLI::Range(0, 7));
   app.add_option("--eal", o.eal, "extra DPDK EAL arguments, quoted");
   app.add_option("--pcap", o.pcap, "write every RoCE frame sent and received to this pcap");
   app.add_option("--idle-sleep-us", o.idle_sleep_us,

@@ -94,6 +94,7 @@ struct Options {
   std::string dev;                  // --dev PCI address or vdev string
   std::string ip;                   // --ip
   std::string mac;                  // --mac
+  int vlan = -1, pcp = -1;          // --vlan, --pcp: 802.1Q tag of the port's frames (-1: not given)
   std::string eal;                  // --eal "ARGS"
   std::string pcap;                 // --pcap FILE
   bool verify = false;              // --verify

@@ -142,7 +142,7 @@ int parse_options(int argc, char** argv, Options& o) {
   app.add_option("-r,--rx-depth", o.rx_depth, "number of receives to post at a time (default 500)")
       ->check(CLI::Range(2, 16384));
   app.add_option("-n,--iters", o.iters, "number of exchanges (default 1000; --srq: over all QPs)")->check(CLI::Range(1u, 1000000000u));
-  app.add_option("-l,--sl", o.sl, "service level (accepted; RoCEv2 carries none)")->check(CLI::Range(0, 15));
+  app.add_option("-l,--sl", o.sl, "service level: with --vlan or --pcp, the frames' 802.1p priority (a NIC's RoCE mapping)")->check(CLI::Range(0, 15));
   app.add_flag("-e,--events", o.events, "sleep on CQ events (the engine runs on a thread of its own meanwhile)");
   app.add_option("-g,--gid-idx", o.gid_idx, "local GID index (default 1: the --ip address; 0 is the link-local address)")->check(CLI::Range(0, 255));
   app.add_flag("-c,--chk", o.chk,
@@ -159,9 +159,16 @@ int parse_options(int argc, char** argv, Options& o) {
   auto* dev_opt =
       app.add_option("--dev", o.dev, "port: a PCI address or a DPDK vdev string, e.g. net_af_packet0,iface=eth1");
   auto* ip_opt = app.add_option("--ip", o.ip, "this endpoint's IPv4 or IPv6 address (its GID)");
-  app.add_option("--daemon", o.daemon, "uroced's socket: use the daemon's port (no --dev, --ip, --mac, --eal, --pcap)")
+  auto* vlan_opt = app.add_option("--vlan", o.vlan, "802.1Q: the port's frames carry this VLAN id (default untagged)")
+                       ->check(CLI::Range(0, 4094));
+  auto* pcp_opt = app.add_option("--pcp", o.pcp, "802.1Q: and this priority (alone: VLAN id 0); -l overrides it")
+                      ->check(CLI::Range(0, 7));
+  app.add_option("--daemon", o.daemon,
+                 "uroced's socket: use the daemon's port (no --dev, --ip, --mac, --vlan, --pcp, --eal, --pcap)")
       ->excludes(dev_opt)
-      ->excludes(ip_opt);
+      ->excludes(ip_opt)
+      ->excludes(vlan_opt)
+      ->excludes(pcp_opt);
   app.add_flag("--cm", o.cm,
                "connect through the CM on the wire, as rdma_cm programs do (RC only): the server listens on -p in "
                "rdma_cm's TCP port space, the client connects to SERVER, its RoCE address; no TCP exchange, and "

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // uroce-pingpong's options: ibv_rc_pingpong's flags with its meaning and
 // defaults (ibv_ud_pingpong's with --ud, ibv_srq_pingpong's with --srq),
-// plus uroce's own (--dev, --ip, --mac, --eal, --pcap, --timeout).
+// plus uroce's own (--dev, --ip, --mac, --vlan, --pcp, --eal, --pcap,
+// --timeout).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +36,7 @@ struct Options {
   std::string dev;            // --dev
   std::string ip;             // --ip
   std::string mac;            // --mac
+  int vlan = -1, pcp = -1;    // --vlan, --pcp: 802.1Q tag of the port's frames (-1: not given)
   std::string eal;            // --eal "ARGS"
   std::string pcap;           // --pcap FILE
   std::string daemon;         // --daemon SOCKET: a client of uroced instead of --dev/--ip

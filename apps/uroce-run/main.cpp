@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// uroce-run [--dev SPEC] [--ip ADDR[,ADDR...]] [--mac MAC] [--mtu N] [--eal "ARGS"]
-//           [--config FILE] [--no-kernel-view] [--no-port-check] -- PROGRAM [ARGS...]
+// uroce-run [--dev SPEC] [--ip ADDR[,ADDR...]] [--mac MAC] [--mtu N] [--vlan ID] [--pcp N]
+//           [--eal "ARGS"] [--config FILE] [--no-kernel-view] [--no-port-check] -- PROGRAM [ARGS...]
 // uroce-run --daemon SOCKET [--config FILE] [--no-kernel-view] -- PROGRAM [ARGS...]
 //
 // Checks the settings, puts them in the UROCE_* variables the drop-in
@@ -38,12 +38,13 @@
 namespace {
 
 const char kUsage[] =
-    "usage: uroce-run [--dev SPEC] [--ip ADDR[,ADDR...]] [--mac MAC] [--mtu N] [--eal \"ARGS\"] [--config FILE]\n"
-    "                 [--no-kernel-view] [--no-port-check] -- PROGRAM [ARGS...]\n"
+    "usage: uroce-run [--dev SPEC] [--ip ADDR[,ADDR...]] [--mac MAC] [--mtu N] [--vlan ID] [--pcp N]\n"
+    "                 [--eal \"ARGS\"] [--config FILE] [--no-kernel-view] [--no-port-check] -- PROGRAM [ARGS...]\n"
     "       uroce-run --daemon SOCKET [--config FILE] [--no-kernel-view] -- PROGRAM [ARGS...]\n"
     "Runs PROGRAM with uroce's libibverbs.so.1 in front of the system's: device uroce0 is\n"
     "the DPDK port SPEC (a PCI address or a vdev string such as net_af_packet0,iface=eth1)\n"
-    "with address ADDR (IPv4 or IPv6; GID 1; more addresses are GIDs 2, 3, ...).\n"
+    "with address ADDR (IPv4 or IPv6; GID 1; more addresses are GIDs 2, 3, ...), its frames\n"
+    "tagged with 802.1Q VLAN ID (0..4094) and priority N (0..7) when given.\n"
     "--config FILE describes more devices\n"
     "(docs/verbs-abi.md). With --daemon, uroce0 is a client of uroced at SOCKET: the daemon's\n"
     "port, address, MAC and MTU, and no EAL in PROGRAM (docs/daemon.md).\n"
@@ -54,8 +55,9 @@ const char kUsage[] =
     "starts, so one that cannot open is an error here (exit 1); --no-port-check skips that.\n";
 
 struct Options {
-  std::string dev, ip, mac, mtu, eal, config, daemon;
+  std::string dev, ip, mac, mtu, vlan, pcp, eal, config, daemon;
   bool dev_set = false, ip_set = false, mac_set = false, mtu_set = false, eal_set = false, config_set = false;
+  bool vlan_set = false, pcp_set = false;
   bool daemon_set = false;
   bool kernel_view = true;
   bool port_check = true;
@@ -101,7 +103,8 @@ bool parse(int argc, char** argv, Options& o, std::string& error) {
     }
     if (take("--dev", argc, argv, i, o.dev, o.dev_set, error) || take("--ip", argc, argv, i, o.ip, o.ip_set, error) ||
         take("--mac", argc, argv, i, o.mac, o.mac_set, error) || take("--mtu", argc, argv, i, o.mtu, o.mtu_set, error) ||
-        take("--eal", argc, argv, i, o.eal, o.eal_set, error) ||
+        take("--vlan", argc, argv, i, o.vlan, o.vlan_set, error) ||
+        take("--pcp", argc, argv, i, o.pcp, o.pcp_set, error) || take("--eal", argc, argv, i, o.eal, o.eal_set, error) ||
         take("--config", argc, argv, i, o.config, o.config_set, error) ||
         take("--daemon", argc, argv, i, o.daemon, o.daemon_set, error)) {
       if (!error.empty()) return false;
@@ -144,8 +147,9 @@ bool daemon_answers(const std::string& path, std::string& error) {
 bool validate(const Options& o, std::string& error) {
   const std::string daemon = o.daemon_set ? o.daemon : env("UROCE_DAEMON");
   if (!daemon.empty() || o.daemon_set) {
-    if (o.dev_set || o.ip_set || o.mac_set || o.mtu_set || o.eal_set)
-      return error = "--daemon takes no --dev, --ip, --mac, --mtu or --eal: the port is the daemon's", false;
+    if (o.dev_set || o.ip_set || o.mac_set || o.mtu_set || o.vlan_set || o.pcp_set || o.eal_set)
+      return error = "--daemon takes no --dev, --ip, --mac, --mtu, --vlan, --pcp or --eal: the port is the daemon's",
+             false;
     return daemon_answers(daemon, error);
   }
   const std::string dev = o.dev_set ? o.dev : env("UROCE_DEV");
@@ -171,6 +175,13 @@ bool validate(const Options& o, std::string& error) {
     const long v = std::strtol(mtu.c_str(), &end, 10);
     if (*end != '\0' || v < 68 || v > 9600) return error = "--mtu '" + mtu + "' is not in 68..9600", false;
   }
+  auto in_range = [](const std::string& text, long max) {
+    char* end = nullptr;
+    const long v = std::strtol(text.c_str(), &end, 10);
+    return !text.empty() && *end == '\0' && v >= 0 && v <= max;
+  };
+  if (o.vlan_set && !in_range(o.vlan, 4094)) return error = "--vlan '" + o.vlan + "' is not a VLAN id (0..4094)", false;
+  if (o.pcp_set && !in_range(o.pcp, 7)) return error = "--pcp '" + o.pcp + "' is not an 802.1p priority (0..7)", false;
   return true;
 }
 
@@ -212,6 +223,8 @@ bool ports_open(std::string& error) {
       cfg.ip = d->ip;
       cfg.mac = d->mac;
       cfg.mtu = d->mtu;
+      cfg.device.vlan_id = uroce::abi::vlan_id_of(*d);
+      cfg.device.vlan_pcp = uroce::abi::vlan_pcp_of(*d);
       cfg.eal_args = settings.eal_args;
       cfg.device.name = d->name;
       if (!uroce::Endpoint::open(cfg, why)) {
@@ -306,13 +319,15 @@ int main(int argc, char** argv) {
   if (o.ip_set) setenv("UROCE_IP", o.ip.c_str(), 1);
   if (o.mac_set) setenv("UROCE_MAC", o.mac.c_str(), 1);
   if (o.mtu_set) setenv("UROCE_MTU", o.mtu.c_str(), 1);
+  if (o.vlan_set) setenv("UROCE_VLAN", o.vlan.c_str(), 1);
+  if (o.pcp_set) setenv("UROCE_PCP", o.pcp.c_str(), 1);
   if (o.eal_set) setenv("UROCE_EAL", o.eal.c_str(), 1);
   if (o.config_set) setenv("UROCE_CONFIG", o.config.c_str(), 1);
   if (o.daemon_set) {
     // The daemon's device only: a port from the caller's environment would
     // contradict it (the drop-in refuses both).
     setenv("UROCE_DAEMON", o.daemon.c_str(), 1);
-    for (const char* v : {"UROCE_DEV", "UROCE_IP", "UROCE_MAC", "UROCE_MTU"}) unsetenv(v);
+    for (const char* v : {"UROCE_DEV", "UROCE_IP", "UROCE_MAC", "UROCE_MTU", "UROCE_VLAN", "UROCE_PCP"}) unsetenv(v);
   }
   if (o.port_check && !ports_open(error)) {
     std::fprintf(stderr, "uroce-run: %s\n", error.c_str());

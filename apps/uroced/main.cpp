@@ -57,6 +57,8 @@ void add_options(Overrides& o) {
   o.add("--ip", &S::ip, "the port's RoCE address (IPv4 or IPv6)");
   o.add("--mac", &S::mac, "override the port's MAC address");
   o.add("--mtu", &S::mtu, "Ethernet MTU asked of the port (default 1500)");
+  o.add("--vlan", &S::vlan, "802.1Q: the port's frames carry this VLAN id (0..4094; default untagged)");
+  o.add("--pcp", &S::pcp, "802.1Q: and this priority, 0..7 (alone: VLAN id 0, priority tagging)");
   o.add("--pcap", &S::pcap, "write every frame the port sends and receives to this pcap file");
   o.add("--rx-interrupt", &S::rx_interrupt,
         "auto: the idle engine sleeps on the port's receive interrupt where it has one; off: it naps");
@@ -142,6 +144,8 @@ std::unique_ptr<uroce::Endpoint> open_endpoint(const uroced::Settings& settings,
   ec.pcap = port.pcap;
   ec.eal_args = uroced::eal_args(settings);
   ec.device.name = "uroce" + std::to_string(index);
+  ec.device.vlan_id = uroced::vlan_id_of(port);
+  ec.device.vlan_pcp = uroced::vlan_pcp_of(port);
   ec.device.cc = port.cc_resolved;
   ec.device.idle_sleep_max_us = settings.idle_sleep_us;
   ec.rx_interrupts = port.rx_interrupt == "auto";  // where the port has one (net_tap, mlx5)
@@ -212,6 +216,8 @@ bool serve(const std::vector<std::unique_ptr<uroce::Endpoint>>& endpoints,
       p.port_id = endpoint.dpdk_port().port_id();
       p.mac = dev.mac().to_string();
       p.mtu = dev.mtu();
+      p.vlan = uroced::vlan_id_of(port);
+      p.pcp = uroced::vlan_pcp_of(port);
       for (const auto& gid : dev.gids()) p.gids.push_back(gid.to_string());
       p.link_up = endpoint.dpdk_port().link_up();
       p.rx_interrupt = endpoint.dpdk_port().has_rx_interrupt();

@@ -51,19 +51,11 @@ const std::vector<std::string>* known_keys(const std::string& section) {
   static const std::vector<std::pair<std::string, std::vector<std::string>>> kKeys = {
       {"daemon", {"socket", "socket_mode", "socket_group", "allow_uids", "eal", "engine_cpu", "log_level", "lcores",
                   "file_prefix", "idle_sleep_us", "hugepage_regions"}},
-      {"port", {"dev", "ip", "mac", "mtu", "pcap", "rx_interrupt", "cc", "cc_config", "cc_param", "socket"}},
+      {"port", {"dev", "ip", "mac", "mtu", "vlan", "pcp", "pcap", "rx_interrupt", "cc", "cc_config", "cc_param", "socket"}},
       {"limits", {"max_pd", "max_cq", "max_qp", "max_mr", "max_ah", "max_mw", "max_mr_bytes", "arena_bytes"}},
   };
   for (const auto& [name, keys] : kKeys)
     if (name == section) return &keys;
-  return nullptr;
-}
-
-// Keys an operator may expect that uroce cannot honour, and why.
-const char* unsupported(const std::string& section, const std::string& key) {
-  if (section == "port" && (key == "vlan" || key == "pcp"))
-    return "uroce's engine sends untagged frames only (no VLAN id or PCP): use an access port of the switch, "
-           "or af_packet on a kernel VLAN interface";
   return nullptr;
 }
 
@@ -77,8 +69,6 @@ bool only_known_keys(rte_cfgfile* cfg, std::string& error) {
     if (keys == nullptr) return error = std::string("unknown section [") + name + "]", false;
     for (int k = 0; k < n; ++k) {
       const std::string key = entries[size_t(k)].name;
-      if (const char* why = unsupported(name, key))
-        return error = std::string("[") + name + "] " + key + ": not supported: " + why, false;
       if (std::find(keys->begin(), keys->end(), key) == keys->end())
         return error = std::string("[") + name + "] " + key + ": unknown key", false;
     }
@@ -159,6 +149,10 @@ bool read_more_port(rte_cfgfile* cfg, int index, size_t nth, PortSettings& p, st
     else if (key == "socket") p.socket = value;
     else if (key == "mtu" && !parse_number(value.c_str(), p.mtu))
       return error = where + "mtu = '" + value + "' is not a number", false;
+    else if (key == "vlan" && !parse_number(value.c_str(), p.vlan))
+      return error = where + "vlan = '" + value + "' is not a number", false;
+    else if (key == "pcp" && !parse_number(value.c_str(), p.pcp))
+      return error = where + "pcp = '" + value + "' is not a number", false;
   }
   return true;
 }
@@ -171,6 +165,8 @@ std::vector<PortSettings> all_ports(const Settings& s) {
   first.ip = s.ip;
   first.mac = s.mac;
   first.mtu = s.mtu;
+  first.vlan = s.vlan;
+  first.pcp = s.pcp;
   first.pcap = s.pcap;
   first.rx_interrupt = s.rx_interrupt;
   first.cc = s.cc;
@@ -183,7 +179,19 @@ std::vector<PortSettings> all_ports(const Settings& s) {
   return v;
 }
 
+int vlan_id_of(const PortSettings& p) { return p.vlan >= 0 ? p.vlan : p.pcp >= 0 ? 0 : -1; }
+
 namespace {
+
+// A VLAN id of 4095 is reserved (802.1Q); -1 is "not given", which only
+// the command line's absence and the file's lack of the key produce.
+bool check_vlan(const PortSettings& p, const std::string& where, std::string& error) {
+  if (p.vlan < -1 || p.vlan > 4094)
+    return error = where + "vlan = " + std::to_string(p.vlan) + " is not a VLAN id (0..4094)", false;
+  if (p.pcp < -1 || p.pcp > 7)
+    return error = where + "pcp = " + std::to_string(p.pcp) + " is not an 802.1p priority (0..7)", false;
+  return true;
+}
 
 bool check_more_ports(const Settings& s, std::string& error) {
   if (s.more_ports.size() + 1 > kMaxPorts)
@@ -209,6 +217,7 @@ bool check_more_ports(const Settings& s, std::string& error) {
     if (!p.pcap.empty()) pcaps.push_back(p.pcap);
     if (p.rx_interrupt != "auto" && p.rx_interrupt != "off")
       return error = where + "rx_interrupt = '" + p.rx_interrupt + "' is neither auto nor off", false;
+    if (!check_vlan(p, where, error)) return false;
   }
   return true;
 }
@@ -238,6 +247,7 @@ bool check_settings(const Settings& s, std::string& error) {
     return error = "idle_sleep_us = " + std::to_string(s.idle_sleep_us) + " is above the maximum of " +
                    std::to_string(kMaxIdleSleepUs) + " (a peer would retransmit before the engine looks)",
            false;
+  if (!check_vlan(all_ports(s)[0], "[port] ", error)) return false;
   if (!check_more_ports(s, error)) return false;
   if (s.limits.arena_bytes < kMinArenaBytes)
     return error = "[limits] arena_bytes = " + std::to_string(s.limits.arena_bytes) + " is below the minimum of " +
@@ -364,7 +374,7 @@ bool load_config(const std::string& file, Settings& s, std::string& error) {
     s.more_ports.push_back(std::move(p));
   }
   return r.number("daemon", "engine_cpu", s.engine_cpu) && r.number("daemon", "idle_sleep_us", s.idle_sleep_us) &&
-         r.number("port", "mtu", s.mtu) &&
+         r.number("port", "mtu", s.mtu) && r.number("port", "vlan", s.vlan) && r.number("port", "pcp", s.pcp) &&
          r.number("limits", "max_pd", s.limits.max_pd) && r.number("limits", "max_cq", s.limits.max_cq) &&
          r.number("limits", "max_qp", s.limits.max_qp) && r.number("limits", "max_mr", s.limits.max_mr) &&
          r.number("limits", "max_ah", s.limits.max_ah) && r.number("limits", "max_mw", s.limits.max_mw) &&

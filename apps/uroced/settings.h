@@ -30,6 +30,7 @@ struct Limits {  // per client
 struct PortSettings {
   std::string dev, ip, mac;
   uint16_t mtu = 1500;
+  int vlan = -1, pcp = -1;  // as Settings' own
   std::string pcap;
   std::string rx_interrupt = "auto";
   std::string cc, cc_config;
@@ -57,6 +58,10 @@ struct Settings {
   std::string hugepage_regions = "auto";
   std::string dev, ip, mac;
   uint16_t mtu = 1500;
+  // 802.1Q: the port's VLAN id (0..4094) and priority (0..7); -1 not
+  // given. A PCP without a VLAN id tags frames with VLAN id 0 (priority
+  // tagging); neither: untagged frames (vlan_of).
+  int vlan = -1, pcp = -1;
   std::string pcap;  // capture of the port's frames; empty: none
   // auto: an idle engine sleeps on the port's receive interrupt where the
   // PMD has one (net_tap, mlx5); off: it naps and looks, as on other ports.
@@ -74,6 +79,10 @@ struct Settings {
 // Every port in device order: the first (Settings' own fields, [daemon]
 // socket), then more_ports.
 std::vector<PortSettings> all_ports(const Settings& s);
+// A port's DeviceConfig::vlan_id and vlan_pcp.
+int vlan_id_of(const PortSettings& p);
+inline uint8_t vlan_pcp_of(const PortSettings& p) { return uint8_t(p.pcp < 0 ? 0 : p.pcp); }
+
 // The ports a daemon may serve at most (one engine lcore each).
 inline constexpr size_t kMaxPorts = 8;
 

@@ -73,6 +73,8 @@ int ports(const char*, const char* params, rte_tel_data* d) {
   rte_tel_data_add_dict_u64(d, "port_id", p.port_id);
   rte_tel_data_add_dict_string(d, "mac", p.mac.c_str());
   rte_tel_data_add_dict_u64(d, "mtu", p.mtu);
+  rte_tel_data_add_dict_int(d, "vlan", p.vlan);
+  rte_tel_data_add_dict_u64(d, "pcp", uint64_t(p.pcp));
   rte_tel_data_add_dict_string(d, "link_state", p.link_up ? "up" : "down");
   rte_tel_data_add_dict_string(d, "rx_interrupt", p.rx_interrupt ? "yes" : "no");
   rte_tel_data_add_dict_u64(d, "rx_interrupt_wakeups", p.rx_interrupt_wakeups);

@@ -29,6 +29,7 @@ namespace uroced {
 struct PortView {
   std::string name, dev, mac;
   uint16_t port_id = 0, mtu = 0;
+  int vlan = -1, pcp = 0;  // 802.1Q tag of its frames; -1: untagged
   std::vector<std::string> gids;
   bool link_up = false;
   bool rx_interrupt = false;          // the engine sleeps on it when idle

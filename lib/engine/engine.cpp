@@ -15,6 +15,8 @@
 #include "../transport/cc.h"
 #include "../transport/qp.h"
 #include "../transport/transport.h"
+#include "uroce/wire/byte_order.h"
+#include "uroce/wire/eth.h"
 #include "uroce/wire/ipv4.h"
 #include "wire/neighbor.h"
 
@@ -44,6 +46,9 @@ Engine::Engine(const DeviceConfig& config)
   config_.port_mtu = config.port->mtu();
   config_.max_unacked_psns = config.max_unacked_psns;
   config_.ack_req_every = config.ack_req_every;
+  config_.vlan = config.vlan_id >= 0;
+  config_.vlan_tci = config_.vlan ? uint16_t((config.vlan_pcp & 7) << 13 | (config.vlan_id & 0xFFF)) : 0;
+  vlan_vid_ = config_.vlan ? uint16_t(config.vlan_id) : 0;
   backlog_.reserve(kTxBacklog);
   later_.reserve(64);
   rebase_.reserve(64);
@@ -273,10 +278,19 @@ bool Engine::is_own_gid(const wire::IpAddr& ip) const {
   return std::find(device_config_.gids.begin(), device_config_.gids.end(), ip) != device_config_.gids.end();
 }
 
+// ARP and ND frames, built untagged: the device's tag goes in here.
 void Engine::send_frame(const uint8_t* frame, size_t len) {
   rte_mbuf* m = alloc_mbuf();
   if (m == nullptr) return;  // resolution retries; a requester asks again
-  std::memcpy(rte_pktmbuf_append(m, uint16_t(len)), frame, len);
+  constexpr size_t kMacs = 12;
+  const size_t tag = config_.vlan ? wire::kVlanTagLen : 0;
+  auto* p = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, uint16_t(len + tag)));
+  std::memcpy(p, frame, kMacs);
+  if (tag) {
+    wire::store_be16(p + kMacs, wire::kEtherTypeVlan);
+    wire::store_be16(p + kMacs + 2, config_.vlan_tci);
+  }
+  std::memcpy(p + kMacs + tag, frame + kMacs, len - kMacs);
   ++counters_.tx_neighbor;
   wire::MacAddr dst;
   std::memcpy(dst.bytes.data(), frame, 6);
@@ -386,6 +400,20 @@ bool Engine::for_this_host(const rte_mbuf* m) const {
   return false;
 }
 
+// 802.1Q: a frame of another VLAN is for another network, as for a
+// Linux host without that VLAN's interface. The tag is in the frame, or
+// was taken out by the port (af_packet on a kernel interface, a NIC's
+// VLAN stripping), which says so in the mbuf.
+bool Engine::on_own_vlan(const rte_mbuf* m) const {
+  uint16_t vid = 0;
+  const uint8_t* p = rte_pktmbuf_mtod(m, const uint8_t*);
+  if (m->ol_flags & RTE_MBUF_F_RX_VLAN_STRIPPED)
+    vid = m->vlan_tci & 0xFFF;
+  else if (m->data_len >= wire::kEthHeaderLen + wire::kVlanTagLen && wire::load_be16(p + 12) == wire::kEtherTypeVlan)
+    vid = wire::load_be16(p + 14) & 0xFFF;
+  return vid == vlan_vid_;
+}
+
 // Right MAC but another IP (rxe's GID check): not for this device.
 bool Engine::to_own_gid(const wire::PacketView& pkt) const {
   for (const wire::IpAddr& gid : device_config_.gids) {
@@ -398,7 +426,7 @@ bool Engine::to_own_gid(const wire::PacketView& pkt) const {
 
 void Engine::receive(rte_mbuf* m) {
   ++counters_.rx_frames;
-  if (!for_this_host(m)) {
+  if (!for_this_host(m) || !on_own_vlan(m)) {
     ++counters_.rx_other_host;
     return;
   }

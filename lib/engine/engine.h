@@ -122,6 +122,7 @@ class Engine : public transport::EngineServices {
   void send_frame(const uint8_t* frame, size_t len);
   bool is_own_gid(const wire::IpAddr& ip) const;
   bool for_this_host(const rte_mbuf* m) const;
+  bool on_own_vlan(const rte_mbuf* m) const;
   bool to_own_gid(const wire::PacketView& pkt) const;
   int run_neighbors();
   int run_loopback();
@@ -172,6 +173,9 @@ class Engine : public transport::EngineServices {
   // group of each IPv6 GID (neighbour solicitations), as a host joins them.
   std::vector<wire::MacAddr> groups_;
   wire::ParseOptions rx_parse_;
+  // The VLAN id the device's frames carry: 0 for untagged frames, which
+  // priority-tagged ones (VLAN id 0) are too.
+  uint16_t vlan_vid_ = 0;
   NeighborTable neighbors_;
   std::vector<wire::IpAddr> neighbors_due_;
   DeviceCounters counters_;

@@ -74,6 +74,7 @@ void fill_ud_dest(Qp& qp, const SendWr& wr, UdDest& d) {
   d.mac = ah.dmac();
   d.ttl = ah.attr().grh.hop_limit ? ah.attr().grh.hop_limit : 64;
   d.dscp = ah.attr().grh.traffic_class >> 2;
+  d.sl = ah.attr().sl;
   d.qpn = wr.wr.ud.remote_qpn;
   d.qkey = wr.wr.ud.remote_qkey;
   // Decided once per WR here, so the engine's TX path need not look at the

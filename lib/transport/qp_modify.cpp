@@ -48,6 +48,8 @@ int build_template(Qp& qp, const ibv_ah_attr& ah) {
   wire::PacketFields& f = qp.hdr;
   f.eth.src = qp.eng->mac();
   f.eth.dst = dmac;
+  f.eth.has_vlan = qp.eng->config().vlan;
+  f.eth.vlan_tci = vlan_tci_for(qp.eng->config(), ah.sl);
   qp.to_self = dmac == qp.eng->mac();
   f.ip.ipv6 = !dgid.is_v4_mapped();
   f.ip.src = sgid;
@@ -158,6 +160,8 @@ int modify_qp(Qp& qp, const ibv_qp_attr& attr, int mask) {
     // handle still picks its IP source (ud.cpp).
     wire::PacketFields& f = qp.hdr;
     f.eth.src = qp.eng->mac();
+    f.eth.has_vlan = qp.eng->config().vlan;
+    f.eth.vlan_tci = qp.eng->config().vlan_tci;
     f.ip.src = qp.eng->config().gids.empty() ? wire::IpAddr{} : qp.eng->config().gids[0];
     f.ip.ipv6 = !f.ip.src.is_v4_mapped();
     f.ip.df = !f.ip.ipv6;

@@ -34,7 +34,16 @@ struct TransportConfig {
   uint32_t port_mtu = 1500;        // Ethernet MTU: the largest path MTU
   uint32_t max_unacked_psns = 128; // requester window
   uint32_t ack_req_every = 64;     // AckReq at least every N packets
+  bool vlan = false;               // frames carry an 802.1Q tag ...
+  uint16_t vlan_tci = 0;           // ... with the port's PCP and VLAN id
 };
+
+// The tag of a frame whose sender asked for service level `sl` (a
+// connected QP's address vector or an address handle): on RoCE the SL is
+// the frame's 802.1p priority, as on a NIC; 0 keeps the port's.
+inline uint16_t vlan_tci_for(const TransportConfig& c, uint8_t sl) {
+  return (sl & 7) ? uint16_t((c.vlan_tci & 0x1FFF) | (sl & 7) << 13) : c.vlan_tci;
+}
 
 class EngineServices {
  public:

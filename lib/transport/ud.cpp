@@ -31,6 +31,7 @@ bool send_datagram(Qp& qp, SendWqe& w) {
   f.ip.df = !f.ip.ipv6;
   f.ip.ttl = d.ttl;
   f.ip.dscp = d.dscp;
+  f.eth.vlan_tci = vlan_tci_for(qp.eng->config(), d.sl);
   f.bth.dest_qp = d.qpn;
   f.bth.se = w.flags & IBV_SEND_SOLICITED;
   f.ext.deth_qkey = (d.qkey & kQkeyUseQp) ? qp.attr.qkey : d.qkey;

@@ -41,6 +41,7 @@ struct UdDest {
   wire::MacAddr mac;
   uint8_t ttl = 64;   // its hop_limit
   uint8_t dscp = 0;   // its traffic_class >> 2
+  uint8_t sl = 0;     // its service level: the frame's PCP when tagged
   uint32_t qpn = 0;
   uint32_t qkey = 0;
   bool to_self = false;  // the address handle's MAC is this device's: loops back

@@ -31,6 +31,11 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& config, std::string& er
     error = "device " + config.name + ": the GID table is empty (give it an IPv4 or IPv6 address)";
     return nullptr;
   }
+  if (config.vlan_id < -1 || config.vlan_id > 4094 || config.vlan_pcp > 7) {
+    error = "device " + config.name + ": VLAN id " + std::to_string(config.vlan_id) + " or PCP " +
+            std::to_string(config.vlan_pcp) + " out of range (id 0..4094 or -1 for none, PCP 0..7)";
+    return nullptr;
+  }
   auto engine = std::make_unique<engine::Engine>(config);
   if (!engine->init(error)) return nullptr;
   return std::unique_ptr<Device>(new Device(std::move(engine)));

@@ -92,7 +92,9 @@ size_t build_nd(uint8_t* buf, uint8_t type, uint32_t flags, const MacAddr& eth_d
   return pad(buf, off + kIpv6HeaderLen + icmp_len);
 }
 
-bool parse_nd(const uint8_t* ip, size_t len, NeighborMsg& out) {
+// `src_mac`: the frame's source address, where a solicitation without a
+// source link-layer option is answered.
+bool parse_nd(const uint8_t* ip, size_t len, const uint8_t* src_mac, NeighborMsg& out) {
   if (len < kIpv6HeaderLen + 24 || (ip[0] >> 4) != 6 || ip[6] != kIpProtoIcmpv6 || ip[7] != 255) return false;
   const size_t icmp_len = load_be16(ip + 4);
   if (icmp_len < 24 || kIpv6HeaderLen + icmp_len > len) return false;
@@ -103,7 +105,7 @@ bool parse_nd(const uint8_t* ip, size_t len, NeighborMsg& out) {
   out.target = IpAddr::from_v6(icmp + 8);
   out.sender_ip = out.kind == NeighborMsg::Kind::nd_advert ? out.target : IpAddr::from_v6(ip + 8);
   out.reply_ip = IpAddr::from_v6(ip + 8);
-  std::memcpy(out.reply_mac.bytes.data(), ip - kEthHeaderLen + 6, 6);
+  std::memcpy(out.reply_mac.bytes.data(), src_mac, 6);
   const uint8_t want = out.kind == NeighborMsg::Kind::nd_solicit ? kOptSourceMac : kOptTargetMac;
   for (size_t o = 24; o + 8 <= icmp_len;) {
     const size_t olen = size_t(icmp[o + 1]) * 8;
@@ -121,9 +123,15 @@ bool parse_nd(const uint8_t* ip, size_t len, NeighborMsg& out) {
 
 bool parse_neighbor(const uint8_t* frame, size_t len, NeighborMsg& out) {
   if (len < kEthHeaderLen) return false;
-  const uint16_t type = load_be16(frame + 12);
-  if (type == kEtherTypeArp) return parse_arp(frame + kEthHeaderLen, len - kEthHeaderLen, out);
-  if (type == kEtherTypeIpv6) return parse_nd(frame + kEthHeaderLen, len - kEthHeaderLen, out);
+  size_t l2 = kEthHeaderLen;
+  uint16_t type = load_be16(frame + 12);
+  if (type == kEtherTypeVlan) {  // the engine has checked the VLAN id
+    if (len < kEthHeaderLen + kVlanTagLen) return false;
+    type = load_be16(frame + 16);
+    l2 += kVlanTagLen;
+  }
+  if (type == kEtherTypeArp) return parse_arp(frame + l2, len - l2, out);
+  if (type == kEtherTypeIpv6) return parse_nd(frame + l2, len - l2, frame + 6, out);
   return false;
 }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // ARP (RFC 826) and IPv6 Neighbor Discovery (RFC 4861) frames: the kernel
 // does not own a DPDK port, so uroce answers for its own addresses and
-// resolves its peers' MACs itself. Untagged Ethernet only.
+// resolves its peers' MACs itself. Built untagged (the engine adds the
+// device's 802.1Q tag); parsed with or without one.
 #pragma once
 
 #include <cstddef>
@@ -31,7 +32,7 @@ struct NeighborMsg {
   IpAddr reply_ip;
 };
 
-// Parses an ARP or ND frame; false for anything else or anything malformed
+// Parses an ARP or ND frame, 802.1Q-tagged or not; false for anything else or anything malformed
 // (wrong lengths, hop limit not 255, bad ICMPv6 checksum, ...).
 bool parse_neighbor(const uint8_t* frame, size_t len, NeighborMsg& out);
 

@@ -15,7 +15,8 @@ using uroce::abi::Settings;
 namespace {
 
 void clear_env() {
-  for (const char* v : {"UROCE_DEV", "UROCE_IP", "UROCE_MAC", "UROCE_MTU", "UROCE_EAL", "UROCE_CONFIG", "UROCE_DAEMON"})
+  for (const char* v : {"UROCE_DEV", "UROCE_IP", "UROCE_MAC", "UROCE_MTU", "UROCE_EAL", "UROCE_CONFIG", "UROCE_DAEMON",
+                        "UROCE_VLAN", "UROCE_PCP"})
     unsetenv(v);
 }
 
@@ -49,6 +50,9 @@ TEST_CASE("INI mistakes name the file and line", "[abi-config]") {
       {"[device uroce0]\nmtu = 20\n", "f:2: mtu '20' is not in 68..9600"},
       {"[eal]\nlcores = 1\n", "f:2: unknown key 'lcores' in [eal]"},
       {"[device uroce0]\njust words\n", "f:2: expected key = value"},
+      {"[device uroce0]\nvlan = 4095\n", "f:2: vlan '4095' is not a VLAN id (0..4094)"},
+      {"[device uroce0]\nvlan = -1\n", "f:2: vlan '-1' is not a VLAN id"},
+      {"[device uroce0]\npcp = 8\n", "f:2: pcp '8' is not an 802.1p priority (0..7)"},
   };
   for (const auto& b : bad) {
     Settings s;
@@ -61,7 +65,10 @@ TEST_CASE("INI mistakes name the file and line", "[abi-config]") {
 
 TEST_CASE("device values are checked", "[abi-config]") {
   std::string err;
-  DeviceSettings d{"uroce0", "net_af_packet0,iface=a", "10.0.0.1", "", 1500, ""};
+  DeviceSettings d;
+  d.name = "uroce0";
+  d.dev = "net_af_packet0,iface=a";
+  d.ip = "10.0.0.1";
   CHECK(uroce::abi::validate_device(d, err));
   d.ip = "10.0.0";
   CHECK_FALSE(uroce::abi::validate_device(d, err));
@@ -75,6 +82,47 @@ TEST_CASE("device values are checked", "[abi-config]") {
   d.dev = "";
   CHECK_FALSE(uroce::abi::validate_device(d, err));
   CHECK(err == "device uroce0: no port (UROCE_DEV or dev=)");
+}
+
+TEST_CASE("vlan and pcp: the file's keys, the variables, what the device is given", "[abi-config]") {
+  clear_env();
+  Settings s;
+  std::string err;
+  REQUIRE(uroce::abi::parse_ini("[device uroce0]\ndev = net_null0\nip = 10.0.0.1\nvlan = 100\npcp = 5\n"
+                                "[device uroce1]\ndev = net_null1\nip = 10.0.1.1\npcp = 3\n"
+                                "[device uroce2]\ndev = net_null2\nip = 10.0.2.1\n",
+                                "f", s, err));
+  REQUIRE(s.devices.size() == 3);
+  CHECK(uroce::abi::vlan_id_of(s.devices[0]) == 100);
+  CHECK(uroce::abi::vlan_pcp_of(s.devices[0]) == 5);
+  CHECK(uroce::abi::vlan_id_of(s.devices[1]) == 0);  // priority tagging
+  CHECK(uroce::abi::vlan_pcp_of(s.devices[1]) == 3);
+  CHECK(uroce::abi::vlan_id_of(s.devices[2]) == -1);  // untagged
+  for (const DeviceSettings& d : s.devices) CHECK(uroce::abi::validate_device(d, err));
+
+  setenv("UROCE_DEV", "net_null0", 1);
+  setenv("UROCE_IP", "10.0.0.1", 1);
+  setenv("UROCE_VLAN", "7", 1);
+  setenv("UROCE_PCP", "2", 1);
+  REQUIRE(uroce::abi::load_settings(s, err));
+  REQUIRE(s.devices.size() == 1);
+  CHECK(s.devices[0].vlan == 7);
+  CHECK(s.devices[0].pcp == 2);
+  setenv("UROCE_VLAN", "seven", 1);
+  CHECK_FALSE(uroce::abi::load_settings(s, err));
+  CHECK(err == "UROCE_VLAN 'seven' is not a VLAN id (0..4094)");
+  setenv("UROCE_VLAN", "7", 1);
+  setenv("UROCE_PCP", "9", 1);
+  CHECK_FALSE(uroce::abi::load_settings(s, err));
+  CHECK(err == "UROCE_PCP '9' is not an 802.1p priority (0..7)");
+  clear_env();
+
+  DeviceSettings d;
+  d.name = "uroce0";
+  d.daemon = "/run/uroce/uroced.sock";
+  d.vlan = 5;
+  CHECK_FALSE(uroce::abi::validate_device(d, err));
+  CHECK(err == "device uroce0: a daemon socket (UROCE_DAEMON or daemon=) takes no dev, ip, mac, vlan or pcp");
 }
 
 TEST_CASE("the variables describe uroce0 and win over the file", "[abi-config]") {
@@ -122,7 +170,7 @@ TEST_CASE("a daemon socket instead of a port", "[abi-config]") {
   DeviceSettings both = s.devices[0];
   both.dev = "net_null0";
   CHECK_FALSE(uroce::abi::validate_device(both, err));
-  CHECK(err == "device uroce1: a daemon socket (UROCE_DAEMON or daemon=) takes no dev, ip or mac");
+  CHECK(err == "device uroce1: a daemon socket (UROCE_DAEMON or daemon=) takes no dev, ip, mac, vlan or pcp");
 
   // UROCE_DAEMON replaces the file's port for uroce0, like the other variables.
   const std::string path = "abi_config_daemon.ini";
@@ -140,7 +188,7 @@ TEST_CASE("a daemon socket instead of a port", "[abi-config]") {
   // A port of its own beside it is a contradiction, refused.
   setenv("UROCE_DEV", "net_null0", 1);
   CHECK_FALSE(uroce::abi::load_settings(s, err));
-  CHECK(err.find("takes no dev, ip or mac") != std::string::npos);
+  CHECK(err.find("takes no dev, ip, mac, vlan or pcp") != std::string::npos);
   std::remove(path.c_str());
   clear_env();
 }

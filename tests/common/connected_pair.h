@@ -45,6 +45,7 @@ struct QpOptions {
   std::optional<cc::CcConfig> cc;  // unset: the device's
   uint32_t sq_psn = 0;             // first PSN this end sends (the peer's rq_psn)
   uint32_t qkey = 0;               // UD
+  uint8_t sl = 0;                  // the address vector's (RC, UC) or handle's (UD) service level
   size_t bytes = 1 << 20;          // the registered buffer
   int cq_entries = 4096;           // one CQ for sends and receives of every QP
   uint32_t srq_wr = 0;             // > 0: the QPs receive from one SRQ this deep
@@ -155,6 +156,7 @@ inline ibv_qp_attr rtr_attr(const QpOptions& o, const Device& remote, uint32_t r
   a.min_rnr_timer = o.min_rnr_timer;
   a.ah_attr.is_global = 1;
   a.ah_attr.port_num = 1;
+  a.ah_attr.sl = o.sl;
   std::memcpy(a.ah_attr.grh.dgid.raw, remote.gids()[0].bytes.data(), 16);
   return a;
 }
@@ -200,8 +202,9 @@ inline void connect(QueuePair& qp, const QpOptions& o, const Device& remote, uin
   REQUIRE(qp.state() == IBV_QPS_RTS);
 }
 
-inline std::unique_ptr<AddressHandle> make_ah(ProtectionDomain& pd, const Device& remote) {
+inline std::unique_ptr<AddressHandle> make_ah(ProtectionDomain& pd, const Device& remote, uint8_t sl = 0) {
   ibv_ah_attr at{};
+  at.sl = sl;
   at.is_global = 1;
   at.port_num = 1;
   at.grh.sgid_index = 0;
@@ -222,8 +225,8 @@ inline void connect_sides(PairSide& a, const QpOptions& oa, PairSide& b, const Q
     connect(a.qp_at(i), oa, *b.dev, b.qp_at(i).qp_num(), ob.sq_psn);
     connect(b.qp_at(i), ob, *a.dev, a.qp_at(i).qp_num(), oa.sq_psn);
   }
-  if (oa.type == IBV_QPT_UD) a.ah = make_ah(*a.pd, *b.dev);
-  if (ob.type == IBV_QPT_UD) b.ah = make_ah(*b.pd, *a.dev);
+  if (oa.type == IBV_QPT_UD) a.ah = make_ah(*a.pd, *b.dev, oa.sl);
+  if (ob.type == IBV_QPT_UD) b.ah = make_ah(*b.pd, *a.dev, ob.sl);
 }
 
 // The fixture: end a on da with oa, end b on db with ob, connected. da and

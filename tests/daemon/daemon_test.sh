@@ -7,12 +7,13 @@ set -u
 case_=$1 uroced=$2 peer=$3 work=$4 perf=$5 run=$6 pingpong=$7 dump=$8
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (the DPDK EAL)"; exit 77; }
 if { [ "$case_" = shim ] || [ "$case_" = pingpong ] || [ "$case_" = rdmacm ] || [ "$case_" = rxirq ] ||
-     [ "$case_" = netns ]; } &&
+     [ "$case_" = netns ] || [ "$case_" = vlan ]; } &&
    [ -z "${DAEMON_TEST_NETNS:-}" ]; then
   # The programs' TCP exchange on a loopback of its own: no port clashes
   # with anything else on the machine.
   for t in unshare ip $([ "$case_" = shim ] && echo ibv_devinfo ibv_rc_pingpong ib_write_bw) \
-           $([ "$case_" = rdmacm ] && echo rping ucmatose rdma_server ib_write_bw); do
+           $([ "$case_" = rdmacm ] && echo rping ucmatose rdma_server ib_write_bw) \
+           $([ "$case_" = vlan ] && echo tcpdump nsenter python3); do
     command -v $t >/dev/null || { echo "SKIP: $t not installed"; exit 77; }
   done
   DAEMON_TEST_NETNS=1 exec unshare --net -- "$0" "$@"
@@ -387,6 +388,62 @@ PY
     echo "ok: clients of two daemons in two network namespaces, over a veth pair"
     stop_second
     stop ;;
+  vlan)
+    # 802.1Q across a veth pair: uroced here on urva (VLAN 100, PCP 3); in a
+    # second namespace a second uroced on urvb (the same VLAN) and Linux's
+    # own VLAN interface urvb.100. Linux resolves the daemon's address over
+    # urvb.100 (so it took the daemon's tagged ARP reply), the clients of
+    # the two daemons move and verify their data (af_packet hands the
+    # engines frames whose tag the kernel took out), and tcpdump on urva
+    # sees the RoCE frames tagged with VLAN 100 and PCP 3, none untagged.
+    unshare --net -- sleep 120 </dev/null >/dev/null 2>&1 &
+    held=$!
+    mine=$(readlink /proc/self/ns/net)
+    for _ in $(seq 200); do [ "$(readlink /proc/$held/ns/net 2>/dev/null)" != "$mine" ] && break; sleep 0.01; done
+    [ "$(readlink /proc/$held/ns/net)" != "$mine" ] || fail "the second namespace was not created"
+    inb() { nsenter --net=/proc/$held/ns/net -- "$@"; }
+    ip link add urva type veth peer name urvb netns "$held" || fail "ip link add urva/urvb"
+    ip link set urva up && inb ip link set urvb up && inb ip link set lo up || fail "links up"
+    # Linux's VLAN interface needs the kernel's 8021q; without it the rest
+    # still runs (the interop-vm_vlan test has rxe on a VLAN interface).
+    linux_vlan=0
+    if inb ip link add link urvb name urvb.100 type vlan id 100 2>/dev/null; then
+      inb ip addr add 10.0.100.2/24 dev urvb.100 && inb ip link set urvb.100 up || fail "urvb.100 up"
+      linux_vlan=1
+    fi
+    tcpdump -i urva -U -w "$work/vlan.pcap" >"$work/tcpdump.log" 2>&1 &
+    capture=$!
+    for _ in $(seq 100); do grep -q "listening on" "$work/tcpdump.log" && break; sleep 0.05; done
+    start --dev net_af_packet0,iface=urva --ip 10.0.100.1 --vlan 100 --pcp 3 --socket "$sock" --eal "--no-huge -m 512"
+    # A datagram to the daemon's address makes Linux ask for its MAC first.
+    mac=$(ip -br link show urva | awk '{print $3}')
+    for _ in $(seq 20); do
+      [ $linux_vlan = 1 ] || break
+      inb python3 -c "import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('10.0.100.1', 9))"
+      inb ip neigh show 10.0.100.1 dev urvb.100 | grep -q "lladdr $mac" && break
+      sleep 0.1
+    done
+    [ $linux_vlan = 0 ] || inb ip neigh show 10.0.100.1 dev urvb.100 | grep -q "lladdr $mac" ||
+      { inb ip neigh show; fail "Linux did not resolve 10.0.100.1 to $mac over its VLAN interface"; }
+    sock2=$work/uroced2.sock
+    nsenter --net=/proc/$held/ns/net -- "$uroced" --dev net_af_packet0,iface=urvb --ip 10.0.100.3 --vlan 100 --pcp 3 \
+      --socket "$sock2" --eal "--no-huge -m 512" >"$work/second.log" 2>&1 &
+    second=$!
+    for _ in $(seq 100); do [ -S "$sock2" ] && break; sleep 0.1; done
+    [ -S "$sock2" ] || { cat "$work/second.log"; fail "the second uroced did not listen"; }
+    timeout 60 "$peer" "$sock" remote "$sock2" || { rc=$?; cat "$work/second.log"; fail "daemon_peer remote on VLAN 100 exited $rc"; }
+    stop_second
+    stop
+    kill -INT "$capture"; wait "$capture"; capture=
+    tagged=$(tcpdump -r "$work/vlan.pcap" -nn -e 'vlan 100 and udp port 4791' 2>/dev/null | grep -c "vlan 100, p 3,")
+    all_tagged=$(tcpdump -r "$work/vlan.pcap" -nn 'vlan 100 and udp port 4791' 2>/dev/null | wc -l)
+    untagged=$(tcpdump -r "$work/vlan.pcap" -nn 'udp port 4791' 2>/dev/null | wc -l)
+    [ "$tagged" -gt 100 ] && [ "$tagged" = "$all_tagged" ] ||
+      fail "RoCE frames on urva: $tagged with VLAN 100 and PCP 3 of $all_tagged on VLAN 100"
+    [ "$untagged" = 0 ] || fail "$untagged untagged RoCE frames on urva"
+    echo "ok: clients of two daemons on VLAN 100 ($tagged RoCE frames, all tagged with PCP 3)"
+    if [ $linux_vlan = 1 ]; then echo "ok: Linux resolved the daemon's address on urvb.100"
+    else echo "note: this kernel has no 8021q: Linux's VLAN interface was not tried"; fi ;;
   remote)
     # Two daemons joined by a memif link, a client on each: the QPs meet
     # over the wire (ARP first), not in one engine.
@@ -612,8 +669,9 @@ PY
     bad '[daemon]\nhugepage_regions = always\n' "hugepage_regions = 'always' is neither auto nor off"
     bad '[port]\nrx_interrupt = on\n' "rx_interrupt = 'on' is neither auto nor off"
     bad '[daemon]\nidle_sleep_us = 60000\n' "idle_sleep_us = 60000 is above the maximum of 50000"
-    bad '[port]\nvlan = 100\n' "[port] vlan: not supported: uroce's engine sends untagged frames only"
-    bad '[port]\npcp = 3\n' "[port] pcp: not supported"
+    bad '[port]\nvlan = 4095\n' "[port] vlan = 4095 is not a VLAN id (0..4094)"
+    bad '[port]\npcp = 8\n' "[port] pcp = 8 is not an 802.1p priority (0..7)"
+    bad '[port]\nvlan = ten\n' "[port] vlan = 'ten' is not a number"
     bad '[port]\ncc = cubic\n' "cubic"
     bad '[port]\ncc = dcqcn\ncc_param = rpg_nonsense=1\n' "rpg_nonsense"
     bad "[port]\ncc_config = $work/none.conf\n" "$work/none.conf"
@@ -795,7 +853,7 @@ PY
     # terminal and prints one JSON line per command.
     command -v dpdk-telemetry.py >/dev/null || { echo "SKIP: dpdk-telemetry.py not installed (package dpdk-dev)"; exit 77; }
     prefix=uroced-test-$$
-    start --dev net_ring0 --ip 10.0.0.1 --mac 02:00:00:00:00:31 --mtu 4200 --socket "$sock" \
+    start --dev net_ring0 --ip 10.0.0.1 --mac 02:00:00:00:00:31 --mtu 4200 --vlan 7 --pcp 2 --socket "$sock" \
       --eal "--no-huge -m 512" --file-prefix "$prefix"
     # Not under timeout: $held is the client itself, killed at the end
     # (its second client dies with it).
@@ -814,6 +872,7 @@ import json, sys
 port, c, q, counters, cc, one, q2 = [next(iter(json.loads(l).values())) for l in open(sys.argv[1]) if l.startswith("{")]
 pids = {int(sys.argv[2]), int(sys.argv[3])}
 assert port["mac"] == "02:00:00:00:00:31" and port["mtu"] == 4200, port
+assert port["vlan"] == 7 and port["pcp"] == 2, port
 assert "10.0.0.1" in port["gids"] and port["link_state"] == "up", port
 assert set(c["pid"]) == pids and len(c["id"]) == 2, c
 assert all(n == 1 for k in ("pds", "cqs", "qps", "mrs") for n in c[k]), c

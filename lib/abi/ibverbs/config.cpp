@@ -43,6 +43,23 @@ bool parse_mtu(const std::string& text, uint16_t& mtu) {
   return true;
 }
 
+// A VLAN id (0..4094) or priority (0..7).
+bool parse_small(const std::string& text, int max, int& out) {
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || v < 0 || v > max) return false;
+  out = int(v);
+  return true;
+}
+
+bool set_vlan(const std::string& what, const std::string& value, int& vlan, std::string& error) {
+  return parse_small(value, 4094, vlan) || (error = what + " '" + value + "' is not a VLAN id (0..4094)", false);
+}
+
+bool set_pcp(const std::string& what, const std::string& value, int& pcp, std::string& error) {
+  return parse_small(value, 7, pcp) || (error = what + " '" + value + "' is not an 802.1p priority (0..7)", false);
+}
+
 bool set_device_key(DeviceSettings& d, const std::string& key, const std::string& value, std::string& error) {
   if (key == "dev") d.dev = value;
   else if (key == "ip") d.ip = value;
@@ -50,8 +67,12 @@ bool set_device_key(DeviceSettings& d, const std::string& key, const std::string
   else if (key == "daemon") d.daemon = value;
   else if (key == "mtu") {
     if (!parse_mtu(value, d.mtu)) return error = "mtu '" + value + "' is not in 68..9600", false;
+  } else if (key == "vlan") {
+    return set_vlan("vlan", value, d.vlan, error);
+  } else if (key == "pcp") {
+    return set_pcp("pcp", value, d.pcp, error);
   } else {
-    return error = "unknown key '" + key + "' (dev, ip, mac, mtu, daemon)", false;
+    return error = "unknown key '" + key + "' (dev, ip, mac, mtu, vlan, pcp, daemon)", false;
   }
   return true;
 }
@@ -125,8 +146,8 @@ bool validate_device(const DeviceSettings& d, std::string& error) {
   if (!d.daemon.empty()) {
     // The daemon's port, address and MAC: settings of a port of its own
     // would be silently ignored.
-    if (!d.dev.empty() || !d.ip.empty() || !d.mac.empty())
-      return error = who + "a daemon socket (UROCE_DAEMON or daemon=) takes no dev, ip or mac", false;
+    if (!d.dev.empty() || !d.ip.empty() || !d.mac.empty() || d.vlan >= 0 || d.pcp >= 0)
+      return error = who + "a daemon socket (UROCE_DAEMON or daemon=) takes no dev, ip, mac, vlan or pcp", false;
     return true;
   }
   if (d.dev.empty()) return error = who + "no port (UROCE_DEV or dev=)", false;
@@ -155,7 +176,7 @@ bool load_settings(Settings& out, std::string& error) {
   const std::string eal = env("UROCE_EAL");
   if (!eal.empty()) out.eal_args = split_args(eal);
   const std::string dev = env("UROCE_DEV"), ip = env("UROCE_IP"), mac = env("UROCE_MAC"), mtu = env("UROCE_MTU");
-  const std::string daemon = env("UROCE_DAEMON");
+  const std::string daemon = env("UROCE_DAEMON"), vlan = env("UROCE_VLAN"), pcp = env("UROCE_PCP");
   if (!daemon.empty()) {
     // Wins over the file's port for uroce0, as the other variables do.
     DeviceSettings& d = device_named(out, "uroce0");
@@ -163,12 +184,14 @@ bool load_settings(Settings& out, std::string& error) {
     d.name = "uroce0";
     d.daemon = daemon;
   }
-  if (!dev.empty() || !ip.empty() || !mac.empty() || !mtu.empty()) {
+  if (!dev.empty() || !ip.empty() || !mac.empty() || !mtu.empty() || !vlan.empty() || !pcp.empty()) {
     DeviceSettings& d = device_named(out, "uroce0");
     if (!dev.empty()) d.dev = dev;
     if (!ip.empty()) d.ip = ip;
     if (!mac.empty()) d.mac = mac;
     if (!mtu.empty() && !parse_mtu(mtu, d.mtu)) return error = "UROCE_MTU '" + mtu + "' is not in 68..9600", false;
+    if (!vlan.empty() && !set_vlan("UROCE_VLAN", vlan, d.vlan, error)) return false;
+    if (!pcp.empty() && !set_pcp("UROCE_PCP", pcp, d.pcp, error)) return false;
   }
   for (const DeviceSettings& d : out.devices)
     if (!validate_device(d, error)) return false;

@@ -6,12 +6,16 @@
 //                 after commas are GIDs 2, 3, ...
 //   UROCE_MAC     overrides the port's MAC (optional)
 //   UROCE_MTU     Ethernet MTU asked of the port (optional, default 1500)
+//   UROCE_VLAN    802.1Q VLAN id of uroce0's frames, 0..4094 (optional:
+//                 untagged)
+//   UROCE_PCP     their priority, 0..7 (optional; alone: VLAN id 0)
 //   UROCE_EAL     extra EAL arguments, split on spaces (optional)
 //   UROCE_DAEMON  uroce0 is a client of uroced at this socket instead of
 //                 a port of its own (no EAL; port, address, MAC and MTU
 //                 are the daemon's)
 //   UROCE_CONFIG  an INI file: [eal] args=..., and one [device NAME]
-//                 section per device with dev=, ip=, mac=, mtu=, or
+//                 section per device with dev=, ip=, mac=, mtu=, vlan=,
+//                 pcp=, or
 //                 daemon= alone
 // The variables describe uroce0 and win over the file's [device uroce0].
 #pragma once
@@ -28,8 +32,13 @@ struct DeviceSettings {
   std::string ip;
   std::string mac;
   uint16_t mtu = 1500;
+  int vlan = -1, pcp = -1;  // -1: not given (DeviceConfig::vlan_id)
   std::string daemon;  // uroced's socket: no port of its own
 };
+
+// DeviceConfig::vlan_id and vlan_pcp: a PCP alone tags with VLAN id 0.
+inline int vlan_id_of(const DeviceSettings& d) { return d.vlan >= 0 ? d.vlan : d.pcp >= 0 ? 0 : -1; }
+inline uint8_t vlan_pcp_of(const DeviceSettings& d) { return uint8_t(d.pcp < 0 ? 0 : d.pcp); }
 
 struct Settings {
   std::vector<std::string> eal_args;
@@ -44,8 +53,8 @@ bool load_settings(Settings& out, std::string& error);
 bool parse_ini(const std::string& text, const std::string& origin, Settings& out, std::string& error);
 
 // Checks one device's values without opening anything: dev non-empty and
-// free of spaces, ip an address, mac a MAC, mtu in 68..9600; or daemon
-// alone.
+// free of spaces, ip an address, mac a MAC, mtu in 68..9600, vlan and pcp
+// in range; or daemon alone.
 bool validate_device(const DeviceSettings& d, std::string& error);
 
 // Checks "ADDR[,ADDR...]": each an IPv4 or IPv6 address, none twice, at

@@ -25,6 +25,14 @@ struct DeviceConfig {
   Clock* clock = nullptr;      // not owned
   // GID table: RoCEv2 GIDs are IPv6 addresses or ::ffff:a.b.c.d.
   std::vector<wire::IpAddr> gids;
+  // 802.1Q: with a VLAN id (0..4094; 0 tags with a priority only) every
+  // frame the device sends carries a tag of that id and of priority
+  // vlan_pcp (0..7; a connected QP's or address handle's non-zero service
+  // level takes its place, as on a NIC), and only frames of that VLAN are
+  // the device's. -1: untagged frames, and only untagged or priority-tagged
+  // ones are the device's.
+  int vlan_id = -1;
+  uint8_t vlan_pcp = 0;
   uint32_t mbufs = 8191;  // TX pool size
   // Key randomness; 0 takes a seed from std::random_device. Tests fix it.
   uint64_t seed = 0;
