@@ -43,9 +43,10 @@ SBIN_TOOLS = ["tc"]
 # control channel (an emulated 8250 lost interrupts under load). sch_htb,
 # sch_red: the DCQCN bottleneck's router VM (tests/netns/dcqcn/vm_router.py).
 # rdma_ucm: the kernel's rdma_cm (with ib_cm) and its /dev/infiniband/rdma_cm,
-# for the rdmacm-utils programs and perftest -R.
+# for the rdmacm-utils programs and perftest -R. 8021q: rxe on a VLAN
+# interface (guest/uix-vlan).
 MODULES = ["virtio_pci", "virtio_net", "virtio_console", "crc32_generic", "ib_core", "ib_uverbs", "rdma_rxe",
-           "rdma_ucm",
+           "rdma_ucm", "8021q",
            "sch_prio", "sch_netem", "cls_u32", "sch_ingress", "act_mirred", "ifb", "sch_htb", "sch_red"]
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
 

@@ -26,6 +26,24 @@ UROCE_IP = "10.91.0.10"
 LINK_MTU = 9000
 
 
+@dataclass(frozen=True)
+class Vlan:
+    """An 802.1Q scenario's addresses: the VM's VLAN interface (eth0.100,
+    rxe100 on it; guest/uix-vlan) and uroce's, tagged with PCP 3."""
+    vid: int = 100
+    pcp: int = 3
+    vm_ip: str = "10.91.100.2"
+    uroce_ip: str = "10.91.100.10"
+
+
+VLAN = Vlan()
+
+
+def roce_ips(sc):
+    """(uroce's, the VM's) RoCE addresses in scenario sc."""
+    return (VLAN.uroce_ip, VLAN.vm_ip) if getattr(sc, "vlan", False) else (UROCE_IP, VM_IP)
+
+
 @dataclass
 class Net:
     ns: str
@@ -82,7 +100,8 @@ def vdev(net):
 
 class Capture:
     """tcpdump on the bridge: it sees every frame between the VM and uroce
-    (libpcap makes the bridge promiscuous). RoCE and the exchange's TCP.
+    (libpcap makes the bridge promiscuous). RoCE, tagged or not, and the
+    exchange's TCP.
     Immediate mode: TPACKET_V3 blocks still held at SIGINT would be lost; a
     64 MB buffer: with the default 2 MB, bursts were dropped on a busy host."""
 
@@ -91,8 +110,10 @@ class Capture:
         if os.path.exists(path):
             os.unlink(path)
         log = path + ".log"
+        # `vlan` last: in a filter it shifts what follows to the tagged
+        # frame's offsets.
         self.proc = Proc(h, "tcpdump", ["tcpdump", "-i", net.bridge, "-s", "0", "-U", "--immediate-mode", "-B", "65536", "-Z", "root", "-n", "-w", path,
-                                        f"udp port 4791 or tcp port {tcp_port}"], log, ns=net.ns)
+                                        f"udp port 4791 or tcp port {tcp_port} or (vlan and udp port 4791)"], log, ns=net.ns)
         end = time.monotonic() + 10
         while "listening on" not in self.proc.output():
             if not self.proc.running() or time.monotonic() > end:

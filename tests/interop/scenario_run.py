@@ -112,6 +112,10 @@ def cm_args(template, port):
     return template.format(port=port, vm_ip=net.VM_IP, uroce_ip=net.UROCE_IP, br_ip=net.BR_IP)
 
 
+def vlan_args(sc):
+    return ["--vlan", str(net.VLAN.vid), "--pcp", str(net.VLAN.pcp)] if sc.vlan else []
+
+
 def host_argv(sc, bins, n, port):
     app = bins[sc.uroce[0]]
     if templated(sc) and sc.uroce[0] == "uroce-perf":
@@ -123,9 +127,9 @@ def host_argv(sc, bins, n, port):
     if is_shim(sc):
         # The port's MTU is the link's: uroce-run's default (1500) would be
         # a smaller port than the bridge carries; -m picks the path MTU.
-        return [app, "--dev", net.vdev(n), "--ip", net.UROCE_IP, "--mtu", str(net.LINK_MTU), "--"] + \
-            sc.uroce[1:] + ["-p", str(port)]
-    return [app] + sc.uroce[1:] + ["-p", str(port), "--dev", net.vdev(n), "--ip", net.UROCE_IP]
+        return [app, "--dev", net.vdev(n), "--ip", net.roce_ips(sc)[0], "--mtu", str(net.LINK_MTU)] + vlan_args(sc) + \
+            ["--"] + sc.uroce[1:] + ["-p", str(port)]
+    return [app] + sc.uroce[1:] + ["-p", str(port), "--dev", net.vdev(n), "--ip", net.roce_ips(sc)[0]] + vlan_args(sc)
 
 
 def perf_test(sc):
@@ -275,7 +279,12 @@ def _run(h, vm, n, sc, d, res, cap, argv, tool, port, before, t0, t_run, dump):
     res.notes.append(f"uroce-dump: {summary['valid']} valid RoCE packets on the bridge")
     if sc.oracle:
         res.pcap, res.pmtu = cap.path, sc.pmtu
-    wire = wire_check.check(cap.path, [net.UROCE_IP, net.VM_IP])
+    uroce_ip, vm_ip = net.roce_ips(sc)
+    wire = wire_check.check(cap.path, [uroce_ip, vm_ip])
+    if sc.vlan:
+        res.notes.append(_check_vlan(sc, wire, uroce_ip, vm_ip))
+    elif wire["tags"]:
+        raise Failure(f"{sc.name}: tagged RoCE frames in an untagged run: {wire['tags']}")
     if sc.uc and sc.kind == "perf" and sc.uroce[1].endswith("_bw"):
         # One way: the client (perftest's requester) sends, and on UC
         # nothing comes back, not even an ACK.
@@ -310,6 +319,25 @@ def _run(h, vm, n, sc, d, res, cap, argv, tool, port, before, t0, t_run, dump):
     res.seconds = time.monotonic() - t0
     res.notes.append(f"time: set-up {t_run - t0:.1f} s, run {t_ran - t_run:.1f} s, checks {time.monotonic() - t_ran:.1f} s")
     return res
+
+
+def _check_vlan(sc, wire, uroce_ip, vm_ip):
+    """Every RoCE frame on the bridge tagged with the VLAN: uroce's with its
+    PCP, rxe's as Linux's VLAN interface sends them (priority 0 unless an
+    egress map says otherwise)."""
+    want = net.VLAN
+    for ip in (uroce_ip, vm_ip):
+        tags = wire["tags"].get(ip, set())
+        if not tags or any(vid != want.vid for vid, _ in tags):
+            raise Failure(f"{sc.name}: {ip}'s RoCE frames carry VLAN tags {sorted(tags)}, not VLAN {want.vid} only "
+                          f"(untagged: {wire['untagged'].get(ip, 0)})")
+        if wire["untagged"].get(ip, 0):
+            raise Failure(f"{sc.name}: {wire['untagged'][ip]} of {ip}'s RoCE frames are untagged")
+    if wire["tags"][uroce_ip] != {(want.vid, want.pcp)}:
+        raise Failure(f"{sc.name}: uroce's frames carry {sorted(wire['tags'][uroce_ip])}, not VLAN {want.vid} "
+                      f"PCP {want.pcp}")
+    return (f"vlan: every RoCE frame tagged with VLAN {want.vid}; PCP {want.pcp} from uroce, "
+            f"{sorted(p for _, p in wire['tags'][vm_ip])} from rxe")
 
 
 def _check_output(sc, uroce_out, tool_out, up, tool_rc, tool):

@@ -17,6 +17,8 @@ libibverbs.
 import os
 from dataclasses import dataclass, field
 
+import net
+
 PP_ITERS = 10     # ibv_rc_pingpong round trips
 BW_ITERS = 8      # perftest -n for the bandwidth tests
 LAT_ITERS = 8     # and for the latency tests
@@ -24,6 +26,8 @@ LOSS_ITERS = 40   # enough messages that netem's loss hits both directions
 VERBS_LOSS_ITERS = 20  # the same, with half the oracle's work (go-back-N under reordering resends a lot)
 BW_QPS = 2        # perftest -q for the bandwidth tests (the latency tests take no -q)
 NETEM = "delay 1ms reorder 10% loss 4%"
+# uix-vlan's arguments: the VLAN id and the VM's address on it.
+VLAN_TOOL = f"{net.VLAN.vid} {net.VLAN.vm_ip}/24"
 
 
 @dataclass
@@ -57,6 +61,11 @@ class Scenario:
     # Whether the oracle judges the capture too (uroce-dump judges every
     # one): not for time-bound runs of tens of thousands of packets.
     oracle: bool = True
+    # An 802.1Q run: rxe on the VM's VLAN interface (guest/uix-vlan, the
+    # tool's GID index given as @GID), uroce with --vlan and --pcp and its
+    # own address on that VLAN (net.VLAN); every RoCE frame on the bridge
+    # must carry the tag.
+    vlan: bool = False
 
 
 def _both(name, kind, tool, uroce, pmtu, **kw):
@@ -77,6 +86,14 @@ def rc_pingpong():
                 if s.vm == "server":
                     s.uroce = s.uroce + ["-c"]
                 out.append(s)
+    # On VLAN 100: rxe on Linux's VLAN interface, uroce tagging its frames.
+    common = ["-s", "4096", "-m", "1024", "-n", str(PP_ITERS)]
+    tool = f"uix-vlan {VLAN_TOOL} ibv_rc_pingpong -d rxe{net.VLAN.vid} -g @GID " + " ".join(common)
+    for s in _both("rc_pingpong-vlan-m1024-s4096", "pingpong", tool, ["uroce-pingpong"] + common, 1024,
+                   iters=PP_ITERS, vlan=True):
+        if s.vm == "server":
+            s.uroce = s.uroce + ["-c"]
+        out.append(s)
     return out
 
 
@@ -197,6 +214,11 @@ def verbs_pingpong():
         tool = f"{binary} -d rxe0 -g $GID_IDX " + " ".join(common)
         out += _both(tag, kind, tool, ["uroce-run", binary, "-d", "uroce0", "-g", "1"] + common, mtu,
                      iters=PP_ITERS, uc=short == "uc")
+    # The drop-in on VLAN 100 (uroce-run --vlan --pcp).
+    common = ["-s", "4096", "-n", str(PP_ITERS)]
+    tool = f"uix-vlan {VLAN_TOOL} ibv_rc_pingpong -d rxe{net.VLAN.vid} -g @GID " + " ".join(common)
+    out += _both("verbs-rc_pingpong-vlan-s4096", "pingpong", tool,
+                 ["uroce-run", "ibv_rc_pingpong", "-d", "uroce0", "-g", "1"] + common, 1024, iters=PP_ITERS, vlan=True)
     return out
 
 

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """What the bridge capture says beyond uroce-dump's per-packet verdicts.
 
-* who sent RoCE: both ends must have (by source IP);
+* who sent RoCE: both ends must have (by source IP), and with which
+  802.1Q tags;
 * which BTH opcodes each sender used;
 * how often each sender's requests went back in PSN (go-back-N restarts):
   the requester's retransmissions, seen on the wire, for a uroce side
@@ -48,12 +49,18 @@ def _psn_rewinds(pkts):
     return rewinds
 
 
-def roce_packets(pcap):
-    """(src ip, dst qpn, psn, opcode, payload) per RoCEv2 frame."""
+def roce_packets(pcap, tags=None):
+    """(src ip, dst qpn, psn, opcode, payload) per RoCEv2 frame; each
+    frame's 802.1Q (VLAN id, PCP), or None, goes to `tags` in step."""
     _, records = read_pcap(pcap)
     out = []
     for r in records:
         f = r[16:]
+        tag = None
+        if f[12:14] == b"\x81\x00" and len(f) >= 18:
+            tci = struct.unpack_from("!H", f, 14)[0]
+            tag = (tci & 0xFFF, tci >> 13)
+            f = f[:12] + f[16:]
         if len(f) < 14 + 20 + 8 + 12 or f[12:14] != b"\x08\x00" or f[23] != 17:
             continue
         ihl = (f[14] & 0x0F) * 4
@@ -67,12 +74,21 @@ def roce_packets(pcap):
         qpn = int.from_bytes(f[bth + 5:bth + 8], "big")
         psn = int.from_bytes(f[bth + 9:bth + 12], "big")
         out.append((socket.inet_ntoa(f[26:30]), qpn, psn, op, bytes(f[bth + 12:end - 4])))
+        if tags is not None:
+            tags.append(tag)
     return out
 
 
 def check(pcap, ips):
     """Returns a report dict; raises nothing (the caller judges)."""
-    pkts = roce_packets(pcap)
+    frame_tags = []
+    pkts = roce_packets(pcap, frame_tags)
+    tags, untagged = defaultdict(set), defaultdict(int)
+    for (src, *_), tag in zip(pkts, frame_tags):
+        if tag is None:
+            untagged[src] += 1
+        else:
+            tags[src].add(tag)
     by_sender = defaultdict(int)
     copies = defaultdict(set)
     count = defaultdict(int)
@@ -105,4 +121,8 @@ def check(pcap, ips):
         "resent_seen": {ip: resent.get(ip, 0) for ip in ips},
         "differing": [f"{s} QP 0x{q:06x} PSN {p} opcode 0x{o:02x}" for s, q, p, o in differing[:5]],
         "not_uc": not_uc[:5],
+        # 802.1Q: the (VLAN id, PCP) pairs each sender's frames carried, and
+        # how many of its frames had no tag.
+        "tags": dict(tags),
+        "untagged": dict(untagged),
     }

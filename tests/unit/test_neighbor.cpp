@@ -106,3 +106,24 @@ TEST_CASE("Malformed neighbor frames are refused", "[neighbor]") {
   arp_op[14 + 7] = 9;
   CHECK_FALSE(parse_neighbor(arp_op.data(), arp_op.size(), m));
 }
+
+TEST_CASE("Linux's frames with an 802.1Q tag put in parse as the untagged ones", "[neighbor]") {
+  // A tag after the MACs, as a VLAN interface sends them (VLAN 100, PCP 3):
+  // the same message, and an ND solicitation without a source option is
+  // still answered at the frame's source MAC.
+  for (const auto& f : linux_frames()) {
+    std::vector<uint8_t> tagged(f.begin(), f.begin() + 12);
+    tagged.insert(tagged.end(), {0x81, 0x00, 0x60, 0x64});
+    tagged.insert(tagged.end(), f.begin() + 12, f.end());
+    NeighborMsg plain, got;
+    REQUIRE(parse_neighbor(f.data(), f.size(), plain));
+    REQUIRE(parse_neighbor(tagged.data(), tagged.size(), got));
+    CHECK(got.kind == plain.kind);
+    CHECK(got.sender_ip == plain.sender_ip);
+    CHECK(got.sender_mac == plain.sender_mac);
+    CHECK(got.target == plain.target);
+    CHECK(got.reply_mac == plain.reply_mac);
+    CHECK(got.reply_ip == plain.reply_ip);
+    for (size_t len = 0; len < tagged.size(); ++len) CHECK_FALSE(parse_neighbor(tagged.data(), len, got));
+  }
+}

@@ -39,8 +39,8 @@ struct UROCE_API TransportCounters {
 struct DeviceCounters {
   TransportCounters transport;
   uint64_t rx_frames = 0;
-  uint64_t rx_other_host = 0;     // to a MAC address that is not ours, broadcast or a group we joined;
-                                  // or RoCE to broadcast or any group
+  uint64_t rx_other_host = 0;     // to a MAC address that is not ours, broadcast or a group we joined,
+                                  // or on another VLAN; or RoCE to broadcast or any group
   uint64_t rx_not_roce = 0;       // neither RoCE nor ARP/ND
   uint64_t rx_neighbor = 0;       // ARP/ND frames handled
   uint64_t tx_neighbor = 0;       // ARP/ND requests and replies sent
