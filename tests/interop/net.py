@@ -29,7 +29,7 @@ LINK_MTU = 9000
 @dataclass(frozen=True)
 class Vlan:
     """An 802.1Q scenario's addresses: the VM's VLAN interface (eth0.100,
-    rxe100 on it; guest/uix-vlan) and uroce's, tagged with PCP 3."""
+    whose GID rxe0 has; guest/uix-vlan) and uroce's, tagged with PCP 3."""
     vid: int = 100
     pcp: int = 3
     vm_ip: str = "10.91.100.2"

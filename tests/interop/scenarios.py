@@ -61,8 +61,8 @@ class Scenario:
     # Whether the oracle judges the capture too (uroce-dump judges every
     # one): not for time-bound runs of tens of thousands of packets.
     oracle: bool = True
-    # An 802.1Q run: rxe on the VM's VLAN interface (guest/uix-vlan, the
-    # tool's GID index given as @GID), uroce with --vlan and --pcp and its
+    # An 802.1Q run: rxe0's GID of the VM's VLAN interface (guest/uix-vlan,
+    # the tool's GID index given as @GID), uroce with --vlan and --pcp and its
     # own address on that VLAN (net.VLAN); every RoCE frame on the bridge
     # must carry the tag.
     vlan: bool = False
@@ -86,9 +86,10 @@ def rc_pingpong():
                 if s.vm == "server":
                     s.uroce = s.uroce + ["-c"]
                 out.append(s)
-    # On VLAN 100: rxe on Linux's VLAN interface, uroce tagging its frames.
+    # On VLAN 100: rxe0's GID of Linux's VLAN interface eth0.100, uroce
+    # tagging its frames.
     common = ["-s", "4096", "-m", "1024", "-n", str(PP_ITERS)]
-    tool = f"uix-vlan {VLAN_TOOL} ibv_rc_pingpong -d rxe{net.VLAN.vid} -g @GID " + " ".join(common)
+    tool = f"uix-vlan {VLAN_TOOL} ibv_rc_pingpong -d rxe0 -g @GID " + " ".join(common)
     for s in _both("rc_pingpong-vlan-m1024-s4096", "pingpong", tool, ["uroce-pingpong"] + common, 1024,
                    iters=PP_ITERS, vlan=True):
         if s.vm == "server":
@@ -216,7 +217,7 @@ def verbs_pingpong():
                      iters=PP_ITERS, uc=short == "uc")
     # The drop-in on VLAN 100 (uroce-run --vlan --pcp).
     common = ["-s", "4096", "-n", str(PP_ITERS)]
-    tool = f"uix-vlan {VLAN_TOOL} ibv_rc_pingpong -d rxe{net.VLAN.vid} -g @GID " + " ".join(common)
+    tool = f"uix-vlan {VLAN_TOOL} ibv_rc_pingpong -d rxe0 -g @GID " + " ".join(common)
     out += _both("verbs-rc_pingpong-vlan-s4096", "pingpong", tool,
                  ["uroce-run", "ibv_rc_pingpong", "-d", "uroce0", "-g", "1"] + common, 1024, iters=PP_ITERS, vlan=True)
     return out
