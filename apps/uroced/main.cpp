@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <rte_lcore.h>
 #include <rte_pdump.h>
 
 #include <csignal>
@@ -289,6 +290,16 @@ int main(int argc, char** argv) {
   if (ports.size() > 1 && settings.engine_cpu >= 0)
     UROCED_LOG(WARNING, "engine_cpu = %d pins all %zu ports' engines to that one CPU", settings.engine_cpu,
                ports.size());
+  // lcores named in eal without a worker per port: the engines past the
+  // workers run on threads registered with DPDK, which dpdk-dumpcap cannot
+  // serve.
+  unsigned workers = 0;
+  unsigned lcore;
+  RTE_LCORE_FOREACH_WORKER(lcore) ++workers;  // EAL's own, not the threads registered with it
+  if (workers < ports.size())
+    UROCED_LOG(WARNING, "eal gives %u worker lcore(s) for %zu port(s): the engine of each port past them runs on a "
+               "thread of its own, not an EAL lcore (no dpdk-dumpcap for that port)",
+               workers, ports.size());
   const bool capture_service = start_capture_service();
   prepare_process();
   if (!serve(endpoints, ports, settings)) give_up();

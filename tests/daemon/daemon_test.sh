@@ -339,6 +339,14 @@ PY
     fi
     stop_second
     stop
+    # eal naming one lcore (no worker) for two ports: both engines run on
+    # threads of their own, and the log says what that costs.
+    printf "[daemon]\nsocket = $sock\neal = -l 0 --no-huge -m 512\n[port]\ndev = net_ring0\nip = 10.0.0.1\n[port]\ndev = net_ring1\nip = 10.0.0.5\nsocket = $sock_b\n" >"$work/few.conf"
+    start --config "$work/few.conf"
+    grep -q "eal gives 0 worker lcore(s) for 2 port(s)" "$log" || { cat "$log"; fail "no warning for too few worker lcores"; }
+    [ "$(cat /proc/$DPID/task/*/comm | grep -cx uroce-engine)" = 2 ] || fail "not two engine threads without workers"
+    timeout 60 "$peer" "$sock" pair || fail "daemon_peer pair on uroce0 without worker lcores exited $?"
+    stop
     # A port after the first without a socket of its own, two ports on one
     # socket, a socket on the first port: refused.
     badports() {
