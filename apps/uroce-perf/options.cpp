@@ -519,6 +519,10 @@ int check_addresses(const Options& o) {
   if (!o.mac.empty() && !wire::MacAddr::parse(o.mac, mac)) return usage("--mac " + o.mac + ": not a MAC address (XX:XX:XX:XX:XX:XX)");
   if (o.rdma_cm && !o.daemon.empty())
     return usage("-R: --daemon runs both ends in this process, with no connection manager between them");
+  if ((o.loopback || !o.daemon.empty()) && (o.vlan >= 0 || o.pcp >= 0))
+    return usage("--vlan and --pcp tag a port's frames: they go with --dev (uroced's port has its own)");
+  if (o.verb == Verb::raw && (o.vlan >= 0 || o.pcp >= 0))
+    return usage("--vlan and --pcp tag RoCE frames: raw_bw and raw_lat send plain frames, untagged");
   if (!o.daemon.empty()) {
     if (o.loopback || !o.dev.empty() || !o.server.empty())
       return usage("--daemon runs both ends here as clients of uroced; it takes no --loopback, --dev or SERVER");
@@ -541,8 +545,6 @@ int check_addresses(const Options& o) {
   }
   if (o.loopback && !o.dev.empty())
     return usage("--loopback runs both ends over an in-process link; it takes no --dev");
-  if ((o.loopback || !o.daemon.empty()) && (o.vlan >= 0 || o.pcp >= 0))
-    return usage("--vlan and --pcp tag a port's frames: they go with --dev (uroced's port has its own)");
   if (o.loopback && !o.server.empty()) return usage("--loopback runs both ends here; it takes no SERVER address");
   if (o.engine_lcores != 1 && !o.loopback) return usage("--engine-lcores is for --loopback, which has two devices");
   if (o.engine_lcores != 1 && o.use_event) return usage("--engine-lcores: -e runs both engines on threads already");

@@ -36,11 +36,12 @@ class Overrides {
  public:
   explicit Overrides(CLI::App& app) : app_(app) {}
   template <typename T>
-  void add(const char* name, T uroced::Settings::*field, const char* help) {
+  CLI::Option* add(const char* name, T uroced::Settings::*field, const char* help) {
     CLI::Option* o = app_.add_option(name, cli_.*field, help);
     apply_.push_back([this, o, field](uroced::Settings& s) {
       if (*o) s.*field = cli_.*field;
     });
+    return o;
   }
   void apply(uroced::Settings& s) const {
     for (const auto& f : apply_) f(s);
@@ -58,8 +59,9 @@ void add_options(Overrides& o) {
   o.add("--ip", &S::ip, "the port's RoCE address (IPv4 or IPv6)");
   o.add("--mac", &S::mac, "override the port's MAC address");
   o.add("--mtu", &S::mtu, "Ethernet MTU asked of the port (default 1500)");
-  o.add("--vlan", &S::vlan, "802.1Q: the port's frames carry this VLAN id (0..4094; default untagged)");
-  o.add("--pcp", &S::pcp, "802.1Q: and this priority, 0..7 (alone: VLAN id 0, priority tagging)");
+  o.add("--vlan", &S::vlan, "802.1Q: the port's frames carry this VLAN id (0..4094; default untagged)")
+      ->check(CLI::Range(0, 4094));
+  o.add("--pcp", &S::pcp, "802.1Q: and this priority, 0..7 (alone: VLAN id 0, priority tagging)")->check(CLI::Range(0, 7));
   o.add("--pcap", &S::pcap, "write every frame the port sends and receives to this pcap file");
   o.add("--rx-interrupt", &S::rx_interrupt,
         "auto: the idle engine sleeps on the port's receive interrupt where it has one; off: it naps");

@@ -27,6 +27,15 @@ bool parse_number(const char* text, T& out, int base = 10) {
   return ec == std::errc() && p == v.data() + v.size() && !v.empty();
 }
 
+// vlan and pcp: a number of no sign (a large one is left for check_vlan
+// to name); -1 is the settings' own "not given".
+bool parse_tag_field(const char* text, int& out) {
+  uint32_t v = 0;
+  if (!parse_number(text, v)) return false;
+  out = int(std::min<uint32_t>(v, 1u << 16));
+  return true;
+}
+
 struct Reader {
   rte_cfgfile* cfg;
   std::string& error;
@@ -34,6 +43,12 @@ struct Reader {
   // Copies a string entry if present.
   void text(const char* section, const char* key, std::string& out) const {
     if (const char* v = rte_cfgfile_get_entry(cfg, section, key)) out = v;
+  }
+  bool tag_field(const char* section, const char* key, int& out) const {
+    const char* v = rte_cfgfile_get_entry(cfg, section, key);
+    if (v == nullptr || parse_tag_field(v, out)) return true;
+    error = std::string("[") + section + "] " + key + " = '" + v + "' is not a number";
+    return false;
   }
   template <typename T>
   bool number(const char* section, const char* key, T& out) const {
@@ -149,10 +164,8 @@ bool read_more_port(rte_cfgfile* cfg, int index, size_t nth, PortSettings& p, st
     else if (key == "socket") p.socket = value;
     else if (key == "mtu" && !parse_number(value.c_str(), p.mtu))
       return error = where + "mtu = '" + value + "' is not a number", false;
-    else if (key == "vlan" && !parse_number(value.c_str(), p.vlan))
-      return error = where + "vlan = '" + value + "' is not a number", false;
-    else if (key == "pcp" && !parse_number(value.c_str(), p.pcp))
-      return error = where + "pcp = '" + value + "' is not a number", false;
+    else if ((key == "vlan" || key == "pcp") && !parse_tag_field(value.c_str(), key == "vlan" ? p.vlan : p.pcp))
+      return error = where + key + " = '" + value + "' is not a number", false;
   }
   return true;
 }
@@ -183,8 +196,8 @@ int vlan_id_of(const PortSettings& p) { return p.vlan >= 0 ? p.vlan : p.pcp >= 0
 
 namespace {
 
-// A VLAN id of 4095 is reserved (802.1Q); -1 is "not given", which only
-// the command line's absence and the file's lack of the key produce.
+// A VLAN id of 4095 is reserved (802.1Q); -1 is "not given" (the file
+// and the command line take no sign).
 bool check_vlan(const PortSettings& p, const std::string& where, std::string& error) {
   if (p.vlan < -1 || p.vlan > 4094)
     return error = where + "vlan = " + std::to_string(p.vlan) + " is not a VLAN id (0..4094)", false;
@@ -374,7 +387,7 @@ bool load_config(const std::string& file, Settings& s, std::string& error) {
     s.more_ports.push_back(std::move(p));
   }
   return r.number("daemon", "engine_cpu", s.engine_cpu) && r.number("daemon", "idle_sleep_us", s.idle_sleep_us) &&
-         r.number("port", "mtu", s.mtu) && r.number("port", "vlan", s.vlan) && r.number("port", "pcp", s.pcp) &&
+         r.number("port", "mtu", s.mtu) && r.tag_field("port", "vlan", s.vlan) && r.tag_field("port", "pcp", s.pcp) &&
          r.number("limits", "max_pd", s.limits.max_pd) && r.number("limits", "max_cq", s.limits.max_cq) &&
          r.number("limits", "max_qp", s.limits.max_qp) && r.number("limits", "max_mr", s.limits.max_mr) &&
          r.number("limits", "max_ah", s.limits.max_ah) && r.number("limits", "max_mw", s.limits.max_mw) &&

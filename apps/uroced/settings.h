@@ -60,7 +60,7 @@ struct Settings {
   uint16_t mtu = 1500;
   // 802.1Q: the port's VLAN id (0..4094) and priority (0..7); -1 not
   // given. A PCP without a VLAN id tags frames with VLAN id 0 (priority
-  // tagging); neither: untagged frames (vlan_of).
+  // tagging); neither: untagged frames (vlan_id_of).
   int vlan = -1, pcp = -1;
   std::string pcap;  // capture of the port's frames; empty: none
   // auto: an idle engine sleeps on the port's receive interrupt where the

@@ -57,7 +57,9 @@ case $case_ in
     for args in "-- true" "--dev x --ip 1.2.3 -- true" "--dev x -- true" "--ip 10.0.0.1 -- true" \
                 "--dev 'a b' --ip 10.0.0.1 -- true" "--dev x --ip 10.0.0.1 --mac 1:2 -- true" \
                 "--dev x --ip 10.0.0.1 --mtu 20 -- true" "--dev x --ip 10.0.0.1 --bogus -- true" \
-                "--dev x --ip 10.0.0.1 --" "--config /nonexistent -- true" "--dev"; do
+                "--dev x --ip 10.0.0.1 --" "--config /nonexistent -- true" "--dev" \
+                "--dev x --ip 10.0.0.1 --vlan 4095 -- true" "--dev x --ip 10.0.0.1 --vlan -1 -- true" \
+                "--dev x --ip 10.0.0.1 --pcp 8 -- true" "--daemon /nonexistent --vlan 5 -- true"; do
       out=$(env -u UROCE_DEV -u UROCE_IP -u UROCE_CONFIG sh -c "\"$run\" $args" 2>&1 </dev/null)
       rc=$?
       [ $rc = 2 ] || fail "uroce-run $args: exit $rc, expected 2 ($out)"
@@ -74,6 +76,9 @@ case $case_ in
     [ "$out" = reached ] || fail "--no-kernel-view: the program did not run ($out)"
     "$run" --dev x --ip 10.0.0.1 --no-port-check -- /nonexistent/program 2>/dev/null
     [ $? = 127 ] || fail "a program that cannot start: exit is not 127"
+    out=$("$run" --dev x --ip 10.0.0.1 --vlan 100 --pcp 3 --no-port-check -- sh -c 'echo "$UROCE_VLAN|$UROCE_PCP"') ||
+      fail "--vlan --pcp: exit $?"
+    [ "$out" = "100|3" ] || fail "--vlan 100 --pcp 3: the program got '$out'"
     # Several addresses: each one checked, and all reach the program.
     out=$("$run" --dev x --ip 10.0.0.1,fd00::1 --no-port-check -- sh -c 'echo "$UROCE_IP"') || fail "--ip A,B: exit $?"
     [ "$out" = "10.0.0.1,fd00::1" ] || fail "--ip A,B: the program got '$out'"

@@ -398,12 +398,13 @@ PY
     stop ;;
   vlan)
     # 802.1Q across a veth pair: uroced here on urva (VLAN 100, PCP 3); in a
-    # second namespace a second uroced on urvb (the same VLAN) and Linux's
+    # second namespace a second uroced on urvb (the same VLAN, PCP 5) and Linux's
     # own VLAN interface urvb.100. Linux resolves the daemon's address over
     # urvb.100 (so it took the daemon's tagged ARP reply), the clients of
     # the two daemons move and verify their data (af_packet hands the
     # engines frames whose tag the kernel took out), and tcpdump on urva
-    # sees the RoCE frames tagged with VLAN 100 and PCP 3, none untagged.
+    # sees the RoCE frames of each tagged with VLAN 100 and its PCP (3 and
+    # 5), none untagged.
     unshare --net -- sleep 120 </dev/null >/dev/null 2>&1 &
     held=$!
     mine=$(readlink /proc/self/ns/net)
@@ -413,7 +414,8 @@ PY
     ip link add urva type veth peer name urvb netns "$held" || fail "ip link add urva/urvb"
     ip link set urva up && inb ip link set urvb up && inb ip link set lo up || fail "links up"
     # Linux's VLAN interface needs the kernel's 8021q; without it the rest
-    # still runs (the interop-vm_vlan test has rxe on a VLAN interface).
+    # still runs (interop-rc_pingpong and interop-verbs_pingpong have rxe
+    # on a VLAN interface).
     linux_vlan=0
     if inb ip link add link urvb name urvb.100 type vlan id 100 2>/dev/null; then
       inb ip addr add 10.0.100.2/24 dev urvb.100 && inb ip link set urvb.100 up || fail "urvb.100 up"
@@ -422,7 +424,10 @@ PY
     tcpdump -i urva -U -w "$work/vlan.pcap" >"$work/tcpdump.log" 2>&1 &
     capture=$!
     for _ in $(seq 100); do grep -q "listening on" "$work/tcpdump.log" && break; sleep 0.05; done
-    start --dev net_af_packet0,iface=urva --ip 10.0.100.1 --vlan 100 --pcp 3 --socket "$sock" --eal "--no-huge -m 512"
+    # qdisc_bypass=0: frames af_packet sends then pass the interface's
+    # taps, and tcpdump on urva sees this daemon's frames too.
+    start --dev net_af_packet0,iface=urva,qdisc_bypass=0 --ip 10.0.100.1 --vlan 100 --pcp 3 --socket "$sock" \
+      --eal "--no-huge -m 512"
     # A datagram to the daemon's address makes Linux ask for its MAC first.
     mac=$(ip -br link show urva | awk '{print $3}')
     for _ in $(seq 20); do
@@ -434,7 +439,7 @@ PY
     [ $linux_vlan = 0 ] || inb ip neigh show 10.0.100.1 dev urvb.100 | grep -q "lladdr $mac" ||
       { inb ip neigh show; fail "Linux did not resolve 10.0.100.1 to $mac over its VLAN interface"; }
     sock2=$work/uroced2.sock
-    nsenter --net=/proc/$held/ns/net -- "$uroced" --dev net_af_packet0,iface=urvb --ip 10.0.100.3 --vlan 100 --pcp 3 \
+    nsenter --net=/proc/$held/ns/net -- "$uroced" --dev net_af_packet0,iface=urvb --ip 10.0.100.3 --vlan 100 --pcp 5 \
       --socket "$sock2" --eal "--no-huge -m 512" >"$work/second.log" 2>&1 &
     second=$!
     for _ in $(seq 100); do [ -S "$sock2" ] && break; sleep 0.1; done
@@ -443,13 +448,16 @@ PY
     stop_second
     stop
     kill -INT "$capture"; wait "$capture"; capture=
-    tagged=$(tcpdump -r "$work/vlan.pcap" -nn -e 'vlan 100 and udp port 4791' 2>/dev/null | grep -c "vlan 100, p 3,")
-    all_tagged=$(tcpdump -r "$work/vlan.pcap" -nn 'vlan 100 and udp port 4791' 2>/dev/null | wc -l)
+    # Each daemon's frames with its own PCP: 3 from 10.0.100.1, 5 from 10.0.100.3.
+    tcpdump -r "$work/vlan.pcap" -nn -e 'vlan 100 and udp port 4791' >"$work/vlan.txt" 2>/dev/null
+    all_tagged=$(wc -l <"$work/vlan.txt")
+    from_a=$(grep -c "vlan 100, p 3, ethertype IPv4 (0x0800), 10.0.100.1\.[0-9]* > 10.0.100.3.4791" "$work/vlan.txt")
+    from_b=$(grep -c "vlan 100, p 5, ethertype IPv4 (0x0800), 10.0.100.3\.[0-9]* > 10.0.100.1.4791" "$work/vlan.txt")
     untagged=$(tcpdump -r "$work/vlan.pcap" -nn 'udp port 4791' 2>/dev/null | wc -l)
-    [ "$tagged" -gt 100 ] && [ "$tagged" = "$all_tagged" ] ||
-      fail "RoCE frames on urva: $tagged with VLAN 100 and PCP 3 of $all_tagged on VLAN 100"
+    [ "$from_a" -gt 20 ] && [ "$from_b" -gt 20 ] && [ $((from_a + from_b)) = "$all_tagged" ] ||
+      { head -5 "$work/vlan.txt"; fail "RoCE frames on urva: $from_a from 10.0.100.1 with PCP 3, $from_b from 10.0.100.3 with PCP 5, of $all_tagged on VLAN 100"; }
     [ "$untagged" = 0 ] || fail "$untagged untagged RoCE frames on urva"
-    echo "ok: clients of two daemons on VLAN 100 ($tagged RoCE frames, all tagged with PCP 3)"
+    echo "ok: clients of two daemons on VLAN 100 ($from_a RoCE frames with PCP 3 one way, $from_b with PCP 5 the other, none untagged)"
     if [ $linux_vlan = 1 ]; then echo "ok: Linux resolved the daemon's address on urvb.100"
     else echo "note: this kernel has no 8021q: Linux's VLAN interface was not tried"; fi ;;
   remote)
@@ -680,6 +688,8 @@ PY
     bad '[port]\nvlan = 4095\n' "[port] vlan = 4095 is not a VLAN id (0..4094)"
     bad '[port]\npcp = 8\n' "[port] pcp = 8 is not an 802.1p priority (0..7)"
     bad '[port]\nvlan = ten\n' "[port] vlan = 'ten' is not a number"
+    bad '[port]\nvlan = -1\n' "[port] vlan = '-1' is not a number"
+    bad '[port]\npcp = 99999999\n' "[port] pcp = 65536 is not an 802.1p priority (0..7)"
     bad '[port]\ncc = cubic\n' "cubic"
     bad '[port]\ncc = dcqcn\ncc_param = rpg_nonsense=1\n' "rpg_nonsense"
     bad "[port]\ncc_config = $work/none.conf\n" "$work/none.conf"
@@ -688,6 +698,10 @@ PY
     printf '[limits]\nmax_qp = many\n' >"$work/bad.conf"
     "$uroced" --config "$work/bad.conf" --dev net_ring0 --ip 10.0.0.1 >"$work/out" 2>&1 && fail "a bad number was accepted"
     grep -q "max_qp = 'many' is not a number" "$work/out" || fail "no message for a bad number"
+    for v in "--vlan -1" "--vlan 4095" "--pcp 8"; do
+      timeout 10 "$uroced" --dev net_ring0 --ip 10.0.0.1 $v >"$work/out" 2>&1
+      [ $? = 2 ] && grep -q "not in range" "$work/out" || { cat "$work/out"; fail "uroced $v: not refused with exit 2"; }
+    done
     timeout 10 "$uroced" --dev net_ring0 --ip 10.0.0.1 --socket-mode 0998 >"$work/out" 2>&1 && fail "a socket mode of 0998 was accepted"
     grep -q "socket mode '0998' is not octal permission bits" "$work/out" || fail "no message for a bad socket mode"
     printf '[limits]\nmax_qps = 1\n' >"$work/bad.conf"

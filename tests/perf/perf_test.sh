@@ -185,7 +185,9 @@ for side in ('client', 'server'):
     [ $? = 2 ] && grep -q "loopback" "$out" || fail "client/server mode should explain it needs --dev and --ip, or --loopback"
     for case in "--loopback --dev net_null0|takes no --dev" "--dev net_null0 --ip 300.1.1.1|not an IPv4" \
                 "--dev net_null0 --ip 10.0.0.1 --mac zz|not a MAC" "--loopback -x 3|valid indexes 0..2" \
-                "--loopback --idle-sleep-us 2000000|idle-sleep-us" "--loopback -R|no connection manager between them"; do
+                "--loopback --idle-sleep-us 2000000|idle-sleep-us" "--loopback -R|no connection manager between them" \
+                "--loopback --vlan 5|they go with --dev" "--daemon /nonexistent --pcp 1|they go with --dev" \
+                "--dev net_null0 --ip 10.0.0.1 --vlan 4095|--vlan" "--dev net_null0 --ip 10.0.0.1 --pcp 8|--pcp"; do
       timeout 30 "$perf" send_bw ${case%%|*} >"$out" 2>&1
       rc=$?
       [ $rc = 2 ] && grep -q -- "${case##*|}" "$out" || fail "send_bw ${case%%|*}: exit $rc, expected 2 and '${case##*|}'"
@@ -198,6 +200,8 @@ for side in ('client', 'server'):
       rc=$?
       [ $rc = 2 ] && grep -q -- "${case##*|}" "$out" || fail "write_bw ${case%%|*}: exit $rc, expected 2 and '${case##*|}'"
     done
+    timeout 30 "$perf" raw_bw --dev net_null0 --ip 10.0.0.1 --vlan 5 >"$out" 2>&1
+    [ $? = 2 ] && grep -q "raw_bw and raw_lat send plain frames, untagged" "$out" || fail "raw_bw --vlan should be a usage error"
     timeout 30 "$perf" write_lat --loopback --raw-acks >"$out" 2>&1
     [ $? = 2 ] && grep -q "raw_lat only" "$out" || fail "--raw-acks outside raw_lat should be a usage error"
     timeout 30 "$perf" write_lat --loopback -l 4 >"$out" 2>&1

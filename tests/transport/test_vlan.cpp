@@ -269,6 +269,21 @@ TEST_CASE("A device takes frames of its own VLAN only, tag in the frame or strip
   }
 }
 
+TEST_CASE("Two QPs of one tagged device: the looped-back frames carry the device's own tag", "[vlan]") {
+  sim::SimFabric f(705, 1500);
+  Device& d = f.add_device("10.0.0.1", on_vlan(300, 2));
+  Opts o;
+  Node a, b;
+  test::connect_pair(a, d, with_psn(o, 1), b, d, with_psn(o, 2));
+  fill(a.buf(), 4096, 9);
+  REQUIRE(post_wr(a, IBV_WR_RDMA_WRITE, 1, 0, 4096, b.addr(0), b.key()) == 0);
+  auto wa = wait_cq(f, *a.cq, 1);
+  REQUIRE(wa.size() == 1);
+  CHECK(wa[0].status == IBV_WC_SUCCESS);
+  CHECK(std::memcmp(a.buf(), b.buf(), 4096) == 0);
+  CHECK(d.counters().rx_other_host == 0);
+}
+
 TEST_CASE("A device's VLAN id and PCP are checked when it opens", "[vlan]") {
   sim::SimFabric f(704, 1500);
   for (auto [vid, pcp] : {std::pair{4095, 0}, std::pair{-2, 0}, std::pair{5, 8}}) {
