@@ -461,6 +461,9 @@ case $case_ in
     expect 2 "mtu" $d -m 1000
     expect 2 "ib-port" $d -i 2
     expect 2 "size" $d -s 0
+    expect 2 "--vlan" $d --vlan 4095
+    expect 2 "--pcp" $d --pcp 8
+    expect 2 "excludes" --daemon /run/x.sock --vlan 5
     expect 0 "timestamps: not supported" --help
     expect 0 "sleep on CQ events" --help
     expect 0 "chk" --help
