@@ -99,6 +99,19 @@ start_linked() {
   for _ in $(seq 100); do [ -S "$sock2" ] && break; sleep 0.1; done
   [ -S "$sock2" ] || { cat "$work/second.log"; fail "the second uroced did not listen"; }
 }
+# A second network namespace, held by a process of its own ($held, which
+# cleanup kills), and a veth pair: HERE in this namespace, THERE in the
+# second; both up. inb runs a command in the second namespace.
+veth_to_second_namespace() {  # HERE THERE
+  unshare --net -- sleep 120 </dev/null >/dev/null 2>&1 &
+  held=$!
+  local mine; mine=$(readlink /proc/self/ns/net)
+  for _ in $(seq 200); do [ "$(readlink /proc/$held/ns/net 2>/dev/null)" != "$mine" ] && break; sleep 0.01; done
+  [ "$(readlink /proc/$held/ns/net)" != "$mine" ] || fail "the second namespace was not created"
+  ip link add "$1" type veth peer name "$2" netns "$held" || fail "ip link add $1/$2"
+  ip link set "$1" up && inb ip link set "$2" up && inb ip link set lo up || fail "links up"
+}
+inb() { nsenter --net=/proc/$held/ns/net -- "$@"; }
 stop_second() {
   kill -TERM "$second"; wait "$second" || fail "the second uroced exited $? on SIGTERM"
   second=
@@ -373,16 +386,8 @@ PY
   netns)
     # Two daemons in two network namespaces joined by a veth pair
     # (net_af_packet on each end), a client of each: ARP across, then the
-    # pair moves and verifies its data. The second namespace belongs to a
-    # holder process ($held, which cleanup kills).
-    unshare --net -- sleep 120 </dev/null >/dev/null 2>&1 &
-    held=$!
-    mine=$(readlink /proc/self/ns/net)
-    for _ in $(seq 200); do [ "$(readlink /proc/$held/ns/net 2>/dev/null)" != "$mine" ] && break; sleep 0.01; done
-    [ "$(readlink /proc/$held/ns/net)" != "$mine" ] || fail "the second namespace was not created"
-    inb() { nsenter --net=/proc/$held/ns/net -- "$@"; }
-    ip link add urda type veth peer name urdb netns "$held" || fail "ip link add urda/urdb"
-    ip link set urda up && inb ip link set urdb up && inb ip link set lo up || fail "links up"
+    # pair moves and verifies its data.
+    veth_to_second_namespace urda urdb
     start --dev net_af_packet0,iface=urda --ip 10.0.0.1 --socket "$sock" --eal "--no-huge -m 512"
     sock2=$work/uroced2.sock
     # nsenter execs uroced: $! is the daemon (a function would put a shell
@@ -405,14 +410,7 @@ PY
     # engines frames whose tag the kernel took out), and tcpdump on urva
     # sees the RoCE frames of each tagged with VLAN 100 and its PCP (3 and
     # 5), none untagged.
-    unshare --net -- sleep 120 </dev/null >/dev/null 2>&1 &
-    held=$!
-    mine=$(readlink /proc/self/ns/net)
-    for _ in $(seq 200); do [ "$(readlink /proc/$held/ns/net 2>/dev/null)" != "$mine" ] && break; sleep 0.01; done
-    [ "$(readlink /proc/$held/ns/net)" != "$mine" ] || fail "the second namespace was not created"
-    inb() { nsenter --net=/proc/$held/ns/net -- "$@"; }
-    ip link add urva type veth peer name urvb netns "$held" || fail "ip link add urva/urvb"
-    ip link set urva up && inb ip link set urvb up && inb ip link set lo up || fail "links up"
+    veth_to_second_namespace urva urvb
     # Linux's VLAN interface needs the kernel's 8021q; without it the rest
     # still runs (interop-rc_pingpong and interop-verbs_pingpong have rxe
     # on a VLAN interface).
