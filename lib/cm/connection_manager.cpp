@@ -58,6 +58,8 @@ constexpr uint8_t kMraServiceTimeout = 24;
 // How long a MAD waits for its peer's MAC before it is dropped (the CM's
 // own retries then send it again).
 constexpr uint64_t kResolveMs = 3000;
+// flush_sends: how long an unanswered DREQ waits before it goes again.
+constexpr uint64_t kExitResendMs = 50;
 // A REQ for a port nobody listens on waits this long for a listener before
 // its REJ (reason 8). Linux rejects at once; here the CM's thread may take
 // a REQ while the process it serves is between its bind and its listen on
@@ -1310,14 +1312,28 @@ void ConnectionManager::detach_qp(const QueuePair& qp) {
 int ConnectionManager::flush_sends(int timeout_ms) {
   if (remote_) return 0;
   Impl& m = *impl_;
-  const uint64_t until = now_ms() + uint64_t(std::max(timeout_ms, 0));
+  const uint64_t start = now_ms();
+  const uint64_t until = start + uint64_t(std::max(timeout_ms, 0));
+  uint64_t resend_at = start + kExitResendMs;
   for (;;) {
     {
       // The manager's thread polls too; whoever polls first counts the
       // completion.
       std::lock_guard<std::mutex> lock(m.mu);
       m.poll_cq();
-      if (m.sends_out == 0) return 0;
+      // A DREQ that left may still be lost on the way (a peer's full
+      // queue): Linux's CM, in the kernel, goes on resending it after the
+      // process has gone; this process cannot. So it waits for the DREP,
+      // and resends unanswered DREQs sooner than the CM's own timer would.
+      bool unanswered = false;
+      for (auto& [id, c] : m.conns)
+        if (c.state == State::dreq_sent && c.has_pending) unanswered = true;
+      if (m.sends_out == 0 && !unanswered) return 0;
+      if (unanswered && now_ms() >= resend_at) {
+        for (auto& [id, c] : m.conns)
+          if (c.state == State::dreq_sent && c.has_pending) m.send(c.peer, c.sgid_index, c.pending);
+        resend_at = now_ms() + kExitResendMs;
+      }
     }
     if (now_ms() >= until) return ETIMEDOUT;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

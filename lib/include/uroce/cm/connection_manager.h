@@ -158,9 +158,11 @@ class UROCE_API ConnectionManager {
   // event names `id` any more. The QP is detached first.
   int release(uint64_t id);
   // Waits until the MADs already posted (a release's DREQ or REJ) have left
-  // through the port, for at most timeout_ms: what a process that is about
-  // to end calls after its releases. 0, or ETIMEDOUT. Through uroced, 0 at
-  // once: the daemon sends them, and outlives the process.
+  // through the port and every DREQ is answered (its DREQ sent again
+  // meanwhile, as the kernel's CM would go on doing after the process),
+  // for at most timeout_ms: what a process that is about to end calls after
+  // its releases. 0, or ETIMEDOUT. Through uroced, 0 at once: the daemon
+  // sends them, and outlives the process.
   int flush_sends(int timeout_ms);
 
   // Readable while get_event() has an event.
