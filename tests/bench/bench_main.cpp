@@ -2,9 +2,6 @@
 // Catch2 runner for wire-bench. EAL is started once, before Catch runs,
 // because rte_net_crc's AVX-512 path needs the EAL max SIMD width of 512
 // (rte_vect_set_max_simd_bitwidth); nothing else in the benchmarks needs EAL.
-#define CATCH_CONFIG_RUNNER
-#include "bench.h"
-// after bench.h, which enables the benchmarking macros
 #include "../common/catch_session.h"
 
 #include <rte_eal.h>

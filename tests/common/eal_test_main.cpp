@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Catch2 main for test programs that need DPDK: EAL can start only once
 // per process, so it starts here, before any test, without hugepages.
-#define CATCH_CONFIG_RUNNER
 #include <rte_eal.h>
 
 #include <cstdio>

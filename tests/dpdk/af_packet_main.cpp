@@ -3,7 +3,6 @@
 // namespace and veth pairs) and the ip tool, so it exits 77 (meson:
 // skipped) with a message without them; then it starts the EAL through
 // eal_init itself.
-#define CATCH_CONFIG_RUNNER
 #include "catch_session.h"
 
 #include <rte_eal.h>
