@@ -152,8 +152,7 @@ bool Remote::open(std::string& error) {
   ec.dev = o_.dev;
   ec.ip = o_.ip;
   ec.mac = o_.mac;
-  ec.device.vlan_id = o_.vlan >= 0 ? o_.vlan : o_.pcp >= 0 ? 0 : -1;
-  ec.device.vlan_pcp = uint8_t(o_.pcp < 0 ? 0 : o_.pcp);
+  set_vlan(ec.device, o_.vlan, o_.pcp);
   ec.eal_args = app::split_args(o_.eal);
   ec.pcap = o_.pcap;
   ec.mtu = o_.mtu > 1024 ? 9000 : 1500;

@@ -58,8 +58,7 @@ int run(const Options& o) {
   ec.dev = o.dev;
   ec.ip = o.ip;
   ec.mac = o.mac;
-  ec.device.vlan_id = o.vlan >= 0 ? o.vlan : o.pcp >= 0 ? 0 : -1;
-  ec.device.vlan_pcp = uint8_t(o.pcp < 0 ? 0 : o.pcp);
+  uroce::set_vlan(ec.device, o.vlan, o.pcp);
   ec.eal_args = app::split_args(o.eal);
   ec.pcap = o.pcap;
   ec.mtu = o.mtu > 1024 ? 9000 : 1500;  // a jumbo link when the path MTU needs one; the port clamps

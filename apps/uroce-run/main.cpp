@@ -223,8 +223,7 @@ bool ports_open(std::string& error) {
       cfg.ip = d->ip;
       cfg.mac = d->mac;
       cfg.mtu = d->mtu;
-      cfg.device.vlan_id = uroce::abi::vlan_id_of(*d);
-      cfg.device.vlan_pcp = uroce::abi::vlan_pcp_of(*d);
+      uroce::set_vlan(cfg.device, d->vlan, d->pcp);
       cfg.eal_args = settings.eal_args;
       cfg.device.name = d->name;
       if (!uroce::Endpoint::open(cfg, why)) {

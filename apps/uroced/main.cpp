@@ -147,8 +147,7 @@ std::unique_ptr<uroce::Endpoint> open_endpoint(const uroced::Settings& settings,
   ec.pcap = port.pcap;
   ec.eal_args = uroced::eal_args(settings);
   ec.device.name = "uroce" + std::to_string(index);
-  ec.device.vlan_id = uroced::vlan_id_of(port);
-  ec.device.vlan_pcp = uroced::vlan_pcp_of(port);
+  uroce::set_vlan(ec.device, port.vlan, port.pcp);
   ec.device.cc = port.cc_resolved;
   ec.device.idle_sleep_max_us = settings.idle_sleep_us;
   ec.rx_interrupts = port.rx_interrupt == "auto";  // where the port has one (net_tap, mlx5)
@@ -219,8 +218,10 @@ bool serve(const std::vector<std::unique_ptr<uroce::Endpoint>>& endpoints,
       p.port_id = endpoint.dpdk_port().port_id();
       p.mac = dev.mac().to_string();
       p.mtu = dev.mtu();
-      p.vlan = uroced::vlan_id_of(port);
-      p.pcp = uroced::vlan_pcp_of(port);
+      uroce::DeviceConfig tag;
+      uroce::set_vlan(tag, port.vlan, port.pcp);
+      p.vlan = tag.vlan_id;
+      p.pcp = tag.vlan_pcp;
       for (const auto& gid : dev.gids()) p.gids.push_back(gid.to_string());
       p.link_up = endpoint.dpdk_port().link_up();
       p.rx_interrupt = endpoint.dpdk_port().has_rx_interrupt();

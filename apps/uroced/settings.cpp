@@ -192,8 +192,6 @@ std::vector<PortSettings> all_ports(const Settings& s) {
   return v;
 }
 
-int vlan_id_of(const PortSettings& p) { return p.vlan >= 0 ? p.vlan : p.pcp >= 0 ? 0 : -1; }
-
 namespace {
 
 // A VLAN id of 4095 is reserved (802.1Q); -1 is "not given" (the file

@@ -60,7 +60,7 @@ struct Settings {
   uint16_t mtu = 1500;
   // 802.1Q: the port's VLAN id (0..4094) and priority (0..7); -1 not
   // given. A PCP without a VLAN id tags frames with VLAN id 0 (priority
-  // tagging); neither: untagged frames (vlan_id_of).
+  // tagging); neither: untagged frames (uroce::set_vlan).
   int vlan = -1, pcp = -1;
   std::string pcap;  // capture of the port's frames; empty: none
   // auto: an idle engine sleeps on the port's receive interrupt where the
@@ -79,9 +79,6 @@ struct Settings {
 // Every port in device order: the first (Settings' own fields, [daemon]
 // socket), then more_ports.
 std::vector<PortSettings> all_ports(const Settings& s);
-// A port's DeviceConfig::vlan_id and vlan_pcp.
-int vlan_id_of(const PortSettings& p);
-inline uint8_t vlan_pcp_of(const PortSettings& p) { return uint8_t(p.pcp < 0 ? 0 : p.pcp); }
 
 // The ports a daemon may serve at most (one engine lcore each).
 inline constexpr size_t kMaxPorts = 8;

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "uroce/verbs/device_config.h"
+
 using uroce::abi::DeviceSettings;
 using uroce::abi::Settings;
 
@@ -93,11 +95,13 @@ TEST_CASE("vlan and pcp: the file's keys, the variables, what the device is give
                                 "[device uroce2]\ndev = net_null2\nip = 10.0.2.1\n",
                                 "f", s, err));
   REQUIRE(s.devices.size() == 3);
-  CHECK(uroce::abi::vlan_id_of(s.devices[0]) == 100);
-  CHECK(uroce::abi::vlan_pcp_of(s.devices[0]) == 5);
-  CHECK(uroce::abi::vlan_id_of(s.devices[1]) == 0);  // priority tagging
-  CHECK(uroce::abi::vlan_pcp_of(s.devices[1]) == 3);
-  CHECK(uroce::abi::vlan_id_of(s.devices[2]) == -1);  // untagged
+  uroce::DeviceConfig c[3];
+  for (int i = 0; i < 3; ++i) uroce::set_vlan(c[i], s.devices[i].vlan, s.devices[i].pcp);
+  CHECK(c[0].vlan_id == 100);
+  CHECK(c[0].vlan_pcp == 5);
+  CHECK(c[1].vlan_id == 0);  // priority tagging
+  CHECK(c[1].vlan_pcp == 3);
+  CHECK(c[2].vlan_id == -1);  // untagged
   for (const DeviceSettings& d : s.devices) CHECK(uroce::abi::validate_device(d, err));
 
   setenv("UROCE_DEV", "net_null0", 1);

@@ -36,9 +36,6 @@ struct DeviceSettings {
   std::string daemon;  // uroced's socket: no port of its own
 };
 
-// DeviceConfig::vlan_id and vlan_pcp: a PCP alone tags with VLAN id 0.
-inline int vlan_id_of(const DeviceSettings& d) { return d.vlan >= 0 ? d.vlan : d.pcp >= 0 ? 0 : -1; }
-inline uint8_t vlan_pcp_of(const DeviceSettings& d) { return uint8_t(d.pcp < 0 ? 0 : d.pcp); }
 
 struct Settings {
   std::vector<std::string> eal_args;

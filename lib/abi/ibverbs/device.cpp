@@ -122,8 +122,7 @@ bool open_endpoint(DeviceRec& rec) {
   cfg.mtu = rec.settings.mtu;
   cfg.eal_args = settings.eal_args;
   cfg.device.name = rec.settings.name;
-  cfg.device.vlan_id = vlan_id_of(rec.settings);
-  cfg.device.vlan_pcp = vlan_pcp_of(rec.settings);
+  set_vlan(cfg.device, rec.settings.vlan, rec.settings.pcp);
   rec.endpoint = Endpoint::open(cfg, error);
   if (!rec.endpoint) return log_line("cannot open " + rec.settings.name + ": " + error), false;
   // The thread that posts or polls runs the engine while it does (no thread

@@ -59,4 +59,11 @@ struct DeviceConfig {
   cc::CcConfig cc{};
 };
 
+// vlan_id and vlan_pcp from a VLAN id and a PCP as a user gives them (-1:
+// not given): a PCP alone tags frames with VLAN id 0 (priority tagging).
+inline void set_vlan(DeviceConfig& config, int vlan, int pcp) {
+  config.vlan_id = vlan >= 0 ? vlan : pcp >= 0 ? 0 : -1;
+  config.vlan_pcp = uint8_t(pcp < 0 ? 0 : pcp);
+}
+
 }  // namespace uroce
