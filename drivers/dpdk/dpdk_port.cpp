@@ -97,7 +97,9 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const DpdkPortConfig& config, std::stri
   port->mtu_ = setup.mtu;
   port->tx_chains_ = setup.tx_chains;
   port->tx_ipv4_checksum_ = setup.tx_ipv4_checksum;
-  port->pool_ = setup.pool;
+  port->pools_ = std::move(setup.pools);
+  port->rss_ = setup.rss;
+  port->add_queues(config.queues);
   port->remove_on_close_ = probed;
   port->notices_ = std::move(setup.notices);
   if (setup.rx_interrupt) {
@@ -113,7 +115,29 @@ std::unique_ptr<DpdkPort> DpdkPort::open(const DpdkPortConfig& config, std::stri
   return port;
 }
 
+// Queue pair q of a port, for the engine that drives it.
+class DpdkPort::Queue final : public PacketPort {
+ public:
+  Queue(const DpdkPort& port, uint16_t q) : port_(port), q_(q) {}
+  uint16_t rx_burst(rte_mbuf** pkts, uint16_t n) override { return rte_eth_rx_burst(port_.port_id_, q_, pkts, n); }
+  uint16_t tx_burst(rte_mbuf** pkts, uint16_t n) override { return rte_eth_tx_burst(port_.port_id_, q_, pkts, n); }
+  wire::MacAddr mac() const override { return port_.mac_; }
+  uint16_t mtu() const override { return port_.mtu_; }
+  TxChains tx_chains() const override { return port_.tx_chains_; }
+  bool tx_ipv4_checksum() const override { return port_.tx_ipv4_checksum_; }
+
+ private:
+  const DpdkPort& port_;
+  const uint16_t q_;
+};
+
 DpdkPort::DpdkPort() = default;
+
+void DpdkPort::add_queues(uint16_t queues) {
+  for (uint16_t q = 1; q < queues; ++q) more_queues_.push_back(std::make_unique<Queue>(*this, q));
+}
+
+PacketPort& DpdkPort::queue(uint16_t q) { return q == 0 ? *this : *more_queues_.at(q - 1u); }
 
 DpdkPort::~DpdkPort() {
   rx_sleep_.reset();
@@ -121,7 +145,7 @@ DpdkPort::~DpdkPort() {
   rte_eth_dev_close(port_id_);
   dpdk::forget_xdp(port_id_);
   if (remove_on_close_) rte_dev_remove(remove_on_close_);
-  if (pool_) rte_mempool_free(pool_);
+  for (rte_mempool* p : pools_) rte_mempool_free(p);
   dpdk::release_port(port_id_);
 }
 

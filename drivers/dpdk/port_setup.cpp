@@ -5,6 +5,7 @@
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
@@ -40,6 +41,12 @@ bool setup_port(uint16_t port_id, const std::string& label, const DpdkPortConfig
   out.notices = plan.notices;
   out.mtu = plan.mtu;
 
+  const uint16_t nq = config.queues;
+  if (nq == 0 || nq > info.max_rx_queues || nq > info.max_tx_queues) {
+    error = "port " + label + ": " + std::to_string(nq) + " queue pairs asked for; " + out.driver + " has 1 to " +
+            std::to_string(std::min(info.max_rx_queues, info.max_tx_queues));
+    return false;
+  }
   uint16_t rxd = config.rx_desc, txd = config.tx_desc;
   if (config.rx_mbufs < uint32_t(rxd) + 64) {
     error = "port " + label + ": rx_mbufs (" + std::to_string(config.rx_mbufs) +
@@ -80,16 +87,28 @@ bool setup_port(uint16_t port_id, const std::string& label, const DpdkPortConfig
       out.notices.push_back(out.driver + ": no receive interrupt used: an idle engine naps and looks");
   }
   conf.intr_conf.rxq = out.rx_interrupt ? 1 : 0;
-  rc = rte_eth_dev_configure(port_id, 1, 1, &conf);
+  // Several queues: RSS on what tells QPs apart (addresses and UDP ports),
+  // where the port hashes UDP; frames it does not hash (ARP, ND) go to
+  // queue 0 on NICs.
+  constexpr uint64_t kUdpHash = RTE_ETH_RSS_NONFRAG_IPV4_UDP | RTE_ETH_RSS_NONFRAG_IPV6_UDP;
+  if (nq > 1 && (info.flow_type_rss_offloads & kUdpHash)) {
+    conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+    conf.rx_adv_conf.rss_conf.rss_hf = info.flow_type_rss_offloads & kUdpHash;
+    out.rss = true;
+  } else if (nq > 1) {
+    out.notices.push_back(out.driver + " has no RSS on UDP: queue q receives what arrives on it (a ring's "
+                          "peer queue q, af_packet's fanout)");
+  }
+  rc = rte_eth_dev_configure(port_id, nq, nq, &conf);
   if (rc != 0 && out.rx_interrupt) {
     out.notices.push_back(out.driver + " refused receive interrupts (" + err_text(rc) + "): an idle engine naps");
     out.rx_interrupt = false;
     conf.intr_conf.rxq = 0;
-    rc = rte_eth_dev_configure(port_id, 1, 1, &conf);
+    rc = rte_eth_dev_configure(port_id, nq, nq, &conf);
   }
   if (rc != 0) {
-    error = "port " + label + ": rte_eth_dev_configure (1 queue pair, MTU " + std::to_string(plan.ethdev_mtu) +
-            ") failed: " + err_text(rc);
+    error = "port " + label + ": rte_eth_dev_configure (" + std::to_string(nq) + " queue pair(s), MTU " +
+            std::to_string(plan.ethdev_mtu) + ") failed: " + err_text(rc);
     return false;
   }
   rc = rte_eth_dev_adjust_nb_rx_tx_desc(port_id, &rxd, &txd);
@@ -99,24 +118,27 @@ bool setup_port(uint16_t port_id, const std::string& label, const DpdkPortConfig
   }
 
   const int socket = rte_eth_dev_socket_id(port_id);
-  rte_mempool* pool = make_pool(config.rx_mbufs, plan.data_room, socket);
-  if (pool == nullptr) {
-    error = "port " + label + ": cannot create an RX pool of " + std::to_string(config.rx_mbufs) + " mbufs of " +
-            std::to_string(plan.data_room) + " bytes: " + err_text(rte_errno) +
-            " (lower rx_mbufs, or give EAL more memory)";
-    return false;
-  }
+  std::vector<rte_mempool*> pools;
   auto fail = [&](const std::string& what, int code) {
     error = "port " + label + ": " + what + ": " + err_text(code);
-    rte_mempool_free(pool);
+    for (rte_mempool* p : pools) rte_mempool_free(p);
     return false;
   };
-
-  rc = rte_eth_rx_queue_setup(port_id, 0, rxd, socket < 0 ? SOCKET_ID_ANY : unsigned(socket), nullptr, pool);
-  if (rc != 0) return fail("RX queue setup (" + std::to_string(rxd) + " descriptors, mbuf data room " +
-                               std::to_string(plan.data_room) + ") failed", rc);
-  rc = rte_eth_tx_queue_setup(port_id, 0, txd, socket < 0 ? SOCKET_ID_ANY : unsigned(socket), nullptr);
-  if (rc != 0) return fail("TX queue setup (" + std::to_string(txd) + " descriptors) failed", rc);
+  // A pool per queue: each lcore's receive allocates from its own.
+  for (uint16_t q = 0; q < nq; ++q) {
+    rte_mempool* pool = make_pool(config.rx_mbufs, plan.data_room, socket);
+    if (pool == nullptr)
+      return fail("cannot create an RX pool of " + std::to_string(config.rx_mbufs) + " mbufs of " +
+                      std::to_string(plan.data_room) + " bytes (lower rx_mbufs, or give EAL more memory)",
+                  rte_errno);
+    pools.push_back(pool);
+    const std::string which = nq > 1 ? " " + std::to_string(q) : "";
+    rc = rte_eth_rx_queue_setup(port_id, q, rxd, socket < 0 ? SOCKET_ID_ANY : unsigned(socket), nullptr, pool);
+    if (rc != 0) return fail("RX queue" + which + " setup (" + std::to_string(rxd) + " descriptors, mbuf data room " +
+                                 std::to_string(plan.data_room) + ") failed", rc);
+    rc = rte_eth_tx_queue_setup(port_id, q, txd, socket < 0 ? SOCKET_ID_ANY : unsigned(socket), nullptr);
+    if (rc != 0) return fail("TX queue" + which + " setup (" + std::to_string(txd) + " descriptors) failed", rc);
+  }
 
   // The ring PMD has no MAC of its own (all zeros) and cannot set one; it
   // has no address filter either, so the MAC lives in software there.
@@ -182,7 +204,7 @@ bool setup_port(uint16_t port_id, const std::string& label, const DpdkPortConfig
       out.mac.bytes = {0x02, 'u', 'r', 0, uint8_t(port_id >> 8), uint8_t(port_id)};
     }
   }
-  out.pool = pool;
+  out.pools = std::move(pools);
   return true;
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Configuration of an ethdev port for uroce: one RX and one TX queue, an
-// RX pool sized for the MTU, the MTU and MAC, then start.
+// Configuration of an ethdev port for uroce: its queue pairs (RSS over
+// them where the port has it), an RX pool per queue sized for the MTU, the
+// MTU and MAC, then start.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +19,8 @@ struct PortSetup {
   std::string driver;
   unsigned if_index = 0;  // the kernel interface behind the port, 0 if none
   wire::MacAddr mac{};
-  rte_mempool* pool = nullptr;  // owned by the caller after success
+  std::vector<rte_mempool*> pools;  // one per queue, owned by the caller after success
+  bool rss = false;                 // received frames spread over the queues by hash
   std::vector<std::string> notices;
   TxChains tx_chains = TxChains::none;
   bool tx_ipv4_checksum = false;  // RTE_ETH_TX_OFFLOAD_IPV4_CKSUM enabled

@@ -5,6 +5,8 @@
 #include <rte_ethdev.h>
 #include <rte_ring.h>
 
+#include <vector>
+
 #include "open_ports.h"
 #include "port_setup.h"
 #include "uroce/port/dpdk_port.h"
@@ -19,18 +21,17 @@ constexpr size_t kMaxName = 20;       // rte_eth_from_rings truncates "net_ring_
 // Frees the rings when both ports are gone. Frames still in a ring are
 // not freed: their pool (a Device's) may already be gone.
 struct Rings {
-  rte_ring* ab = nullptr;
-  rte_ring* ba = nullptr;
+  std::vector<rte_ring*> ab, ba;  // per queue pair
   ~Rings() {
-    rte_ring_free(ab);
-    rte_ring_free(ba);
+    for (rte_ring* r : ab) rte_ring_free(r);
+    for (rte_ring* r : ba) rte_ring_free(r);
   }
 };
 
 }  // namespace
 
 bool open_ring_pair(const std::string& name, uint16_t mtu, std::unique_ptr<DpdkPort>& a,
-                    std::unique_ptr<DpdkPort>& b, std::string& error) {
+                    std::unique_ptr<DpdkPort>& b, std::string& error, uint16_t queues) {
   if (name.empty() || name.size() > kMaxName || name.find(',') != std::string::npos) {
     error = "ring pair '" + name + "': the name must have 1 to " + std::to_string(kMaxName) + " characters, no commas";
     return false;
@@ -39,21 +40,34 @@ bool open_ring_pair(const std::string& name, uint16_t mtu, std::unique_ptr<DpdkP
     error = "ring pair " + name + ": the DPDK EAL is not initialised (call eal_init first)";
     return false;
   }
-  auto rings = std::make_shared<Rings>();
-  rings->ab = rte_ring_create((name + "_ab").c_str(), kRingSize, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
-  rings->ba = rte_ring_create((name + "_ba").c_str(), kRingSize, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
-  if (!rings->ab || !rings->ba) {
-    error = "ring pair " + name + ": cannot create its rings: " + rte_strerror(rte_errno) +
-            (rte_errno == EEXIST ? " (a ring pair of that name is open)" : "");
+  if (queues == 0 || queues > RTE_MAX_QUEUES_PER_PORT) {
+    error = "ring pair " + name + ": " + std::to_string(queues) + " queue pairs asked for; 1 to " +
+            std::to_string(RTE_MAX_QUEUES_PER_PORT) + " can be made";
     return false;
+  }
+  auto rings = std::make_shared<Rings>();
+  for (uint16_t q = 0; q < queues; ++q) {
+    // The first pair keeps the names a one-queue pair has always had.
+    const std::string tail = q ? std::to_string(q) : "";
+    rte_ring* ab = rte_ring_create((name + "_ab" + tail).c_str(), kRingSize, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+    rte_ring* ba = ab ? rte_ring_create((name + "_ba" + tail).c_str(), kRingSize, SOCKET_ID_ANY,
+                                        RING_F_SP_ENQ | RING_F_SC_DEQ)
+                      : nullptr;
+    if (ab) rings->ab.push_back(ab);
+    if (ba) rings->ba.push_back(ba);
+    if (!ab || !ba) {
+      error = "ring pair " + name + ": cannot create its rings: " + rte_strerror(rte_errno) +
+              (rte_errno == EEXIST ? " (a ring pair of that name is open)" : "");
+      return false;
+    }
   }
 
   std::unique_ptr<DpdkPort> ports[2];
-  rte_ring* rx[2] = {rings->ba, rings->ab};
-  rte_ring* tx[2] = {rings->ab, rings->ba};
+  std::vector<rte_ring*>* rx[2] = {&rings->ba, &rings->ab};
+  std::vector<rte_ring*>* tx[2] = {&rings->ab, &rings->ba};
   for (int i = 0; i < 2; ++i) {
     const std::string pname = name + (i == 0 ? "_a" : "_b");
-    const int id = rte_eth_from_rings(pname.c_str(), &rx[i], 1, &tx[i], 1, SOCKET_ID_ANY);
+    const int id = rte_eth_from_rings(pname.c_str(), rx[i]->data(), queues, tx[i]->data(), queues, SOCKET_ID_ANY);
     if (id < 0) {
       error = "ring pair " + name + ": cannot create port " + pname + ": " + rte_strerror(rte_errno);
       return false;  // ports[0], if made, closes itself
@@ -73,6 +87,7 @@ bool open_ring_pair(const std::string& name, uint16_t mtu, std::unique_ptr<DpdkP
     config.mtu = mtu;
     config.rx_desc = config.tx_desc = 256;
     config.rx_mbufs = 511;  // the ring PMD never allocates from it
+    config.queues = queues;
     dpdk::PortSetup setup;
     if (!dpdk::setup_port(port_id, pname, config, setup, error)) {
       dpdk::release_port(port_id);
@@ -91,7 +106,8 @@ bool open_ring_pair(const std::string& name, uint16_t mtu, std::unique_ptr<DpdkP
     p.mtu_ = setup.mtu;
     p.tx_chains_ = setup.tx_chains;
     p.tx_ipv4_checksum_ = setup.tx_ipv4_checksum;
-    p.pool_ = setup.pool;
+    p.pools_ = std::move(setup.pools);
+    p.add_queues(queues);
     p.remove_on_close_ = device;
     p.keep_alive_ = rings;
     p.notices_ = std::move(setup.notices);

@@ -13,6 +13,9 @@
 #include <cstdio>
 
 #include <chrono>
+#include <cstring>
+#include <map>
+#include <set>
 #include <thread>
 
 #include "frames.h"
@@ -20,6 +23,9 @@
 #include "rc_real_time.h"
 #include "test_port.h"
 #include "uroce/port/dpdk_port.h"
+#include "uroce/wire/byte_order.h"
+#include "uroce/wire/eth.h"
+#include "uroce/wire/ipv4.h"
 #include "veth_netns.h"
 
 namespace uroce::test {
@@ -104,6 +110,73 @@ TEST_CASE("af_packet on a veth pair: frames both ways, then RC SEND, WRITE and R
   CHECK(pools_full("uroce_rx", leaks));
   for (const auto& l : leaks) UNSCOPED_INFO(l);
   CHECK(leaks.empty());
+}
+
+namespace {
+
+// An IPv4/UDP frame of flow `sport` to 4791, as a QP's frames are.
+std::vector<uint8_t> udp_frame(const wire::MacAddr& dst, const wire::MacAddr& src, uint16_t sport, uint8_t seq) {
+  std::vector<uint8_t> f(14 + 20 + 8 + 16, 0);
+  std::memcpy(f.data(), dst.bytes.data(), 6);
+  std::memcpy(f.data() + 6, src.bytes.data(), 6);
+  wire::store_be16(f.data() + 12, wire::kEtherTypeIpv4);
+  uint8_t* ip = f.data() + 14;
+  const uint8_t hdr[20] = {0x45, 0, 0, 44, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 9, 0, 1, 10, 9, 0, 2};
+  std::memcpy(ip, hdr, sizeof hdr);
+  wire::store_be16(ip + 10, wire::ipv4_header_checksum(ip, 20));
+  uint8_t* udp = ip + 20;
+  wire::store_be16(udp, sport);
+  wire::store_be16(udp + 2, 4791);
+  wire::store_be16(udp + 4, 8 + 16);
+  udp[8] = seq;
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("af_packet with queue pairs: the kernel spreads flows over the queues, each flow on one", "[af-packet]") {
+  VethPair veth(prefix("q"), 1500);
+  INFO(veth.error());
+  REQUIRE(veth.ok());
+  auto pa = open_af_packet(0, veth.a(), 1500);
+  auto pb = open_test_port("net_af_packet1,iface=" + veth.b() + ",qpairs=2", 1500, 2);
+  REQUIRE(pb->queues() == 2);
+  CHECK_FALSE(pb->rss());  // af_packet's spreading is the kernel's (PACKET_FANOUT_HASH), not RSS
+  REQUIRE(wait_link(*pa, *pb));
+  constexpr uint16_t kFlows = 64, kPerFlow = 3;
+  TestPool pool(511);
+  for (uint8_t seq = 0; seq < kPerFlow; ++seq) {
+    for (uint16_t f = 0; f < kFlows; ++f) {
+      rte_mbuf* m = mbuf_from_bytes(pool.get(), udp_frame(pb->mac(), pa->mac(), uint16_t(49152 + f), seq));
+      REQUIRE(pa->tx_burst(&m, 1) == 1);
+    }
+  }
+  std::map<uint16_t, std::set<uint16_t>> queues_of;  // flow -> queues it arrived on
+  unsigned got = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (got < kFlows * kPerFlow && std::chrono::steady_clock::now() < deadline) {
+    for (uint16_t q = 0; q < 2; ++q) {
+      rte_mbuf* in[32];
+      const uint16_t n = pb->queue(q).rx_burst(in, 32);
+      for (uint16_t j = 0; j < n; ++j) {
+        MbufPtr m(in[j]);
+        const std::vector<uint8_t> b = mbuf_bytes(m.get());
+        if (b.size() < 42 || wire::load_be16(b.data() + 12) != wire::kEtherTypeIpv4 || b[23] != 17) continue;
+        queues_of[wire::load_be16(b.data() + 34)].insert(q);
+        ++got;
+      }
+    }
+  }
+  REQUIRE(got == kFlows * kPerFlow);
+  REQUIRE(queues_of.size() == kFlows);
+  std::set<uint16_t> used;
+  for (const auto& [flow, qs] : queues_of) {
+    INFO("UDP source port " << flow);
+    CHECK(qs.size() == 1);
+    used.insert(qs.begin(), qs.end());
+  }
+  CHECK(used.size() == 2);  // 64 flows all hashed to one queue: 1 in 2^63
+  CHECK(pool.avail() == pool.size());
 }
 
 TEST_CASE("af_packet with jumbo frames: MTU 4200 carries RC at path MTU 4096", "[af-packet]") {

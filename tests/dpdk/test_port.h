@@ -13,10 +13,11 @@
 
 namespace uroce::test {
 
-inline std::unique_ptr<DpdkPort> open_test_port(const std::string& dev, uint16_t mtu = 1500) {
+inline std::unique_ptr<DpdkPort> open_test_port(const std::string& dev, uint16_t mtu = 1500, uint16_t queues = 1) {
   DpdkPortConfig c;
   c.dev = dev;
   c.mtu = mtu;
+  c.queues = queues;
   c.rx_mbufs = 2047;
   c.rx_desc = c.tx_desc = 512;
   std::string error;

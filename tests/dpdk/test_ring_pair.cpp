@@ -209,3 +209,66 @@ TEST_CASE("DpdkPort::open with a MAC override reports that MAC", "[ring-pair]") 
 }
 
 }  // namespace uroce::test
+
+namespace uroce::test {
+
+TEST_CASE("ring pair with queue pairs: each queue of one port is joined to the same queue of the other",
+          "[ring-pair]") {
+  constexpr uint16_t kQueues = 3;
+  std::unique_ptr<DpdkPort> a, b;
+  std::string error;
+  REQUIRE(open_ring_pair("rp_queues", 1500, a, b, error, kQueues));
+  INFO(error);
+  REQUIRE(a->queues() == kQueues);
+  REQUIRE(b->queues() == kQueues);
+  CHECK_FALSE(a->rss());  // the ring PMD does not hash: a queue gets what its peer queue sent
+  CHECK(&a->queue(0) == a.get());
+  TestPool pool(1023);
+  for (uint16_t q = 0; q < kQueues; ++q) {
+    for (auto [from, to] : {std::pair{a.get(), b.get()}, std::pair{b.get(), a.get()}}) {
+      INFO("queue " << q << ", " << from->name() << " -> " << to->name());
+      PacketPort& tx = from->queue(q);
+      CHECK(tx.mac() == from->mac());
+      CHECK(tx.mtu() == from->mtu());
+      const uint32_t i = q * 10u + (from == a.get() ? 0u : 5u);
+      const std::vector<uint8_t> frame = test_frame(to->mac(), from->mac(), kSeed + 20, i, 200 + i);
+      rte_mbuf* m = mbuf_from_bytes(pool.get(), frame);
+      REQUIRE(tx.tx_burst(&m, 1) == 1);
+      rte_mbuf* in[4];
+      // Nothing on the other queues of the receiver, nor back at the sender.
+      for (uint16_t other = 0; other < kQueues; ++other) {
+        CHECK(from->queue(other).rx_burst(in, 4) == 0);
+        if (other != q) CHECK(to->queue(other).rx_burst(in, 4) == 0);
+      }
+      REQUIRE(to->queue(q).rx_burst(in, 4) == 1);
+      MbufPtr got(in[0]);
+      CHECK(mbuf_bytes(got.get()) == frame);
+    }
+  }
+  CHECK(opackets(*a) == kQueues);
+  CHECK(ipackets(*b) == kQueues);
+  a.reset();
+  b.reset();
+  CHECK(pool.avail() == pool.size());
+  // Every queue's rings went with the ports: the name opens again.
+  REQUIRE(open_ring_pair("rp_queues", 1500, a, b, error, kQueues));
+}
+
+TEST_CASE("queue pairs: none, or more than the port has, are refused with the port's range", "[ring-pair]") {
+  std::unique_ptr<DpdkPort> a, b;
+  std::string error;
+  CHECK_FALSE(open_ring_pair("rp_noq", 1500, a, b, error, 0));
+  CHECK(error.find("0 queue pairs") != std::string::npos);
+  CHECK_FALSE(a);
+  // More than the PMD has (net_ring opened by name: RTE_PMD_RING_MAX_RX_RINGS).
+  auto p = DpdkPort::open({.dev = "net_ring0", .queues = 1000}, error);
+  CHECK_FALSE(p);
+  INFO(error);
+  CHECK(error.find("1000 queue pairs asked for; net_ring has 1 to ") != std::string::npos);
+  // ... and the port is released: it opens, with as many as it has.
+  p = DpdkPort::open({.dev = "net_ring0", .queues = 2}, error);
+  REQUIRE(p);
+  CHECK(p->queues() == 2);
+}
+
+}  // namespace uroce::test

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// A DPDK ethdev port as a PacketPort: one RX and one TX queue, the port's
-// own RX mempool sized for the MTU. The library needs no offload; it uses
+// A DPDK ethdev port as a PacketPort: one RX and one TX queue (or several
+// queue pairs, each a PacketPort of its own: queue()), an RX mempool per
+// queue sized for the MTU. The library needs no offload; it uses
 // multi-segment TX and IPv4 header checksum offload where the port has
 // them (the ICRC is always computed in software). Opened from a PCI
 // address or a vdev string; see docs/ports.md.
@@ -38,6 +39,14 @@ struct DpdkPortConfig {
   // needs no particular binding (net_tap, mlx5), so that an idle engine
   // thread sleeps until a frame arrives instead of napping and looking.
   bool rx_interrupts = false;
+  // Queue pairs (1 to the port's maximum), one per engine lcore. With more
+  // than one, a port with RSS on UDP spreads received frames over its
+  // queues by addresses and UDP ports (all of a QP's frames carry its UDP
+  // source port, so they keep to one queue); af_packet's kernel fanout
+  // hashes the same; a ring pair delivers on queue q what the peer sent on
+  // its queue q. Each queue has a pool of rx_mbufs of its own. The receive
+  // interrupt is queue 0's. See docs/ports.md, "Queue pairs".
+  uint16_t queues = 1;
 };
 
 class UROCE_API DpdkPort final : public PacketPort {
@@ -53,6 +62,13 @@ class UROCE_API DpdkPort final : public PacketPort {
 
   uint16_t rx_burst(rte_mbuf** pkts, uint16_t n) override;  // queue 0
   uint16_t tx_burst(rte_mbuf** pkts, uint16_t n) override;  // queue 0
+  // Queue pair q (0 .. queues() - 1) as a port of its own, with this
+  // port's MAC, MTU and offloads; queue(0) is this port. One thread at a
+  // time per queue, as for any PacketPort. Valid while this port lives.
+  uint16_t queues() const { return uint16_t(1 + more_queues_.size()); }
+  PacketPort& queue(uint16_t q);
+  // Whether received frames are spread over the queues by hash (RSS).
+  bool rss() const { return rss_; }
   wire::MacAddr mac() const override { return mac_; }
   uint16_t mtu() const override { return mtu_; }
   TxChains tx_chains() const override { return tx_chains_; }
@@ -74,8 +90,10 @@ class UROCE_API DpdkPort final : public PacketPort {
  private:
   DpdkPort();
   friend bool open_ring_pair(const std::string&, uint16_t, std::unique_ptr<DpdkPort>&,
-                             std::unique_ptr<DpdkPort>&, std::string&);
+                             std::unique_ptr<DpdkPort>&, std::string&, uint16_t);
   friend struct DpdkPortBuilder;
+  class Queue;
+  void add_queues(uint16_t queues);
 
   uint16_t port_id_ = 0;
   std::string name_;
@@ -84,7 +102,9 @@ class UROCE_API DpdkPort final : public PacketPort {
   uint16_t mtu_ = 0;
   TxChains tx_chains_ = TxChains::none;
   bool tx_ipv4_checksum_ = false;
-  rte_mempool* pool_ = nullptr;
+  bool rss_ = false;
+  std::vector<rte_mempool*> pools_;           // one per queue
+  std::vector<std::unique_ptr<PacketPort>> more_queues_;  // queues 1..
   rte_device* remove_on_close_ = nullptr;  // a vdev we probed
   std::shared_ptr<void> keep_alive_;         // the rings of a ring pair
   std::vector<std::string> notices_;
@@ -97,7 +117,9 @@ class UROCE_API DpdkPort final : public PacketPort {
 // NIC and no hugepages. `name` (at most 20 characters, no commas) names
 // the ethdev ports "net_ring_<name>_a" and "net_ring_<name>_b". The ring
 // PMD has no MAC: each port gets a locally administered one (02:75:72:...).
+// With `queues` queue pairs, a pair of rings joins each queue q of one port
+// to queue q of the other.
 UROCE_API bool open_ring_pair(const std::string& name, uint16_t mtu, std::unique_ptr<DpdkPort>& a,
-                    std::unique_ptr<DpdkPort>& b, std::string& error);
+                    std::unique_ptr<DpdkPort>& b, std::string& error, uint16_t queues = 1);
 
 }  // namespace uroce
