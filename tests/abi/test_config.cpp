@@ -55,6 +55,9 @@ TEST_CASE("INI mistakes name the file and line", "[abi-config]") {
       {"[device uroce0]\nvlan = 4095\n", "f:2: vlan '4095' is not a VLAN id (0..4094)"},
       {"[device uroce0]\nvlan = -1\n", "f:2: vlan '-1' is not a VLAN id"},
       {"[device uroce0]\npcp = 8\n", "f:2: pcp '8' is not an 802.1p priority (0..7)"},
+      {"[device uroce0]\npcp = +5\n", "f:2: pcp '+5' is not an 802.1p priority (0..7)"},
+      {"[device uroce0]\nvlan = 0x10\n", "f:2: vlan '0x10' is not a VLAN id"},
+      {"[device uroce0]\nmtu = 1500.0\n", "f:2: mtu '1500.0' is not in 68..9600"},
   };
   for (const auto& b : bad) {
     Settings s;
@@ -115,6 +118,9 @@ TEST_CASE("vlan and pcp: the file's keys, the variables, what the device is give
   setenv("UROCE_VLAN", "seven", 1);
   CHECK_FALSE(uroce::abi::load_settings(s, err));
   CHECK(err == "UROCE_VLAN 'seven' is not a VLAN id (0..4094)");
+  setenv("UROCE_VLAN", " 7", 1);  // the variable's value is taken as it is: no blank, no sign
+  CHECK_FALSE(uroce::abi::load_settings(s, err));
+  CHECK(err == "UROCE_VLAN ' 7' is not a VLAN id (0..4094)");
   setenv("UROCE_VLAN", "7", 1);
   setenv("UROCE_PCP", "9", 1);
   CHECK_FALSE(uroce::abi::load_settings(s, err));

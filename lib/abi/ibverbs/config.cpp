@@ -5,6 +5,7 @@
 
 #include <infiniband/verbs.h>
 
+#include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -35,19 +36,25 @@ DeviceSettings& device_named(Settings& s, const std::string& name) {
   return s.devices.back();
 }
 
+// Decimal digits only (no sign, no blank: std::strtol would take " 5"
+// and "+5"), within [lo, hi].
+bool parse_decimal(const std::string& text, long lo, long hi, long& out) {
+  const char* const last = text.data() + text.size();
+  const auto [p, ec] = std::from_chars(text.data(), last, out);
+  return !text.empty() && text[0] != '-' && ec == std::errc{} && p == last && out >= lo && out <= hi;
+}
+
 bool parse_mtu(const std::string& text, uint16_t& mtu) {
-  char* end = nullptr;
-  const long v = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v < 68 || v > 9600) return false;
+  long v = 0;
+  if (!parse_decimal(text, 68, 9600, v)) return false;
   mtu = static_cast<uint16_t>(v);
   return true;
 }
 
 // A VLAN id (0..4094) or priority (0..7).
 bool parse_small(const std::string& text, int max, int& out) {
-  char* end = nullptr;
-  const long v = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v < 0 || v > max) return false;
+  long v = 0;
+  if (!parse_decimal(text, 0, max, v)) return false;
   out = int(v);
   return true;
 }
