@@ -157,6 +157,7 @@ uint32_t Engine::alloc_qpn() {
 void Engine::add_qp(transport::Qp* qp) {
   if (qp->cc.algo != cc::CcAlgo::none) ++cc_qps_;
   by_qpn_[qp->qpn % kQpnSlots] = qp;
+  qp->engine_slot = uint32_t(all_.size());
   all_.push_back(qp);
 }
 
@@ -170,11 +171,15 @@ void Engine::remove_qp(transport::Qp* qp) {
   if (qp->cc.algo != cc::CcAlgo::none) --cc_qps_;
   retired_ += qp->counters;
   by_qpn_[qp->qpn % kQpnSlots] = nullptr;
-  std::erase(all_, qp);
-  ready_.erase(qp);
-  std::erase(later_, qp);
-  std::erase(timed_, qp);
-  std::erase(rebase_, qp);
+  // Thousands of QPs go one by one: what costs the number of QPs is done
+  // only for a list the QP is on.
+  all_[qp->engine_slot] = all_.back();
+  all_[qp->engine_slot]->engine_slot = qp->engine_slot;
+  all_.pop_back();
+  if (qp->scheduled) ready_.erase(qp);
+  if (qp->later) std::erase(later_, qp);
+  if (qp->timed) untime(qp->timer_slot);
+  if (qp->rebase) std::erase(rebase_, qp);
   if (qp->cc.paced) {
     std::erase_if(paced_, [qp](const PacedEntry& e) { return e.second == qp; });
     std::make_heap(paced_.begin(), paced_.end(), std::greater<>());
@@ -246,6 +251,7 @@ void Engine::watch_timer(transport::Qp* qp) {
   }
   if (qp->timed) return;
   qp->timed = true;
+  qp->timer_slot = uint32_t(timed_.size());
   timed_.push_back(qp);
 }
 
@@ -500,6 +506,13 @@ int Engine::run_loopback() {
   return int(looping_.size());
 }
 
+// Takes the timer list's entry `slot` out; the last entry takes its place.
+void Engine::untime(uint32_t slot) {
+  timed_[slot] = timed_.back();
+  timed_[slot]->timer_slot = slot;
+  timed_.pop_back();
+}
+
 int Engine::run_timers() {
   int work = 0;
   for (size_t i = 0; i < timed_.size();) {
@@ -507,8 +520,7 @@ int Engine::run_timers() {
     const bool rnr = qp->req.rnr_until != 0;
     if (qp->comp.deadline == kNever && !rnr) {
       qp->timed = false;
-      timed_[i] = timed_.back();
-      timed_.pop_back();
+      untime(uint32_t(i));
       continue;
     }
     if (now_ >= qp->comp.deadline || (rnr && now_ >= qp->req.rnr_until)) {

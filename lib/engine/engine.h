@@ -129,6 +129,7 @@ class Engine : public transport::EngineServices {
   void refresh_clock();
   bool idle_skip();
   int run_timers();
+  void untime(uint32_t slot);
   int run_paced();
   int run_tx();
   void join_later();

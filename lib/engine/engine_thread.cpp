@@ -515,16 +515,22 @@ bool EngineThread::attach_qp(transport::Qp& qp, std::unique_ptr<QpSubmit>& sub, 
     qps_.pop_back();
     return false;
   }
+  slot_[&qp] = qps_.size() - 1;
   return true;
 }
 
 void EngineThread::detach_qp(transport::Qp& qp) {
-  QpSubmit* s = nullptr;
-  for (const Attached& a : qps_)
-    if (a.qp == &qp) s = a.sub->get();
-  std::erase_if(qps_, [&](const Attached& a) { return a.qp == &qp; });
+  // In O(1): a device may hold thousands of QPs, destroyed one by one.
+  const auto it = slot_.find(&qp);
+  if (it == slot_.end()) return;
+  const size_t i = it->second;
+  slot_.erase(it);
+  QpSubmit* s = qps_[i].sub->get();
+  qps_[i] = qps_.back();
+  qps_.pop_back();
+  if (i < qps_.size()) slot_[qps_[i].qp] = i;
   if (s == nullptr) return;
-  std::erase(busy_, s);
+  if (s->busy) std::erase(busy_, s);
   if (!s->doorbell.load()) return;
   // Only a post racing with the QP's destruction (which verbs forbids) can
   // leave it in the doorbell ring; take it out rather than leave a dangling

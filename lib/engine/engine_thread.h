@@ -39,6 +39,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 struct rte_ring;
@@ -160,6 +161,7 @@ class EngineThread {
   std::string start_error_;
   rte_ring* doorbells_ = nullptr;
   std::vector<Attached> qps_;
+  std::unordered_map<const transport::Qp*, size_t> slot_;  // index in qps_
   std::vector<transport::Cq*> cqs_;
   std::vector<QpSubmit*> busy_;  // QPs with WRs executed and not yet retired
 

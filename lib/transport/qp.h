@@ -157,6 +157,10 @@ struct Qp {
   // device): frames loop back inside the engine instead of going to the
   // port. Set with the address vector (qp_modify.cpp), read per frame.
   bool to_self = false;
+  // Where the engine keeps it: its place in the engine's list of QPs and,
+  // while `timed`, in the timer list (removal in O(1) with thousands).
+  uint32_t engine_slot = 0;
+  uint32_t timer_slot = 0;
 
   bool is_rc() const { return init.qp_type == IBV_QPT_RC; }
   bool is_uc() const { return init.qp_type == IBV_QPT_UC; }
