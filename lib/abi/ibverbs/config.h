@@ -36,7 +36,6 @@ struct DeviceSettings {
   std::string daemon;  // uroced's socket: no port of its own
 };
 
-
 struct Settings {
   std::vector<std::string> eal_args;
   std::vector<DeviceSettings> devices;

@@ -63,8 +63,9 @@ class UROCE_API DpdkPort final : public PacketPort {
   uint16_t rx_burst(rte_mbuf** pkts, uint16_t n) override;  // queue 0
   uint16_t tx_burst(rte_mbuf** pkts, uint16_t n) override;  // queue 0
   // Queue pair q (0 .. queues() - 1) as a port of its own, with this
-  // port's MAC, MTU and offloads; queue(0) is this port. One thread at a
-  // time per queue, as for any PacketPort. Valid while this port lives.
+  // port's MAC, MTU and offloads; queue(0) is this port (std::out_of_range
+  // past the last). One thread at a time per queue, as for any PacketPort.
+  // Valid while this port lives.
   uint16_t queues() const { return uint16_t(1 + more_queues_.size()); }
   PacketPort& queue(uint16_t q);
   // Whether received frames are spread over the queues by hash (RSS).
