@@ -35,28 +35,52 @@ PS_UDP = 0x0111
 UDP_QKEY = 0x01234567
 
 
-def _fields(pcap, attr, fields):
-    out = subprocess.run(["tshark", "-r", pcap, "-d", "udp.port==4791,infiniband", "-Y",
-                          f"infiniband.mad.attributeid == {attr}", "-T", "fields", "-E", "separator=|",
-                          "-e", "ip.src"] + [f"-e{f}" for f in fields],
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, check=True).stdout
-    return [ln.split("|") for ln in out.splitlines() if ln]
+MAD_FIELDS = ["infiniband.mad.transactionid", "infiniband.mad.mgmtclass", "infiniband.mad.classversion",
+              "infiniband.mad.method", "infiniband.mad.data"]
+ALL_FIELDS = MAD_FIELDS + REQ_FIELDS + REP_FIELDS + list(FLOW.values())
+_decoded = {}  # pcap -> its MADs (the reference is read once per run)
 
 
-def messages(pcap):
-    """[(sender, name)] of the CM MADs in order."""
+def _mads(pcap):
+    """[{field: value, "src": sender, "attr": attribute ID}] of the CM MADs
+    in `pcap`, in order: one tshark run decodes every field any check reads
+    (a field a MAD does not carry is empty)."""
+    if pcap in _decoded:
+        return _decoded[pcap]
     out = subprocess.run(["tshark", "-r", pcap, "-d", "udp.port==4791,infiniband", "-Y", "infiniband.mad",
-                          "-T", "fields", "-E", "separator=|", "-e", "ip.src", "-e", "infiniband.mad.attributeid"],
+                          "-T", "fields", "-E", "separator=|", "-e", "ip.src", "-e", "infiniband.mad.attributeid"] +
+                         [f"-e{f}" for f in ALL_FIELDS],
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, check=True).stdout
-    return [(a, ATTRS.get(b, b)) for a, b in (ln.split("|") for ln in out.splitlines() if ln)]
+    rows = []
+    for ln in out.splitlines():
+        if not ln:
+            continue
+        values = ln.split("|")
+        row = dict(zip(ALL_FIELDS, values[2:]))
+        row["src"], row["attr"] = values[0], values[1]
+        rows.append(row)
+    if pcap == REFERENCE:
+        _decoded[pcap] = rows
+    return rows
+
+
+def _fields(mads, attr, fields):
+    """[[sender, value...]] of the MADs with attribute `attr`."""
+    return [[m["src"]] + [m.get(f, "") for f in fields] for m in mads if m["attr"] == attr]
+
+
+def messages(pcap, mads=None):
+    """[(sender, name)] of the CM MADs in order."""
+    return [(m["src"], ATTRS.get(m["attr"], m["attr"])) for m in (mads if mads is not None else _mads(pcap))]
 
 
 def reference():
     """{field: Linux's value} for the fields above; each is the same in
     every reference REQ (REP), or the reference is not what this expects."""
     ref = {}
+    mads = _mads(REFERENCE)
     for attr, fields in (("0x0010", REQ_FIELDS), ("0x0013", REP_FIELDS)):
-        rows = _fields(REFERENCE, attr, fields)
+        rows = _fields(mads, attr, fields)
         assert rows, f"no {ATTRS[attr]} in {REFERENCE}"
         for i, f in enumerate(fields):
             values = {r[i + 1] for r in rows}
@@ -70,18 +94,19 @@ def check(pcap, client, server):
     side `client` and the passive side `server` (IPv4 addresses)."""
     problems = []
     ref = reference()
+    mads = _mads(pcap)
     for attr, fields in (("0x0010", REQ_FIELDS), ("0x0013", REP_FIELDS)):
-        rows = _fields(pcap, attr, fields)
+        rows = _fields(mads, attr, fields)
         if not rows:
             problems.append(f"no {ATTRS[attr]} on the bridge")
         for r in rows:
             for i, f in enumerate(fields):
                 if r[i + 1] != ref[f]:
                     problems.append(f"{ATTRS[attr]} from {r[0]}: {f} is {r[i + 1] or '(absent)'}, Linux sends {ref[f]}")
-    flags = {ATTRS[a]: {r[1] for r in _fields(pcap, a, [f])} for a, f in FLOW.items()}
+    flags = {ATTRS[a]: {r[1] for r in _fields(mads, a, [f])} for a, f in FLOW.items()}
     if len(flags["REQ"] | flags["REP"]) > 1:
         problems.append(f"the REQ's and REP's end-to-end flow control flags differ: {flags}")
-    seq = messages(pcap)
+    seq = messages(pcap, mads)
     sent = {ip: [m for s, m in seq if s == ip] for ip in (client, server)}
     for who, name in ((client, "REQ"), (server, "REP"), (client, "RTU")):
         if name not in sent[who]:
@@ -97,21 +122,17 @@ def check(pcap, client, server):
     return problems, seq
 
 
-def _sidr(pcap):
+def _sidr(mads):
     """[(sender, attribute, TID, MAD data bytes)] of the SIDR MADs: the
     header as Wireshark decodes it (only CM class 7, version 2, method Send),
     the data area as the IBA lays it out."""
-    out = subprocess.run(["tshark", "-r", pcap, "-d", "udp.port==4791,infiniband", "-Y",
-                          "infiniband.mad.attributeid == 0x0017 || infiniband.mad.attributeid == 0x0018",
-                          "-T", "fields", "-E", "separator=|", "-e", "ip.src", "-e", "infiniband.mad.attributeid",
-                          "-e", "infiniband.mad.transactionid", "-e", "infiniband.mad.mgmtclass",
-                          "-e", "infiniband.mad.classversion", "-e", "infiniband.mad.method", "-e", "infiniband.mad.data"],
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, check=True).stdout
     rows = []
-    for ln in out.splitlines():
-        src, attr, tid, cls, ver, method, data = ln.split("|")
-        rows.append((src, ATTRS[attr], int(tid, 0), (int(cls, 0), int(ver, 0), int(method, 0)),
-                     bytes.fromhex(data.replace(":", ""))))
+    for m in mads:
+        if m["attr"] not in ("0x0017", "0x0018"):
+            continue
+        header = tuple(int(m[f"infiniband.mad.{f}"], 0) for f in ("mgmtclass", "classversion", "method"))
+        rows.append((m["src"], ATTRS[m["attr"]], int(m["infiniband.mad.transactionid"], 0), header,
+                     bytes.fromhex(m["infiniband.mad.data"].replace(":", ""))))
     return rows
 
 
@@ -121,8 +142,9 @@ def check_sidr(pcap, client, server):
     server's SIDR REP (same request ID, TID and service ID, status 0, the
     port space's Q_Key, a QPN), and no connection messages."""
     problems = []
-    seq = messages(pcap)
-    rows = _sidr(pcap)
+    mads = _mads(pcap)
+    seq = messages(pcap, mads)
+    rows = _sidr(mads)
     reqs = [r for r in rows if r[1] == "SIDR_REQ" and r[0] == client]
     reps = [r for r in rows if r[1] == "SIDR_REP" and r[0] == server]
     if not reqs:
