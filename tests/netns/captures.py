@@ -73,10 +73,41 @@ def uroce_dump(dump, pcap, pmtu):
     return p.returncode, summary, invalid
 
 
-def oracle(oracle_py, pcap, pmtu):
+def _oracle_one(oracle_py, pcap, pmtu):
     p = subprocess.run(["/usr/bin/python3", oracle_py, pcap, "-q", "--pmtu", str(pmtu)],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
     return p.returncode, p.stdout
+
+
+ORACLE_PART = 2000  # packets: below this a capture is judged in one call
+
+
+def oracle(oracle_py, pcap, pmtu):
+    """The oracle's exit status (the first part's that failed) and output.
+    Given the path MTU it judges each packet on its own, and it takes seconds
+    per thousand packets (Scapy), so a large capture is cut into a part per
+    CPU, judged at once."""
+    try:
+        header, records = read_pcap(pcap)
+    except Failure:
+        return _oracle_one(oracle_py, pcap, pmtu)  # not a classic pcap: the oracle says what it is
+    parts = min(os.cpu_count() or 1, len(records) // ORACLE_PART)
+    if parts < 2:
+        return _oracle_one(oracle_py, pcap, pmtu)
+    per = -(-len(records) // parts)
+    paths = []
+    for i in range(parts):
+        paths.append(f"{pcap}.part{i}.pcap")
+        with open(paths[-1], "wb") as f:
+            f.write(header + b"".join(records[i * per:(i + 1) * per]))
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(parts) as pool:
+        results = list(pool.map(lambda path: _oracle_one(oracle_py, path, pmtu), paths))
+    rc = next((rc for rc, _ in results if rc != 0), 0)
+    if rc == 0:
+        for path in paths:
+            os.unlink(path)
+    return rc, "".join(f"{path}:\n{out}" for path, (_, out) in zip(paths, results))
 
 
 def judge_strict(dump, oracle_py, pcap, pmtu, what):
