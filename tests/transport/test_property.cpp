@@ -9,6 +9,8 @@
 //
 // Wider soak by hand: UROCE_PROPERTY_SEEDS=1000-1199 runs those seeds
 // instead of the fixed ones (the lossy test picks the fault mix by seed).
+// UROCE_PROPERTY_PART=K/N runs the Kth of N interleaved parts of the seeds
+// (1/2: the first, third, ...), so that parts can share the cores.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -65,17 +67,27 @@ std::vector<Mix> mixes() {
   return m;
 }
 
-// The fixed seeds, or the range in UROCE_PROPERTY_SEEDS ("first-last").
-std::vector<uint64_t> seeds_or_env(std::vector<uint64_t> fixed) {
-  const char* env = std::getenv("UROCE_PROPERTY_SEEDS");
-  if (env == nullptr) return fixed;
-  const std::string range(env);
-  const size_t dash = range.find('-');
-  const uint64_t first = std::stoull(range.substr(0, dash));
-  const uint64_t last = dash == std::string::npos ? first : std::stoull(range.substr(dash + 1));
-  std::vector<uint64_t> seeds;
-  for (uint64_t s = first; s <= last; ++s) seeds.push_back(s);
-  return seeds;
+// The fixed seeds, or the range in UROCE_PROPERTY_SEEDS ("first-last");
+// of those, the part UROCE_PROPERTY_PART ("K/N") names.
+std::vector<uint64_t> seeds_or_env(std::vector<uint64_t> seeds) {
+  if (const char* env = std::getenv("UROCE_PROPERTY_SEEDS")) {
+    const std::string range(env);
+    const size_t dash = range.find('-');
+    const uint64_t first = std::stoull(range.substr(0, dash));
+    const uint64_t last = dash == std::string::npos ? first : std::stoull(range.substr(dash + 1));
+    seeds.clear();
+    for (uint64_t s = first; s <= last; ++s) seeds.push_back(s);
+  }
+  const char* part = std::getenv("UROCE_PROPERTY_PART");
+  if (part == nullptr) return seeds;
+  const std::string kn(part);
+  const size_t slash = kn.find('/');
+  const size_t k = std::stoul(kn.substr(0, slash));
+  const size_t n = slash == std::string::npos ? 0 : std::stoul(kn.substr(slash + 1));
+  if (n == 0 || k == 0 || k > n) FAIL("UROCE_PROPERTY_PART=" << kn << ": not K/N with 1 <= K <= N");
+  std::vector<uint64_t> mine;
+  for (size_t i = k - 1; i < seeds.size(); i += n) mine.push_back(seeds[i]);
+  return mine;
 }
 
 std::string summary(const Outcome& out) {
