@@ -22,6 +22,7 @@ import re
 import socket
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 MODES = {'ibv_rc_pingpong': [], 'ibv_uc_pingpong': ['--uc'], 'ibv_ud_pingpong': ['--ud'], 'ibv_srq_pingpong': ['--srq']}
 
@@ -62,10 +63,15 @@ def usage_flags(path):
     return out
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
+def free_port(taken):
+    """A free TCP port no other run of this test is given (they run at once)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(('127.0.0.1', 0))
+            port = s.getsockname()[1]
+        if port not in taken:
+            taken.add(port)
+            return port
 
 
 def run(pp, args):
@@ -77,7 +83,7 @@ def main():
     if os.geteuid() != 0:
         print('SKIP: needs root (the DPDK EAL on net_null0)')
         return 77
-    failures, seen, checked = [], set(), 0
+    failures, seen, checked, jobs, ports = [], set(), 0, [], set()
     for tool, mode in MODES.items():
         flags = usage_flags(os.path.join(data, 'pingpong', tool + '.help.txt'))
         if len(flags) < 10:
@@ -92,7 +98,7 @@ def main():
                 failures.append('%s --%s: the table disagrees with the usage text on its value' % (tool, long_))
                 continue
             for form in ('short', 'long'):
-                port = str(free_port())
+                port = str(free_port(ports))
                 v = port if value == 'PORT' else value
                 if form == 'short':
                     flag = ['-' + short] + ([v] if v is not None else [])
@@ -104,31 +110,34 @@ def main():
                 if mode == ['--ud'] and long_ != 'size':
                     base += ['-s', '512']  # ud_pingpong's 2048 exceeds the default path MTU
                 args = base + extra + flag
-                r = run(pp, args)
-                checked += 1
-                label = '%s %s (%s)' % (tool, ' '.join(flag), what)
-                errs = r.stderr
-                if 'not expected' in errs or 'unknown' in errs.lower() or 'not an option' in errs:
-                    failures.append('%s: rejected as an option: %s' % (label, errs.strip()))
-                    continue
-                if what == 'refused':
-                    if r.returncode != 2 or needle not in errs:
-                        failures.append('%s: exit %d, stderr %r; expected exit 2 saying %r' %
-                                        (label, r.returncode, errs, needle))
-                    continue
-                ran = r.returncode == 1 and 'no client connected to TCP port' in errs and \
-                    'local address:' in r.stdout
-                if not ran:
-                    failures.append('%s: the server did not run: exit %d, stderr %r' % (label, r.returncode, errs))
-                    continue
-                mine = [l for l in errs.splitlines() if '--' + long_ + ' ignored' in l]
-                others = [l for l in errs.splitlines() if 'ignored' in l and l not in mine]
-                if what == 'ignored':
-                    if len(mine) != 1 or needle not in mine[0]:
-                        failures.append('%s: expected one line "--%s ignored: ...%s...", got %r' %
-                                        (label, long_, needle, errs))
-                elif mine or others:
-                    failures.append('%s: accepted, yet stderr says ignored: %r' % (label, errs))
+                jobs.append(('%s %s (%s)' % (tool, ' '.join(flag), what), args, what, needle, long_))
+    # Each run starts the EAL and waits out --accept-timeout: one per CPU at once.
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        results = list(pool.map(lambda job: run(pp, job[1]), jobs))
+    for (label, _, what, needle, long_), r in zip(jobs, results):
+        checked += 1
+        errs = r.stderr
+        if 'not expected' in errs or 'unknown' in errs.lower() or 'not an option' in errs:
+            failures.append('%s: rejected as an option: %s' % (label, errs.strip()))
+            continue
+        if what == 'refused':
+            if r.returncode != 2 or needle not in errs:
+                failures.append('%s: exit %d, stderr %r; expected exit 2 saying %r' %
+                                (label, r.returncode, errs, needle))
+            continue
+        ran = r.returncode == 1 and 'no client connected to TCP port' in errs and \
+            'local address:' in r.stdout
+        if not ran:
+            failures.append('%s: the server did not run: exit %d, stderr %r' % (label, r.returncode, errs))
+            continue
+        mine = [l for l in errs.splitlines() if '--' + long_ + ' ignored' in l]
+        others = [l for l in errs.splitlines() if 'ignored' in l and l not in mine]
+        if what == 'ignored':
+            if len(mine) != 1 or needle not in mine[0]:
+                failures.append('%s: expected one line "--%s ignored: ...%s...", got %r' %
+                                (label, long_, needle, errs))
+        elif mine or others:
+            failures.append('%s: accepted, yet stderr says ignored: %r' % (label, errs))
     for long_ in sorted(set(TABLE) - seen):
         failures.append('table row --%s is in no usage text' % long_)
     for f in failures:
