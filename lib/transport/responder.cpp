@@ -205,6 +205,10 @@ void on_atomic(Qp& qp, const PacketView& pkt) {
   memory::AccessError err;
   uint8_t* p = memory::resolve_remote(qp.eng->mrs(), qp.pd, qp.qpn, a.rkey(), a.va(), 8, IBV_ACCESS_REMOTE_ATOMIC, err);
   if (p == nullptr) return fatal(qp, NakCode::remote_access_error, psn);
+  // The VA was checked aligned, but a region's IOVA need not share its
+  // address's alignment (reg_mr_iova): a locked operation across cache lines
+  // is a split lock (or a fault, off x86), so the host address is checked too.
+  if ((reinterpret_cast<uintptr_t>(p) & 7) != 0) return fatal(qp, NakCode::invalid_request, psn);
   auto* word = reinterpret_cast<uint64_t*>(p);
   uint64_t orig;
   if (pkt.bth().opcode() == op::RC_COMPARE_SWAP) {

@@ -179,6 +179,27 @@ TEST_CASE("Misaligned atomic: REM_INV_REQ_ERR", "[negative]") {
   }
 }
 
+TEST_CASE("Atomic at an aligned IOVA whose host address is not aligned: REM_INV_REQ_ERR, nothing written",
+          "[negative]") {
+  // reg_mr_iova lets a region's IOVA and address differ in alignment: the
+  // locked 8-byte operation must never run across the host's word boundary.
+  for (uint64_t misalign : {1ull, 3ull, 4ull}) {
+    for (ibv_wr_opcode op : {IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_CMP_AND_SWP}) {
+      DYNAMIC_SECTION("address + " << misalign << " opcode " << int(op)) {
+        Pair p(96);
+        alignas(8) static uint8_t backing[4096 + 8];
+        std::span<uint8_t> mem(backing + misalign, 4096);
+        int err = -1;
+        auto mr = p.b.pd->reg_mr_iova(mem.data(), mem.size(), 0x10000, kAllAccess, err);
+        REQUIRE(err == 0);
+        ibv_sge s = sge(p.a, 0, 8);
+        expect_fatal(p, atomic_wr(op, &s, 0x10000 + 64, mr->rkey()), IBV_WC_REM_INV_REQ_ERR, mem);
+        mr.reset();
+      }
+    }
+  }
+}
+
 TEST_CASE("READ or atomic to a responder with max_dest_rd_atomic 0: REM_INV_REQ_ERR", "[negative]") {
   for (ibv_wr_opcode op : {IBV_WR_RDMA_READ, IBV_WR_ATOMIC_FETCH_AND_ADD}) {
     DYNAMIC_SECTION("opcode " << int(op)) {
