@@ -5,13 +5,34 @@
 
 namespace uroce::engine {
 
+// The table is a cache: a QP copies its peer's MAC when it connects, so a
+// learned or failed entry can go at any time and is asked for again when
+// needed. When the table is full, every such entry goes at once (a rare
+// event, off the packet path); static and resolving entries stay.
+NeighborTable::Entry* NeighborTable::slot(const wire::IpAddr& ip) {
+  std::string k = key(ip);
+  if (auto it = entries_.find(k); it != entries_.end()) return &it->second;
+  if (entries_.size() >= kCapacity)
+    std::erase_if(entries_, [](const auto& kv) { return !kv.second.fixed && kv.second.state != NeighborState::resolving; });
+  if (entries_.size() >= kCapacity) return nullptr;
+  return &entries_[std::move(k)];
+}
+
 void NeighborTable::set(const wire::IpAddr& ip, const wire::MacAddr& mac) {
-  learn(ip, mac);
-  entries_[key(ip)].fixed = true;
+  // Configuration, not traffic: a static entry is always kept (and the
+  // first one given for an address stays).
+  Entry& e = entries_[key(ip)];
+  if (e.fixed) return;
+  if (e.state == NeighborState::resolving) --resolving_;
+  e.state = NeighborState::reachable;
+  e.mac = mac;
+  e.fixed = true;
 }
 
 void NeighborTable::learn(const wire::IpAddr& ip, const wire::MacAddr& mac) {
-  Entry& e = entries_[key(ip)];
+  Entry* slot_for_ip = slot(ip);
+  if (slot_for_ip == nullptr) return;
+  Entry& e = *slot_for_ip;
   if (e.fixed) return;
   if (e.state == NeighborState::resolving) --resolving_;
   e.state = NeighborState::reachable;
@@ -31,7 +52,9 @@ NeighborState NeighborTable::state(const wire::IpAddr& ip) const {
 }
 
 bool NeighborTable::start(const wire::IpAddr& ip, uint64_t now) {
-  Entry& e = entries_[key(ip)];
+  Entry* slot_for_ip = slot(ip);
+  if (slot_for_ip == nullptr) return false;  // state() says unknown: the caller's EHOSTUNREACH
+  Entry& e = *slot_for_ip;
   if (e.state == NeighborState::reachable || e.state == NeighborState::resolving) return false;
   e.state = NeighborState::resolving;
   e.next_try = now + retry_ns_;

@@ -37,6 +37,12 @@ class NeighborTable {
   uint64_t next_deadline() const;
   bool learning(const wire::IpAddr& ip) const { return state(ip) == NeighborState::resolving; }
 
+  // At most this many entries, as Linux bounds its own (gc_thresh3): ARP
+  // and ND requests aimed at us from any sender address, and clients asking
+  // for any destination, would otherwise grow the table without end.
+  static constexpr size_t kCapacity = 16384;
+  size_t size() const { return entries_.size(); }
+
  private:
   struct Entry {
     NeighborState state = NeighborState::unknown;
@@ -46,6 +52,9 @@ class NeighborTable {
     bool fixed = false;  // static
   };
   static std::string key(const wire::IpAddr& ip) { return std::string(ip.bytes.begin(), ip.bytes.end()); }
+  // The entry for `ip`, made if need be; nullptr when the table is full of
+  // entries that must stay (static or resolving).
+  Entry* slot(const wire::IpAddr& ip);
 
   uint64_t retry_ns_;
   uint64_t timeout_ns_;

@@ -132,3 +132,56 @@ TEST_CASE("What a forged ARP frame cannot teach: static entries, probes, group M
   CHECK(got == forger);
   CHECK(a.counters().tx_neighbor == 5);  // every request for a's address got its reply
 }
+
+TEST_CASE("ARP requests from ever new senders keep the table bounded; static and resolving entries stay",
+          "[neighbors]") {
+  sim::SimFabric fab(11);
+  fab.static_neighbors = false;
+  DeviceConfig cfg;
+  cfg.neighbor_retry_ms = 300'000;  // asked once, and resolving through the flood
+  cfg.neighbor_timeout_ms = 600'000;
+  Device& a = fab.add_device("10.0.0.1", cfg);
+  Device& b = fab.add_device("10.0.0.2");
+  const wire::MacAddr good{{0x02, 0, 0, 0, 0, 0x42}};
+  a.add_neighbor(ip("10.0.0.66"), good);
+  const wire::IpAddr silent = ip("10.0.0.99");
+  REQUIRE(a.resolve_neighbor(silent) == NeighborState::resolving);
+  const wire::MacAddr forger{{0x02, 0xBA, 0xD0, 0, 0, 2}};
+  sim::SimPort& evil = fab.wire().add_port(forger);
+  test::TestPool pool;
+  // One request aimed at a from each of more senders than the table holds:
+  // a learns every one of them (it answers each).
+  constexpr uint32_t kSenders = 16384 + 2000;
+  auto sender = [](uint32_t i) {
+    wire::IpAddr s;
+    REQUIRE(wire::IpAddr::parse(("10.1." + std::to_string(i / 250) + "." + std::to_string(1 + i % 250)).c_str(), s));
+    return s;
+  };
+  for (uint32_t i = 0; i < kSenders; i += 32) {
+    rte_mbuf* burst[32];
+    uint16_t n = 0;
+    for (uint32_t j = i; j < std::min(i + 32, kSenders); ++j) {
+      uint8_t frame[wire::kNeighborFrameMax];
+      const size_t len = wire::build_arp_request(frame, forger, sender(j), a.gids()[0]);
+      burst[n++] = test::mbuf_from_bytes(pool.get(), {frame, len});
+    }
+    REQUIRE(evil.tx_burst(burst, n) == n);
+    fab.run_until(
+        [&] {
+          rte_mbuf* in[32];
+          for (uint16_t got; (got = evil.rx_burst(in, 32)) > 0;) rte_pktmbuf_free_bulk(in, got);
+          return false;
+        },
+        kMs);
+  }
+  CHECK(a.counters().tx_neighbor == kSenders + 1);  // every request answered, and the first ask for `silent`
+  wire::MacAddr got;
+  CHECK_FALSE(a.neighbor_mac(sender(0), got));  // learned, then dropped when the table filled
+  REQUIRE(a.neighbor_mac(sender(kSenders - 1), got));
+  CHECK(got == forger);
+  REQUIRE(a.neighbor_mac(ip("10.0.0.66"), got));
+  CHECK(got == good);
+  CHECK(a.resolve_neighbor(silent) == NeighborState::resolving);
+  // The table still takes what a's own QPs need.
+  REQUIRE(fab.run_until([&] { return a.resolve_neighbor(b.gids()[0]) == NeighborState::reachable; }, 100 * kMs));
+}
