@@ -163,7 +163,9 @@ int CmHub::accept(uint32_t client, uroce::QueuePair* qp, const CmAcceptReq& req)
   if (!cm_ || !owns(client, req.id)) return EINVAL;
   const auto p = param_of(req.param);
   if (req.ud) {
-    const int err = cm_->accept_ud(req.id, req.qpn, req.qkey, p.private_data);
+    // The session checked the QP the client named (its handle, or else its
+    // number): the reply offers that QP, never a number sent beside a handle.
+    const int err = cm_->accept_ud(req.id, qp ? qp->qp_num() : req.qpn, req.qkey, p.private_data);
     if (err == 0) disown(req.id);  // answered: the manager forgets the request
     return err;
   }
