@@ -384,9 +384,19 @@ int Session::over_quota(const char* key, uint64_t limit) {
   return ENOMEM;
 }
 
+uint32_t Session::new_handle() {
+  // Ends: the quotas keep the live objects far fewer than 2^32.
+  for (;;) {
+    const uint32_t h = next_handle_++;
+    if (h != 0 && !pds_.count(h) && !cqs_.count(h) && !qps_.count(h) && !srqs_.count(h) && !ahs_.count(h) &&
+        !mws_.count(h) && !mrs_.count(h) && !channels_.count(h))
+      return h;
+  }
+}
+
 int Session::alloc_pd(uint32_t& handle) {
   if (pds_.size() >= limits_.max_pd) return over_quota("max_pd", limits_.max_pd);
-  handle = next_handle_++;
+  handle = new_handle();
   pds_[handle].pd = device_.alloc_pd();
   return 0;
 }
@@ -404,13 +414,13 @@ Channel::~Channel() {
 }
 
 int Session::create_channel(uint32_t& handle, int& read_fd) {
-  if (channels_.size() >= limits_.max_cq) return ENOMEM;
+  if (channels_.size() >= limits_.max_cq) return over_quota("max_cq", limits_.max_cq);
   int fds[2];
   if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return errno == EMFILE || errno == ENFILE ? errno : ENOMEM;
   // The client's end blocks unless it asks otherwise, as a verbs channel does.
   fcntl(fds[0], F_SETFL, 0);
   read_fd = fds[0];
-  handle = next_handle_++;
+  handle = new_handle();
   channels_[handle].write_fd = fds[1];
   return 0;
 }
@@ -441,7 +451,7 @@ int Session::create_cq(const CreateCqReq& req, CreateCqRep& rep) {
     return err;
   }
   if (channel != nullptr) ++channel->users;
-  rep.cq = cq.handle = next_handle_++;
+  rep.cq = cq.handle = new_handle();
   rep.entries = cq.entries;
   rep.ring_offset = cq.offset;
   cqs_.emplace(rep.cq, std::move(cq));
@@ -523,7 +533,7 @@ int Session::create_qp(const CreateQpReq& req, CreateQpRep& rep) {
   ++scq->users;
   ++rcq->users;
   if (srq != nullptr) ++srq->users, qp.srq = req.srq;
-  rep.qp = next_handle_++;
+  rep.qp = new_handle();
   rep.qpn = qp.qp->qp_num();
   rep.sq_offset = qp.sq_offset;
   rep.rq_offset = qp.rq_offset;
@@ -582,7 +592,7 @@ int Session::create_srq(const CreateSrqReq& req, CreateSrqRep& rep) {
   }
   q.max_sge = req.max_sge;
   ++pd->children;
-  rep.srq = next_handle_++;
+  rep.srq = new_handle();
   rep.entries = q.entries;
   rep.ring_offset = q.offset;
   rep.max_wr = q.srq->max_wr();
@@ -633,7 +643,7 @@ int Session::create_ah(const CreateAhReq& req, uint32_t& handle) {
   if (!a.ah) return err != 0 ? err : ENOMEM;
   a.pd = req.pd;
   ++pd->children;
-  handle = next_handle_++;
+  handle = new_handle();
   ahs_.emplace(handle, std::move(a));
   return 0;
 }
@@ -657,7 +667,7 @@ int Session::alloc_mw(const AllocMwReq& req, MwRep& rep) {
   if (!w.mw) return err != 0 ? err : ENOMEM;
   w.pd = req.pd;
   ++pd->children;
-  rep.mw = next_handle_++;
+  rep.mw = new_handle();
   rep.rkey = w.mw->rkey();
   mw_by_key_[w.mw->handle()] = rep.mw;
   mws_.emplace(rep.mw, std::move(w));
@@ -705,7 +715,7 @@ int Session::register_mapping(uint32_t pd_handle, MappedMr&& m, void* host, uint
   m.pd = pd_handle;
   ++pd->children;
   mr_bytes_ += m.map_len;
-  rep.mr = next_handle_++;
+  rep.mr = new_handle();
   rep.key = m.mr->lkey();
   rep.addr = iova;
   rep.length = length;

@@ -184,6 +184,9 @@ class Session {
   bool hello(const void* msg, size_t len);
   void dispatch(uroce::daemon::Op op, const void* msg, size_t len, uroce::daemon::Received& r);
   int alloc_pd(uint32_t& handle);
+  // A handle no live object of this client holds, never 0: the counter
+  // wraps after 2^32 creations, onto handles long-lived objects may still hold.
+  uint32_t new_handle();
   int dealloc_pd(uint32_t handle);
   int create_cq(const uroce::daemon::CreateCqReq& req, uroce::daemon::CreateCqRep& rep);
   int destroy_cq(uint32_t handle);

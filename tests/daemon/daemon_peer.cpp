@@ -1122,6 +1122,14 @@ void quota_objects(Side& a) {
   auto cq3 = a.conn->create_cq(16, err);
   check(cq2 != nullptr && cq3 != nullptr, "two small CQs " + std::to_string(err));
   expect_enomem(a.conn->create_cq(16, err) == nullptr, err, "a fourth CQ (max_cq)");
+  {  // completion channels: a count of their own, with the same bound
+    std::vector<std::unique_ptr<client::CompletionChannel>> chans;
+    for (int i = 0; i < 3; ++i) {
+      chans.push_back(a.conn->create_comp_channel(err));
+      check(chans.back() != nullptr, "completion channel " + std::to_string(i + 1) + " " + std::to_string(err));
+    }
+    expect_enomem(a.conn->create_comp_channel(err) == nullptr, err, "a fourth completion channel (max_cq)");
+  }
   cq3.reset();
   check(a.conn->create_cq(16, err) != nullptr, "a CQ after one was destroyed " + std::to_string(err));
   ibv_ah_attr ah{};
