@@ -73,7 +73,8 @@ void add_options(Overrides& o) {
   o.add("--idle-sleep-us", &S::idle_sleep_us,
         "longest nap of the idle engine between looks at the port, 0..50000 (default 1000)");
   o.add("--hugepage-regions", &S::hugepage_regions,
-        "auto: alloc_mr regions of 2 MiB or more on huge pages, DMA-mapped for the NIC, when free; off");
+        "auto: alloc_mr regions of 2 MiB or more on huge pages, DMA-mapped for the NIC, when free; off "
+        "(for untrusted clients: no huge pages, reg_mr refuses a client's)");
   o.add("--log-level", &S::log_level, "uroced's messages: error, warning, notice, info (default), debug");
   o.add("--file-prefix", &S::file_prefix, "EAL's file prefix, dpdk-telemetry.py's -f (default uroced)");
   o.add("--lcores", &S::lcores, "CPUs the daemon runs on, a list such as 2-3 (EAL's main lcore)");

@@ -6,7 +6,9 @@
 #include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <rte_dev.h>
@@ -828,6 +830,10 @@ int Session::reg_mr(const RegMrReq& req, MrRep& rep, Received& r) {
     struct stat st {};
     if (seals < 0 || (uint32_t(seals) & kRequiredSeals) != kRequiredSeals) return EPERM;
     if (fstat(r.fds[i], &st) != 0 || uint64_t(st.st_size) < req.seg[i].offset + req.seg[i].length) return EINVAL;
+    // A hole punched in a huge-page file can cost the daemon a SIGBUS
+    // (daemon.md): with hugepage_regions = off no client's memory is on them.
+    struct statfs fs {};
+    if (!memory_.hugepages && (fstatfs(r.fds[i], &fs) != 0 || fs.f_type == HUGETLBFS_MAGIC)) return EPERM;
   }
   // Wherever there is room: the region keeps the client's addresses (or the
   // IOVA it chose) as its IOVA, so clients whose buffers sit at the same

@@ -1460,7 +1460,9 @@ unsigned page_kib(const void* p) {
   return kib;
 }
 
-int run_huge(unsigned want_kib) {
+// client_huge: what reg_mr of the client's own huge-page memfd must give
+// ("accept", "refuse"), or "" not to try.
+int run_huge(unsigned want_kib, const std::string& client_huge) {
   constexpr size_t kRegion = size_t(4) << 20, kMiB = size_t(1) << 20;
   Side a, b;
   a.open(kRegion, false);
@@ -1482,8 +1484,38 @@ int run_huge(unsigned want_kib) {
   int err = 0;
   auto small = a.pd->alloc_mr(8192, IBV_ACCESS_LOCAL_WRITE, err);
   check(small != nullptr && page_kib(small->addr()) == 4, "an 8 KiB region is not on 4 KiB pages");
-  std::printf("huge: 4 MiB regions on %u KiB pages, 1 MiB WRITE and READ verified; an 8 KiB region on 4 KiB pages\n",
-              want_kib);
+  // A client's own huge-page memfd: registered with huge-page regions on,
+  // refused with them off (a hole punched in it could cost the daemon a SIGBUS).
+  if (client_huge.empty()) {
+    std::printf("huge: 4 MiB regions on %u KiB pages, 1 MiB WRITE and READ verified; an 8 KiB region on 4 KiB pages\n",
+                want_kib);
+    return 0;
+  }
+  const bool refuse = client_huge == "refuse";
+  const int s = raw_socket();
+  check(raw_hello(s, daemon::kVersion) == 0, "HELLO");
+  daemon::AllocPdReq pd{{daemon::Op::alloc_pd, sizeof(daemon::AllocPdReq)}};
+  daemon::HandleRep rep{};
+  check(daemon::send_datagram(s, &pd, sizeof pd, nullptr, 0) == 0, "raw send");
+  check(daemon::recv_datagram(s, &rep, sizeof rep).len == sizeof rep && rep.h.status == 0, "alloc_pd");
+  const int fd = memfd_create("client-huge", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_HUGETLB | (21u << MAP_HUGE_SHIFT));
+  check(fd >= 0 && ftruncate(fd, off_t(2 * kMiB)) == 0 &&
+            fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0,
+        "a sealed 2 MiB huge-page memfd");
+  void* huge = mmap(nullptr, 2 * kMiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  check(huge != MAP_FAILED, "map the huge-page memfd");
+  const auto at = reinterpret_cast<uintptr_t>(huge);
+  daemon::RegMrReq rm{{daemon::Op::reg_mr, sizeof(daemon::RegMrReq)}, rep.handle, IBV_ACCESS_LOCAL_WRITE, at,
+                      2 * kMiB, at, at, 2 * kMiB, 1, 0, {}};
+  rm.seg[0] = {at, 2 * kMiB, 0};
+  const int got = raw_call(s, &rm, sizeof rm, fd);
+  check(got == (refuse ? EPERM : 0), "reg_mr of a client's huge-page memfd: status " + std::to_string(got));
+  munmap(huge, 2 * kMiB);
+  close(fd);
+  close(s);
+  std::printf("huge: 4 MiB regions on %u KiB pages, 1 MiB WRITE and READ verified; an 8 KiB region on 4 KiB pages; "
+              "a client's huge-page memfd %s\n",
+              want_kib, refuse ? "refused" : "registered");
   return 0;
 }
 
@@ -1506,7 +1538,7 @@ int main(int argc, char** argv) {
   if (c == "events") return run_events();
   if (c == "hold") return run_hold();
   if (c == "srq") return run_srq();
-  if (c == "huge" && argc == 4) return run_huge(unsigned(std::atoi(argv[3])));
+  if (c == "huge" && (argc == 4 || argc == 5)) return run_huge(unsigned(std::atoi(argv[3])), argc == 5 ? argv[4] : "");
   if (c == "death" && argc == 4) return run_death(pid_t(std::atoi(argv[3])));
   std::fprintf(stderr, "unknown case %s\n", c.c_str());
   return 2;

@@ -529,12 +529,12 @@ PY
     stop
     use_hugepages
     start_default --log-level debug
-    timeout 60 "$peer" "$sock" huge 2048 || { rc=$?; cat "$log"; fail "daemon_peer huge 2048 exited $rc"; }
+    timeout 60 "$peer" "$sock" huge 2048 accept || { rc=$?; cat "$log"; fail "daemon_peer huge 2048 exited $rc"; }
     grep -q "alloc_mr of 4194304 bytes on 2 MiB pages, DPDK external memory" "$log" ||
       { cat "$log"; fail "no log line for a region on huge pages registered with DPDK"; }
     stop
     start_default --log-level debug --hugepage-regions off
-    timeout 60 "$peer" "$sock" huge 4 || fail "daemon_peer huge 4 (hugepage_regions off) exited $?"
+    timeout 60 "$peer" "$sock" huge 4 refuse || fail "daemon_peer huge 4 (hugepage_regions off) exited $?"
     stop ;;
   srq)
     # Shared receive queues through the daemon (daemon_peer srq).
