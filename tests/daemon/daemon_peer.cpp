@@ -981,6 +981,66 @@ void check_hostile_mw() {
   check(raw_call(y.raw.s, &mine, sizeof mine) == EINVAL, "a second dealloc_mw of one window");
 }
 
+// The next connection-manager event of a client of type `type`
+// (uroce::cm::EventType: 0 connect_request, 1 established), within 3 s.
+daemon::CmEventRep cm_event(Connection& conn, uint32_t type) {
+  for (int i = 0; i < 3000; ++i) {
+    auto req = daemon::make_message<daemon::AllocPdReq>(daemon::Op::cm_get_event);
+    daemon::CmEventRep rep{};
+    const int err = conn.call(&req, sizeof req, &rep, sizeof rep);
+    if (err == 0 && rep.type == type) return rep;
+    check(err == 0 || err == EAGAIN, "cm_get_event " + std::to_string(err));
+    if (err == EAGAIN) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  check(false, "no connection-manager event of type " + std::to_string(type) + " in 3 s");
+  return {};
+}
+
+int cm_open(Connection& conn) {
+  auto req = daemon::make_message<daemon::AllocPdReq>(daemon::Op::cm_open);
+  daemon::HandleRep rep{};
+  int fd = -1;
+  check(conn.call(&req, sizeof req, &rep, sizeof rep, -1, &fd) == 0 && fd >= 0, "cm_open");
+  return fd;
+}
+
+// A SIDR reply names the QP of the handle the client gave, whatever QP
+// number it sends beside it: a forged accept cannot send a peer to
+// another client's QP.
+void check_hostile_sidr() {
+  Side listener, victim, asker;
+  listener.open(4096, false);
+  victim.open(4096, false);
+  asker.open(4096, false);
+  const int lfd = cm_open(*listener.conn), afd = cm_open(*asker.conn);
+  auto listen = daemon::make_message<daemon::CmListenReq>(daemon::Op::cm_listen);
+  listen.port = 7100;
+  listen.ud = 1;
+  listen.on = 1;
+  daemon::HandleRep hrep{};
+  check(listener.conn->call(&listen, sizeof listen, &hrep, sizeof hrep) == 0, "cm_listen (UD)");
+  auto connect = daemon::make_message<daemon::CmConnectReq>(daemon::Op::cm_connect);
+  connect.ud = 1;
+  connect.port = 7100;
+  std::memcpy(connect.peer, listener.conn->gid(), 16);
+  daemon::CmIdRep idrep{};
+  check(asker.conn->call(&connect, sizeof connect, &idrep, sizeof idrep) == 0, "cm_connect (SIDR REQ)");
+  const daemon::CmEventRep req = cm_event(*listener.conn, 0);
+  auto accept = daemon::make_message<daemon::CmAcceptReq>(daemon::Op::cm_accept);
+  accept.id = req.id;
+  accept.ud = 1;
+  accept.qp = listener.qp->handle();
+  accept.qpn = victim.qp->qp_num();  // forged: another client's QP
+  accept.qkey = 0x1234;
+  check(listener.conn->call(&accept, sizeof accept, &hrep, sizeof hrep) == 0, "cm_accept (SIDR REP)");
+  const daemon::CmEventRep rep = cm_event(*asker.conn, 1);
+  check(rep.peer_qpn != victim.qp->qp_num(), "a forged SIDR reply offered another client's QP");
+  check(rep.peer_qpn == listener.qp->qp_num(),
+        "the SIDR reply offered QP " + std::to_string(rep.peer_qpn) + ", not the one named by handle");
+  close(lfd);
+  close(afd);
+}
+
 int run_isolation() {
   int sp[2];
   check(socketpair(AF_UNIX, SOCK_STREAM, 0, sp) == 0, "socketpair");
@@ -1023,9 +1083,11 @@ int run_isolation() {
   check_hostile_rings();
   check_hostile_ud();
   check_hostile_mw();
+  check_hostile_sidr();
   std::printf("isolation: foreign lkey, bad remote range, malformed requests and rings refused; "
               "UD sends with foreign address handles refused, handles destroyed under posted sends; "
-              "binds of foreign windows and regions refused, foreign invalidations failed\n");
+              "binds of foreign windows and regions refused, foreign invalidations failed; "
+              "a forged SIDR reply names the client's own QP\n");
   return 0;
 }
 
