@@ -14,6 +14,7 @@
 
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -23,7 +24,6 @@
 #include <deque>
 #include <map>
 #include <mutex>
-#include <random>
 #include <set>
 #include <thread>
 
@@ -67,6 +67,14 @@ constexpr uint64_t kExitResendMs = 50;
 // only after its sync with the client, which then connects at once).
 constexpr uint64_t kListenGraceMs = 100;
 constexpr uint64_t kResolveRetryMs = 5;
+// Bounds on what peers can make this side hold, as Linux bounds a
+// listener's backlog: requests the application has not answered yet, REQs
+// waiting for a listener, and MADs waiting for their peer's MAC. Past them
+// a REQ is rejected (no resources) or a SIDR REQ refused at once, and a
+// MAD is dropped (the CM's retries, ours or the peer's, send it again).
+constexpr size_t kMaxPendingRequests = 4096;
+constexpr size_t kMaxHeld = 1024;
+constexpr size_t kMaxUnsent = 1024;
 
 uint64_t now_ms() {
   return uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -159,6 +167,22 @@ struct Conn {
   int retries_left = 0;
   uint64_t retry_ms = 0;
   uint64_t deadline = 0;
+  // An MRA delays our REQ or our REP once each, as Linux honours one MRA
+  // per state: repeated MRAs cannot hold a connection pending forever.
+  bool mra_req_taken = false;
+  bool mra_rep_taken = false;
+};
+
+// Comm IDs and starting PSNs from the kernel's CSPRNG: a peer that sees
+// many of them must not be able to predict another connection's (a forged
+// REJ or DREQ needs both comm IDs, data injected into a QP its PSN).
+struct SystemRandom {
+  uint32_t operator()() const {
+    uint32_t v = 0;
+    while (getrandom(&v, sizeof v, 0) != ssize_t(sizeof v)) {
+    }
+    return v;
+  }
 };
 
 // A REQ held for kListenGraceMs, waiting for a listener on its port.
@@ -205,7 +229,7 @@ struct __attribute__((visibility("hidden"))) ConnectionManager::Impl {
   std::deque<HeldReq> held;
   std::deque<Event> events;
   uint64_t next_id = 1;
-  std::mt19937 rng{std::random_device{}()};
+  SystemRandom rng;
 
   int wake_fd = -1;   // the application's calls wake the thread
   int event_fd = -1;  // readable while events has entries
@@ -242,6 +266,8 @@ struct __attribute__((visibility("hidden"))) ConnectionManager::Impl {
   int start_connect(Conn& c, const ConnParam& p, uint64_t& id);
   void send_rep(Conn& c, const ConnParam& p);
   CommId new_comm_id();
+  size_t pending_requests() const;  // passive, not answered yet (REQ or SIDR REQ)
+  Conn* withdrawn_request(const Rej& r);
   Conn* by_local(CommId id);
   bool sgid_for(const wire::IpAddr& peer, uint8_t& index) const;
   void wake();
@@ -417,6 +443,12 @@ void ConnectionManager::Impl::on_mad(const uint8_t* grh, const uint8_t* mad, uin
   }
 }
 
+size_t ConnectionManager::Impl::pending_requests() const {
+  size_t n = 0;
+  for (const auto& [k, c] : conns) n += !c.active && c.state == State::req_rcvd;
+  return n;
+}
+
 CommId ConnectionManager::Impl::new_comm_id() {
   for (;;) {
     const CommId id = CommId(rng());
@@ -451,7 +483,9 @@ int ConnectionManager::Impl::send(const wire::IpAddr& peer, uint8_t sgid_index, 
     auto ah = pd->create_ah(a, err);
     if (!ah) {
       // The peer's MAC is being resolved: the MAD goes out once it is known.
-      if (err == EHOSTUNREACH) unsent.push_back({peer, sgid_index, mad, now_ms() + kResolveMs});
+      if (err != EHOSTUNREACH) return err;
+      if (unsent.size() >= kMaxUnsent) return ENOMEM;
+      unsent.push_back({peer, sgid_index, mad, now_ms() + kResolveMs});
       return err;
     }
     it = ahs.emplace(peer, std::move(ah)).first;
@@ -643,9 +677,11 @@ void ConnectionManager::Impl::on_req(const MadHeader& h, const Req& r, const wir
     // The peer's retry of a REQ already held adds nothing.
     for (const auto& q : held)
       if (q.r.local_comm_id == r.local_comm_id && q.r.local_ca_guid == r.local_ca_guid) return;
+    if (held.size() >= kMaxHeld) return reject(RejReason::invalid_service_id);
     held.push_back({h, r, from, sgid, now_ms() + kListenGraceMs});
     return;
   }
+  if (pending_requests() >= kMaxPendingRequests) return reject(RejReason::no_resources);
   CmaHeader cma;
   bool own = false;
   if (decode_cma_header(r.private_data, cma))
@@ -709,7 +745,7 @@ void ConnectionManager::Impl::on_sidr_req(const MadHeader& h, const SidrReq& r, 
     for (const auto& g : dev.gids()) own |= g == cma.dst;
   if (!service_port_space(r.service_id, ps) || ps != PortSpace::udp || !listening_ud.count(c.port))
     return send_sidr_rep(c, SidrStatus::unsupported, 0, 0, {});
-  if (!own) return send_sidr_rep(c, SidrStatus::reject, 0, 0, {});
+  if (!own || pending_requests() >= kMaxPendingRequests) return send_sidr_rep(c, SidrStatus::reject, 0, 0, {});
   c.id = next_id++;
   c.peer_port = cma.src_port;
   dev.resolve_neighbor(from);  // for the SIDR REP
@@ -828,14 +864,31 @@ void ConnectionManager::Impl::on_rtu(const Rtu& r) {
   push_event(std::move(e));
 }
 
+// A requester that gives up before its REQ is answered sends REJ 4
+// (timeout) without our comm ID, which it never learned, and its CA GUID in
+// the ARI: Linux's cm_acquire_rejected_id finds the request by that GUID and
+// the requester's comm ID. The request it names, or nullptr.
+Conn* ConnectionManager::Impl::withdrawn_request(const Rej& r) {
+  if (r.reason != uint16_t(RejReason::timeout) || r.message_rejected != Msg::req || r.ari_length < 8) return nullptr;
+  uint64_t guid = 0;
+  for (int i = 0; i < 8; ++i) guid = guid << 8 | r.ari[i];
+  for (auto& [k, c] : conns)
+    if (!c.active && !c.sidr && c.state == State::req_rcvd && c.remote_id == r.local_comm_id &&
+        c.req.local_ca_guid == guid)
+      return &c;
+  return nullptr;
+}
+
 void ConnectionManager::Impl::on_rej(const Rej& r) {
-  Conn* c = by_local(r.remote_comm_id);
+  Conn* c = r.remote_comm_id ? by_local(r.remote_comm_id) : withdrawn_request(r);
   if (!c) return;
   // A REJ of our REQ may carry no local ID (nobody listens); any other
   // must name the connection both ways.
   if (!(r.message_rejected == Msg::req && c->state == State::req_sent) && c->remote_id != r.local_comm_id) return;
-  if (c->state != State::req_sent && c->state != State::rep_sent && c->state != State::rep_rcvd &&
-      c->state != State::established)
+  // A request not answered yet is withdrawn too: the application hears
+  // REJECTED for it, as from Linux, and can no longer accept it.
+  if (c->state != State::req_sent && c->state != State::req_rcvd && c->state != State::rep_sent &&
+      c->state != State::rep_rcvd && c->state != State::established)
     return;
   fail_qp(*c);
   Event e;
@@ -851,6 +904,17 @@ void ConnectionManager::Impl::on_rej(const Rej& r) {
 void ConnectionManager::Impl::on_mra(const Mra& r) {
   Conn* c = by_local(r.remote_comm_id);
   if (!c || !c->has_pending) return;
+  // As Linux's cm_mra_handler: an MRA of our REQ while it waits for a REP,
+  // or of our REP (naming the connection both ways) while it waits for the
+  // RTU; once each. Any other is ignored, a DREQ's included.
+  if (c->state == State::req_sent && r.message_mraed == Msg::req && !c->mra_req_taken) {
+    c->mra_req_taken = true;
+  } else if (c->state == State::rep_sent && r.message_mraed == Msg::rep && c->remote_id == r.local_comm_id &&
+             !c->mra_rep_taken) {
+    c->mra_rep_taken = true;
+  } else {
+    return;
+  }
   // The peer needs longer: wait its service timeout plus a round trip.
   c->retry_ms = cm_ms(r.service_timeout) + cm_ms(ack_timeout(kAckDelay, kPacketLifetime));
   c->deadline = now_ms() + c->retry_ms;
@@ -904,14 +968,17 @@ void ConnectionManager::Impl::timers() {
     it = held.erase(it);
     on_req(q.h, q.r, q.from, q.sgid, true);
   }
-  for (auto it = unsent.begin(); it != unsent.end();) {
-    Unsent u = *it;
-    it = unsent.erase(it);
+  // Taken out whole first: send() may queue a MAD again (its MAC gone
+  // between the lookup and the address handle), which must not move the
+  // entries this loop walks.
+  std::deque<Unsent> due;
+  due.swap(unsent);
+  for (Unsent& u : due) {
     if (now > u.give_up) continue;
     wire::MacAddr mac;
     if (!dev.neighbor_mac(u.peer, mac)) {
       dev.resolve_neighbor(u.peer);
-      it = unsent.insert(it, u) + 1;
+      unsent.push_back(std::move(u));
       continue;
     }
     send(u.peer, u.sgid_index, u.mad);

@@ -640,6 +640,42 @@ TEST_CASE("cm: INIT QPs, a chosen port, a REQ held for a late listener, release 
   CHECK(qa3->state() == IBV_QPS_ERR);
   std::this_thread::sleep_for(100ms);
   CHECK_FALSE(b.cm->get_event(e));  // nothing about the released id
+
+  // A request its requester withdraws before it is answered (REJ 4 with the
+  // requester's CA GUID, and no comm ID of b's, which a never learned): b
+  // hears REJECTED, as from Linux, and can no longer accept it.
+  auto qa4 = a.qp();
+  REQUIRE(a.cm->connect(*qa4, b.addr(), 5000, {}, aid) == 0);
+  const cm::Event req4 = b.next_event();
+  REQUIRE(req4.type == cm::EventType::connect_request);
+  REQUIRE(a.cm->release(aid) == 0);
+  e = b.next_event();
+  CHECK(e.type == cm::EventType::rejected);
+  CHECK(e.id == req4.id);
+  CHECK(e.status == 4);
+  auto qb4 = b.qp();
+  CHECK(b.cm->accept(req4.id, *qb4, {}) != 0);
+}
+
+TEST_CASE("cm: requests nobody answers are bounded: past 4096, REJ 3 (no resources)", "[cm-limits]") {
+  CmPair p("cm_limits");
+  CmSide& a = *p.a;
+  CmSide& b = *p.b;
+  REQUIRE(b.cm->listen(5001) == 0);
+  // By number: the QPs need not exist for the exchange up to the REP.
+  constexpr uint32_t kPending = 4096;
+  uint64_t id = 0;
+  for (uint32_t i = 0; i < kPending; i += 32) {
+    for (uint32_t j = i; j < i + 32; ++j) REQUIRE(a.cm->connect(0x1000 + j, IBV_QPT_RC, b.addr(), 5001, {}, id) == 0);
+    for (uint32_t j = i; j < i + 32; ++j) REQUIRE(b.next_event().type == cm::EventType::connect_request);
+  }
+  REQUIRE(a.cm->connect(0x1000 + kPending, IBV_QPT_RC, b.addr(), 5001, {}, id) == 0);
+  const cm::Event e = a.next_event();
+  CHECK(e.type == cm::EventType::rejected);
+  CHECK(e.id == id);
+  CHECK(e.status == 3);
+  cm::Event none;
+  CHECK_FALSE(b.cm->get_event(none));
 }
 
 TEST_CASE("cm: the library's threads take no signal sent to the process", "[cm-signals]") {
