@@ -579,6 +579,14 @@ UROCE_EXPORT rdma_event_channel* rdma_create_event_channel(void) {
 
 namespace {
 
+// The id whose count of events handed out and not acknowledged an event
+// is on: a connection request is its listener's, as librdmacm charges it,
+// so destroying the new id before acknowledging its request (UCX rejects
+// so) does not wait on itself, and destroying the listener waits for it.
+Id* charged_id(const rdma_cm_event& ev) {
+  return ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && ev.listen_id ? id_of(ev.listen_id) : id_of(ev.id);
+}
+
 // Whether a thread other than the caller may still be waiting on C, or be
 // on its way back to wait (it took the last event and is handling it).
 // Such a thread, on Linux, sleeps in read() on a descriptor that close()
@@ -643,7 +651,7 @@ UROCE_EXPORT int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** 
     if (c->queue.empty()) continue;
     EventRec* e = c->queue.front();
     c->queue.pop_front();
-    ++id_of(e->ev.id)->events_out;
+    ++charged_id(e->ev)->events_out;
     c->away.store(gettid());
     *event = &e->ev;
     return 0;
@@ -655,7 +663,7 @@ UROCE_EXPORT int rdma_ack_cm_event(rdma_cm_event* event) {
   Registry& r = registry();
   {
     std::lock_guard<std::mutex> lock(r.mu);
-    Id* id = id_of(event->id);
+    Id* id = charged_id(*event);
     --id->events_out;
     id->acked.notify_all();
   }

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// A connection request rejected and its id destroyed before its event is
+// acknowledged, in UCX's order (uct_rdmacm_listener_reject: rdma_reject,
+// rdma_destroy_id, rdma_ack_cm_event): the request is the listener's event,
+// as librdmacm counts it, so the destroy returns at once; the peer hears
+// the rejection; the listener, its request acknowledged, is destroyed too.
+// One device, connecting to its own address. On a null port (UROCE_DEV);
+// prints "ok".
+#include <pthread.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "rdmacm_test_util.h"
+
+using namespace uroce::test;
+
+int main() {
+  rdma_event_channel* lch = rdma_create_event_channel();
+  rdma_event_channel* ach = rdma_create_event_channel();
+  if (!lch || !ach) die("rdma_create_event_channel");
+  rdma_cm_id* listener = nullptr;
+  if (rdma_create_id(lch, &listener, nullptr, RDMA_PS_TCP) != 0) die("rdma_create_id");
+  sockaddr_in local = addr("10.0.0.1", 7992);
+  if (rdma_bind_addr(listener, reinterpret_cast<sockaddr*>(&local)) != 0) die("rdma_bind_addr");
+  if (rdma_listen(listener, 1) != 0) die("rdma_listen");
+
+  rdma_cm_id* active = nullptr;
+  if (rdma_create_id(ach, &active, nullptr, RDMA_PS_TCP) != 0) die("rdma_create_id(active)");
+  connect_id(ach, active, local);
+
+  rdma_cm_event* req = expect(lch, RDMA_CM_EVENT_CONNECT_REQUEST);
+  if (req->listen_id != listener) die("the request's listen_id is not the listener");
+  if (rdma_reject(req->id, nullptr, 0) != 0) die("rdma_reject");
+  // A watchdog: a destroy that waits for its own request's acknowledgement
+  // never returns.
+  std::atomic<bool> done{false};
+  std::thread watchdog([&] {
+    for (int i = 0; i < 500 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (!done.load()) {
+      std::printf("FAIL: rdma_destroy_id of the request's id before its ack did not return in 5 s\n");
+      std::fflush(stdout);
+      std::_Exit(1);
+    }
+  });
+  if (rdma_destroy_id(req->id) != 0) die("rdma_destroy_id(request)");
+  done.store(true);
+  watchdog.join();
+  if (rdma_ack_cm_event(req) != 0) die("rdma_ack_cm_event after the destroy");
+  rdma_cm_event* e = expect(ach, RDMA_CM_EVENT_REJECTED);
+  rdma_ack_cm_event(e);
+  if (rdma_destroy_id(listener) != 0) die("rdma_destroy_id(listener)");
+  rdma_destroy_qp(active);
+  rdma_destroy_id(active);
+  rdma_destroy_event_channel(lch);
+  rdma_destroy_event_channel(ach);
+  std::printf("ok: a request rejected and destroyed before its ack (UCX's order): no wait, the peer rejected\n");
+  return 0;
+}
