@@ -3,7 +3,9 @@
 // acknowledged, in UCX's order (uct_rdmacm_listener_reject: rdma_reject,
 // rdma_destroy_id, rdma_ack_cm_event): the request is the listener's event,
 // as librdmacm counts it, so the destroy returns at once; the peer hears
-// the rejection; the listener, its request acknowledged, is destroyed too.
+// the rejection. Then a request accepted, with a QP on each id: after
+// ESTABLISHED, ibv_query_qp of the state refreshes ibv_qp's own (RTS), as
+// rdma-core's does.
 // One device, connecting to its own address. On a null port (UROCE_DEV);
 // prints "ok".
 #include <pthread.h>
@@ -50,11 +52,44 @@ int main() {
   if (rdma_ack_cm_event(req) != 0) die("rdma_ack_cm_event after the destroy");
   rdma_cm_event* e = expect(ach, RDMA_CM_EVENT_REJECTED);
   rdma_ack_cm_event(e);
+  rdma_destroy_qp(active);
+  rdma_destroy_id(active);
+
+  // Accepted this time, with a QP on each id: the manager moves the QPs to
+  // RTS, and ibv_query_qp of the state refreshes ibv_qp's own, as rdma-core's.
+  if (rdma_create_id(ach, &active, nullptr, RDMA_PS_TCP) != 0) die("rdma_create_id(active, again)");
+  connect_id(ach, active, local);
+  req = expect(lch, RDMA_CM_EVENT_CONNECT_REQUEST);
+  rdma_cm_id* passive = req->id;
+  rdma_ack_cm_event(req);
+  ibv_qp_init_attr qa{};
+  qa.qp_type = IBV_QPT_RC;
+  qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
+  qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+  if (rdma_create_qp(passive, nullptr, &qa) != 0) die("rdma_create_qp(passive)");
+  rdma_conn_param p{};
+  if (rdma_accept(passive, &p) != 0) die("rdma_accept");
+  rdma_ack_cm_event(expect(ach, RDMA_CM_EVENT_ESTABLISHED));
+  rdma_ack_cm_event(expect(lch, RDMA_CM_EVENT_ESTABLISHED));
+  ibv_qp_attr attr{};
+  ibv_qp_init_attr init{};
+  if (ibv_query_qp(active->qp, &attr, IBV_QP_STATE, &init) != 0) die("ibv_query_qp");
+  if (attr.qp_state != IBV_QPS_RTS || active->qp->state != IBV_QPS_RTS) {
+    std::printf("FAIL: after ESTABLISHED and ibv_query_qp: state %d, ibv_qp's %d, wanted RTS (%d)\n",
+                int(attr.qp_state), int(active->qp->state), int(IBV_QPS_RTS));
+    return 1;
+  }
+  if (rdma_disconnect(active) != 0) die("rdma_disconnect");
+  rdma_ack_cm_event(expect(ach, RDMA_CM_EVENT_DISCONNECTED));
+  rdma_ack_cm_event(expect(lch, RDMA_CM_EVENT_DISCONNECTED));
+  rdma_destroy_qp(passive);
+  rdma_destroy_id(passive);
   if (rdma_destroy_id(listener) != 0) die("rdma_destroy_id(listener)");
   rdma_destroy_qp(active);
   rdma_destroy_id(active);
   rdma_destroy_event_channel(lch);
   rdma_destroy_event_channel(ach);
-  std::printf("ok: a request rejected and destroyed before its ack (UCX's order): no wait, the peer rejected\n");
+  std::printf("ok: a request rejected and destroyed before its ack (UCX's order): no wait, the peer rejected; "
+              "ibv_query_qp refreshes ibv_qp's state (RTS)\n");
   return 0;
 }

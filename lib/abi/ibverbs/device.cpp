@@ -284,6 +284,7 @@ using namespace uroce::abi;
 extern "C" {
 
 UROCE_V11(ibv_get_device_list) ibv_device** uroce_v11_ibv_get_device_list(int* num) {
+  if (num) *num = 0;  // as rdma-core, whatever fails below
   std::vector<DeviceRec*>& devs = devices();
   auto** list = static_cast<ibv_device**>(std::calloc(devs.size() + 1, sizeof(ibv_device*)));
   if (!list) return errno = ENOMEM, nullptr;

@@ -430,6 +430,9 @@ UROCE_V11(ibv_query_qp) int uroce_v11_ibv_query_qp(ibv_qp* q, ibv_qp_attr* attr,
     rc = qp->impl->query(*attr, mask, ia);
   }
   if (rc) return rc;
+  // As rdma-core: the state asked for refreshes ibv_qp's own, which the
+  // connection manager's moves (RTR, RTS, ERR) do not go through.
+  if (mask & IBV_QP_STATE) q->state = attr->qp_state;
   if (init) {
     std::memset(init, 0, sizeof *init);
     init->qp_context = q->qp_context;
@@ -511,7 +514,10 @@ UROCE_V11(ibv_destroy_srq) int uroce_v11_ibv_destroy_srq(ibv_srq* s) {
   Srq* srq = srq_of(s);
   DeviceRec* rec = ctx_of(s->context)->rec;
   {
+    // As Linux: an SRQ a QP is still associated with stays, and says so.
     std::lock_guard<std::mutex> lock(rec->control);
+    for (const Qp* q : rec->qps)
+      if (q->qp.srq == s) return EBUSY;
     erase_one(rec->srqs, srq);
     withdraw_events(*rec, srq);
   }
