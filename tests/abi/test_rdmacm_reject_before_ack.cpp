@@ -5,7 +5,8 @@
 // as librdmacm counts it, so the destroy returns at once; the peer hears
 // the rejection. Then a request accepted, with a QP on each id: after
 // ESTABLISHED, ibv_query_qp of the state refreshes ibv_qp's own (RTS), as
-// rdma-core's does.
+// rdma-core's does; rdma_disconnect of a connection already over succeeds,
+// as Linux's, and of an id never connected is EINVAL.
 // One device, connecting to its own address. On a null port (UROCE_DEV);
 // prints "ok".
 #include <pthread.h>
@@ -52,6 +53,8 @@ int main() {
   if (rdma_ack_cm_event(req) != 0) die("rdma_ack_cm_event after the destroy");
   rdma_cm_event* e = expect(ach, RDMA_CM_EVENT_REJECTED);
   rdma_ack_cm_event(e);
+  // As Linux: disconnecting a connection that is over is no error.
+  if (rdma_disconnect(active) != 0) die("rdma_disconnect after REJECTED");
   rdma_destroy_qp(active);
   rdma_destroy_id(active);
 
@@ -82,14 +85,21 @@ int main() {
   if (rdma_disconnect(active) != 0) die("rdma_disconnect");
   rdma_ack_cm_event(expect(ach, RDMA_CM_EVENT_DISCONNECTED));
   rdma_ack_cm_event(expect(lch, RDMA_CM_EVENT_DISCONNECTED));
+  if (rdma_disconnect(passive) != 0 || rdma_disconnect(active) != 0) die("rdma_disconnect after DISCONNECTED");
   rdma_destroy_qp(passive);
   rdma_destroy_id(passive);
   if (rdma_destroy_id(listener) != 0) die("rdma_destroy_id(listener)");
   rdma_destroy_qp(active);
   rdma_destroy_id(active);
+  // An id that never asked for a connection has none to end: EINVAL.
+  rdma_cm_id* idle = nullptr;
+  if (rdma_create_id(ach, &idle, nullptr, RDMA_PS_TCP) != 0) die("rdma_create_id(idle)");
+  errno = 0;
+  if (rdma_disconnect(idle) != -1 || errno != EINVAL) die("rdma_disconnect of an id never connected: not EINVAL");
+  rdma_destroy_id(idle);
   rdma_destroy_event_channel(lch);
   rdma_destroy_event_channel(ach);
   std::printf("ok: a request rejected and destroyed before its ack (UCX's order): no wait, the peer rejected; "
-              "ibv_query_qp refreshes ibv_qp's state (RTS)\n");
+              "ibv_query_qp refreshes ibv_qp's state (RTS); rdma_disconnect after the end succeeds\n");
   return 0;
 }

@@ -87,6 +87,10 @@ struct Id {
   uint8_t req_initiator_depth = 0;
   ibv_sa_path_rec path{};
   bool own_cqs = false;  // rdma_create_qp made id->send_cq and recv_cq
+  // A connection was ever asked for or requested on this id (Linux's
+  // cm_id.ib, which lives until the id does): rdma_disconnect succeeds
+  // from then on, even after the connection is gone.
+  bool connected_once = false;
   // rdma_create_ep of a passive id: the QP that rdma_get_request makes on
   // each new id.
   std::unique_ptr<ibv_qp_init_attr> ep_qp_attr;

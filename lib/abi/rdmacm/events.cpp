@@ -273,6 +273,7 @@ void on_request(Dev& d, const cm::Event& ce) {
   c.route.path_rec = &child->path;
   child->dev = &d;
   child->conn = ce.id;
+  child->connected_once = true;
   child->bound = true;
   child->req_responder_resources = std::min(ce.responder_resources, d.max_responder_resources);
   child->req_initiator_depth = std::min(ce.initiator_depth, d.max_initiator_depth);

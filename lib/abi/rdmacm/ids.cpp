@@ -374,6 +374,7 @@ UROCE_EXPORT int rdma_connect(rdma_cm_id* id, rdma_conn_param* param) {
                                         : d.cm->connect(param->qp_num, id->qp_type, dst, dport, c, conn);
     if (rc != 0) return fail(rc);
     i.conn = conn;
+    i.connected_once = true;
     d.conns[conn] = &i;
   }
   if (!i.sync) return 0;
@@ -435,11 +436,25 @@ UROCE_EXPORT int rdma_disconnect(rdma_cm_id* id) {
   if (!live(id)) return fail(EINVAL);
   Registry& r = registry();
   Id& i = *id_of(id);
+  int rc = 0;
   {
     std::lock_guard<std::mutex> lock(r.mu);
-    if (!i.dev || !i.conn) return fail(EINVAL);
+    if (!i.dev || !i.connected_once) return fail(EINVAL);
     if (!i.dev->cm) return fail(ENODEV);
-    if (const int rc = i.dev->cm->disconnect(i.conn)) return fail(rc);
+    rc = i.conn ? i.dev->cm->disconnect(i.conn) : EINVAL;
+    if (rc != 0 && rc != EINVAL) return fail(rc);
+  }
+  // As Linux's rdma_disconnect: the QP goes to the error state, and a DREQ
+  // (or DREP) goes out if the connection is in a state to send one; a
+  // connection already over, or not yet up, is no error. Nothing more
+  // comes for the id then, so a synchronous one does not wait.
+  if (rc == EINVAL) {
+    if (id->qp) {
+      ibv_qp_attr a{};
+      a.qp_state = IBV_QPS_ERR;
+      ibv_modify_qp(id->qp, &a, IBV_QP_STATE);
+    }
+    return 0;
   }
   // A synchronous id waits for DISCONNECTED (rdma_client, rdma_server);
   // one the peer caused is already queued on the id's own channel.
