@@ -5,7 +5,8 @@
 // as librdmacm counts it, so the destroy returns at once; the peer hears
 // the rejection. Then a request accepted, with a QP on each id: after
 // ESTABLISHED, ibv_query_qp of the state refreshes ibv_qp's own (RTS), as
-// rdma-core's does; rdma_disconnect of a connection already over succeeds,
+// rdma-core's does; a failed rdma_create_qp leaves no CQ or channel
+// behind; rdma_disconnect of a connection already over succeeds,
 // as Linux's, and of an id never connected is EINVAL.
 // One device, connecting to its own address. On a null port (UROCE_DEV);
 // prints "ok".
@@ -61,7 +62,27 @@ int main() {
   // Accepted this time, with a QP on each id: the manager moves the QPs to
   // RTS, and ibv_query_qp of the state refreshes ibv_qp's own, as rdma-core's.
   if (rdma_create_id(ach, &active, nullptr, RDMA_PS_TCP) != 0) die("rdma_create_id(active, again)");
-  connect_id(ach, active, local);
+  if (rdma_resolve_addr(active, nullptr, reinterpret_cast<sockaddr*>(&local), 1000) != 0) die("rdma_resolve_addr");
+  rdma_ack_cm_event(expect(ach, RDMA_CM_EVENT_ADDR_RESOLVED));
+  if (rdma_resolve_route(active, 1000) != 0) die("rdma_resolve_route");
+  rdma_ack_cm_event(expect(ach, RDMA_CM_EVENT_ROUTE_RESOLVED));
+  // A QP the device cannot make: the CQs and channels made for it go too,
+  // and the caller's attributes come back as given.
+  // Too many WRs fails the CQ made for them; too many SGEs, the QP itself.
+  for (const bool sges : {false, true}) {
+    ibv_qp_init_attr big{};
+    big.qp_type = IBV_QPT_RC;
+    big.cap.max_send_wr = sges ? 4 : 1u << 30;
+    big.cap.max_recv_wr = 4;
+    big.cap.max_send_sge = sges ? 1000 : 1;
+    big.cap.max_recv_sge = 1;
+    if (rdma_create_qp(active, nullptr, &big) == 0) die("a QP past the device's limits was made");
+    if (active->qp || active->send_cq || active->recv_cq || active->send_cq_channel || active->recv_cq_channel ||
+        big.send_cq || big.recv_cq)
+      die(sges ? "a QP refused by ibv_create_qp left CQs or channels behind"
+               : "a CQ refused left CQs or channels behind");
+  }
+  qp_and_connect(active);
   req = expect(lch, RDMA_CM_EVENT_CONNECT_REQUEST);
   rdma_cm_id* passive = req->id;
   rdma_ack_cm_event(req);

@@ -520,6 +520,24 @@ UROCE_EXPORT int rdma_notify(rdma_cm_id* id, ibv_event_type /*event*/) {
   return id ? 0 : fail(EINVAL);
 }
 
+namespace {
+
+// The CQs and channels rdma_create_qp_ex made for the id (any of them, as
+// far as it got), destroyed; errno as it was.
+void destroy_own_cqs(rdma_cm_id* id) {
+  const int saved = errno;
+  if (id->send_cq) ibv_destroy_cq(id->send_cq);
+  if (id->recv_cq) ibv_destroy_cq(id->recv_cq);
+  if (id->send_cq_channel) ibv_destroy_comp_channel(id->send_cq_channel);
+  if (id->recv_cq_channel) ibv_destroy_comp_channel(id->recv_cq_channel);
+  id->send_cq = id->recv_cq = nullptr;
+  id->send_cq_channel = id->recv_cq_channel = nullptr;
+  id_of(id)->own_cqs = false;
+  errno = saved;
+}
+
+}  // namespace
+
 UROCE_EXPORT int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
   if (!id || !attr || !id->verbs || id->qp) return fail(EINVAL);
   Id& i = *id_of(id);
@@ -530,22 +548,32 @@ UROCE_EXPORT int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
     pd = i.dev->pd;
     if (!pd) return -1;
   }
-  // librdmacm makes the CQs (each with a channel) when none is given.
+  // librdmacm makes the CQs (each with a channel) when none is given; a
+  // failure below destroys what was made, and gives the caller's
+  // attributes back as they came.
+  ibv_cq* const given_send = attr->send_cq;
+  ibv_cq* const given_recv = attr->recv_cq;
+  auto undo = [&] {
+    if (!i.own_cqs) return;
+    attr->send_cq = given_send;
+    attr->recv_cq = given_recv;
+    destroy_own_cqs(id);
+  };
   if (!attr->send_cq || !attr->recv_cq) {
+    i.own_cqs = true;
     id->send_cq_channel = ibv_create_comp_channel(id->verbs);
     id->recv_cq_channel = ibv_create_comp_channel(id->verbs);
-    if (!id->send_cq_channel || !id->recv_cq_channel) return -1;
+    if (!id->send_cq_channel || !id->recv_cq_channel) return undo(), -1;
     id->send_cq = ibv_create_cq(id->verbs, int(std::max(attr->cap.max_send_wr, 1u)), id, id->send_cq_channel, 0);
     id->recv_cq = ibv_create_cq(id->verbs, int(std::max(attr->cap.max_recv_wr, 1u)), id, id->recv_cq_channel, 0);
-    if (!id->send_cq || !id->recv_cq) return -1;
+    if (!id->send_cq || !id->recv_cq) return undo(), -1;
     if (!attr->send_cq) attr->send_cq = id->send_cq;
     if (!attr->recv_cq) attr->recv_cq = id->recv_cq;
-    i.own_cqs = true;
   }
   attr->pd = pd;
   attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
   ibv_qp* qp = ibv_create_qp_ex(id->verbs, attr);
-  if (!qp) return -1;
+  if (!qp) return undo(), -1;
   // INIT at once, as librdmacm leaves it, so receives can be posted before
   // the connection (rping, fio); a UD QP goes on to RTS.
   ibv_qp_attr a{};
@@ -572,6 +600,7 @@ UROCE_EXPORT int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
   }
   if (rc != 0) {
     ibv_destroy_qp(qp);
+    undo();
     return fail(rc);
   }
   id->qp = qp;
@@ -601,15 +630,7 @@ UROCE_EXPORT void rdma_destroy_qp(rdma_cm_id* id) {
   // The manager lets go of the QP in ibv_destroy_qp (its hook).
   ibv_destroy_qp(id->qp);
   id->qp = nullptr;
-  if (i.own_cqs) {
-    ibv_destroy_cq(id->send_cq);
-    ibv_destroy_cq(id->recv_cq);
-    ibv_destroy_comp_channel(id->send_cq_channel);
-    ibv_destroy_comp_channel(id->recv_cq_channel);
-    id->send_cq = id->recv_cq = nullptr;
-    id->send_cq_channel = id->recv_cq_channel = nullptr;
-    i.own_cqs = false;
-  }
+  if (i.own_cqs) destroy_own_cqs(id);
 }
 
 UROCE_EXPORT int rdma_create_srq_ex(rdma_cm_id* id, ibv_srq_init_attr_ex* attr) {
