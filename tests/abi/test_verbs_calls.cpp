@@ -170,7 +170,7 @@ TEST_CASE("objects: PD, MR with optional flags, CQ, QP, SRQ; refusals", "[abi-ca
   REQUIRE(cq);
   ibv_wc wc;
   CHECK(ibv_poll_cq(cq, 1, &wc) == 0);
-  CHECK(ibv_req_notify_cq(cq, 0) == EINVAL);  // no completion channel
+  CHECK(ibv_req_notify_cq(cq, 0) == 0);  // no completion channel: nothing to arm, as rdma-core's providers
   CHECK(o.ctx->num_comp_vectors == 1);
 
   ibv_qp_init_attr init{};

@@ -151,7 +151,11 @@ int poll_cq_op(ibv_cq* c, int n, ibv_wc* wc) {
   return got;
 }
 
-int req_notify_cq_op(ibv_cq* c, int solicited_only) { return cq_of(c)->impl->req_notify(solicited_only != 0); }
+// A CQ without a channel has nowhere to report: arming it does nothing,
+// and succeeds, as rdma-core's providers (rxe, mlx5) answer.
+int req_notify_cq_op(ibv_cq* c, int solicited_only) {
+  return c->channel ? cq_of(c)->impl->req_notify(solicited_only != 0) : 0;
+}
 
 Context& ctx_of_pd(ibv_pd* p) { return *ctx_of(p->context); }
 
