@@ -180,6 +180,7 @@ bool Remote::connect_exchange(std::string& error) {
   auto tcp = client_ ? exchange::TcpChannel::connect(o_.server, o_.tcp_port, timeout, idle, error)
                      : listener_->accept(Millis(0), idle, error);
   if (!tcp) return false;
+  if (listener_) listener_->close();  // a second client is refused, as by perftest
   tcp->set_timeout(timeout);
   ch_ = std::move(tcp);
   return start_session(error);

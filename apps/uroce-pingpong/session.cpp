@@ -59,6 +59,7 @@ std::unique_ptr<exchange::TcpChannel> open_channel(Station& st, exchange::TcpLis
   auto ch = listener
                 ? listener->accept(milliseconds(o.accept_timeout_ms), idle, error)
                 : exchange::TcpChannel::connect(o.server, o.tcp_port, milliseconds(o.timeout_ms), idle, error);
+  if (ch && listener) listener->close();  // a second client is refused, as by rc_pingpong
   if (ch) ch->set_timeout(milliseconds(o.timeout_ms));
   return ch;
 }

@@ -10,6 +10,11 @@ TcpListener::TcpListener(std::unique_ptr<Impl> impl, uint16_t port) : impl_(std:
 
 TcpListener::~TcpListener() = default;
 
+void TcpListener::close() {
+  boost::system::error_code ignored;
+  impl_->acceptor.close(ignored);
+}
+
 std::unique_ptr<TcpListener> TcpListener::listen(uint16_t port, std::string& error) {
   auto impl = std::make_unique<Impl>();
   tcp::acceptor& a = impl->acceptor;

@@ -7,6 +7,11 @@
 #include <fstream>
 #include <thread>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "uroce/exchange/tcp_channel.h"
 
 using namespace uroce::exchange;
@@ -269,6 +274,37 @@ TEST_CASE("accept and listen failures are explained", "[tcp-channel]") {
       CHECK(server);
     }
   }
+}
+
+TEST_CASE("a closed listener refuses the next client; the channel it accepted stays", "[tcp-channel]") {
+  auto l = listen_any();
+  const uint16_t port = l->port();
+  std::unique_ptr<TcpChannel> server;
+  std::string server_error, error;
+  std::thread t([&] { server = l->accept(5000ms, nullptr, server_error); });
+  auto client = TcpChannel::connect("127.0.0.1", port, 5000ms, nullptr, error);
+  t.join();
+  INFO(error << " / " << server_error);
+  REQUIRE(client);
+  REQUIRE(server);
+  l->close();
+  // A raw connect: TcpChannel::connect would retry a refused port.
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  const int err = errno;
+  ::close(fd);
+  CHECK(rc == -1);
+  CHECK(err == ECONNREFUSED);
+  REQUIRE(client->send("x", 1, error));
+  char c = 0;
+  REQUIRE(server->recv(&c, 1, server_error));
+  CHECK(c == 'x');
+  CHECK_FALSE(l->accept(100ms, nullptr, error));
 }
 
 TEST_CASE("linger returns once both sides are done, or at its timeout", "[tcp-channel]") {

@@ -206,6 +206,25 @@ for side in ('client', 'server'):
     [ $? = 2 ] && grep -q "raw_lat only" "$out" || fail "--raw-acks outside raw_lat should be a usage error"
     timeout 30 "$perf" write_lat --loopback -l 4 >"$out" 2>&1
     [ $? = 2 ] && grep -q "BW tests only" "$out" || fail "write_lat -l 4 should be a usage error"
+    # A server with its client (a raw connection that says nothing, so the
+    # server waits in the exchange): a second client is refused, as by
+    # perftest, which closes its listening socket once it has its client.
+    port=$((20000 + $$ % 20000))
+    timeout 30 "$perf" write_bw --dev net_null0 --ip 10.0.0.1 -p $port --timeout 5 >"$out" 2>&1 &
+    srv=$!
+    connected=
+    for _ in $(seq 100); do
+      exec 7<>/dev/tcp/127.0.0.1/$port 2>/dev/null && { connected=1; break; }
+      sleep 0.1
+    done
+    [ -n "$connected" ] || { kill $srv 2>/dev/null; wait $srv; fail "the server never listened on TCP port $port"; }
+    sleep 0.3  # the server takes its client
+    if bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>"$work/second.err"; then
+      kill $srv 2>/dev/null; wait $srv; fail "a second client connected to a server busy with its first"
+    fi
+    grep -q "Connection refused" "$work/second.err" || { kill $srv; wait $srv; fail "a second client: $(cat "$work/second.err")"; }
+    exec 7>&-
+    wait $srv
     run_ok write_bw --loopback --verify -n 1000 -Q 200 -t 128
     grep -q "CQ Moderation   : 128" "$out" || fail "-Q above -t should be clamped to -t (perftest)"
     run_ok write_bw --loopback --verify -n 1024 -l 64

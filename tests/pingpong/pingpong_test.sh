@@ -228,6 +228,14 @@ case $case_ in
       grep -q " iterations, " "$work/dies.cli.out" && break
       sleep 0.1
     done
+    # A second client while the first runs is refused, as by rc_pingpong's
+    # server, which closes its listening socket once it has its client.
+    if nsenter --net=/proc/$HOLDER/ns/net -- timeout 5 bash -c "exec 3<>/dev/tcp/$TCP_HOST/18515" \
+        2>"$work/second.err"; then
+      fail "a second client connected to a server busy with its first"
+    fi
+    grep -q "Connection refused" "$work/second.err" || fail "a second client was not refused: $(cat "$work/second.err")"
+    echo "ok: a second client is refused while the first runs"
     sleep 0.5
     kill -TERM $CLI 2>/dev/null  # `timeout` passes it on: uroce-pingpong dies at once
     wait $CLI; CLI=

@@ -104,6 +104,11 @@ class TcpListener {
   uint16_t port() const { return port_; }
   // One client; timeout 0 waits forever. Can be called again for the next.
   std::unique_ptr<TcpChannel> accept(Millis timeout, const Idle& idle, std::string& error);
+  // Stops listening: the kernel refuses later clients (ECONNREFUSED), as
+  // perftest's and rc_pingpong's servers do once they have their client,
+  // instead of leaving them in the backlog until the run ends. Channels
+  // already accepted stay; accept() fails from then on.
+  void close();
 
   struct Impl;
 
