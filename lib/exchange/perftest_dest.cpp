@@ -127,6 +127,16 @@ void encode_perftest_dest_binary(const PerftestDest& d, PerftestBinaryRecord& ou
   wire::store_be32(p + 52, d.gid_index);
 }
 
+namespace {
+
+std::string hex_text(uint32_t v) {
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%x", v);
+  return buf;
+}
+
+}  // namespace
+
 bool decode_perftest_dest_binary(const uint8_t* p, size_t len, PerftestDest& out, std::string& error) {
   if (len != kPerftestBinaryRecordSize) {
     error = "perftest record: " + std::to_string(len) + " bytes instead of 56 (rdma_cm's binary struct pingpong_dest)";
@@ -142,6 +152,12 @@ bool decode_perftest_dest_binary(const uint8_t* p, size_t len, PerftestDest& out
   std::copy(p + 32, p + 48, d.gid.bytes.begin());
   d.srqn = wire::load_be32(p + 48);
   d.gid_index = wire::load_be32(p + 52);
+  // The text record's digits cannot say more than 24 bits; these fields can.
+  if (d.qpn > 0xffffff || d.psn > 0xffffff) {
+    error = "perftest record: QP number 0x" + hex_text(d.qpn) + " or PSN 0x" + hex_text(d.psn) +
+            " past 24 bits";
+    return false;
+  }
   out = d;
   return true;
 }

@@ -257,4 +257,12 @@ TEST_CASE("perftest binary record: rxe's ib_send_bw -R record decodes field by f
   CHECK(error.find("56") != std::string::npos);
   PerftestRecord text = valid_record();
   CHECK_FALSE(decode_perftest_dest_binary(reinterpret_cast<const uint8_t*>(text.data()), text.size(), d, error));
+
+  // A QP number or PSN past 24 bits is no QP's.
+  for (size_t at : {size_t(8), size_t(12)}) {
+    std::vector<uint8_t> bad = b;
+    bad[at] = 0x01;
+    CHECK_FALSE(decode_perftest_dest_binary(bad.data(), bad.size(), d, error));
+    CHECK(error.find("past 24 bits") != std::string::npos);
+  }
 }
