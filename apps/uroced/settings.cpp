@@ -2,12 +2,18 @@
 #include "settings.h"
 
 #include <sched.h>
+#include <sys/stat.h>
 
 #include <rte_cfgfile.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -264,6 +270,10 @@ bool check_settings(const Settings& s, std::string& error) {
     return error = "[limits] arena_bytes = " + std::to_string(s.limits.arena_bytes) + " is below the minimum of " +
                    std::to_string(kMinArenaBytes),
            false;
+  if (s.limits.arena_bytes > kMaxArenaBytes)
+    return error = "[limits] arena_bytes = " + std::to_string(s.limits.arena_bytes) + " is above the maximum of " +
+                   std::to_string(kMaxArenaBytes) + " (each client's arena is made whole at HELLO)",
+           false;
   return true;
 }
 
@@ -342,7 +352,66 @@ std::vector<std::string> eal_args(const Settings& s) {
   return v;
 }
 
+namespace {
+
+std::string trimmed(std::string_view v) {
+  const size_t b = v.find_first_not_of(" \t\r");
+  if (b == std::string_view::npos) return {};
+  const size_t e = v.find_last_not_of(" \t\r");
+  return std::string(v.substr(b, e - b + 1));
+}
+
+// DPDK's rte_cfgfile skips a line without '=', cuts values at 255
+// characters, takes the first of two equal keys (the last in a repeated
+// section) and reads only the first [daemon] or [limits]; its failures say
+// nothing of where. So the text is checked line by line first, and each of
+// these is refused naming the file, the line and the key.
+bool check_config_text(const std::string& file, std::string& error) {
+  struct stat st {};
+  if (stat(file.c_str(), &st) != 0)
+    return error = "cannot read the configuration file " + file + ": " + std::strerror(errno), false;
+  if (!S_ISREG(st.st_mode)) return error = "cannot read the configuration file " + file + ": not a regular file", false;
+  std::ifstream in(file);
+  if (!in) return error = "cannot read the configuration file " + file + ": " + std::strerror(errno), false;
+  std::set<std::string> single_seen;
+  std::set<std::string> keys;  // of the section being read
+  std::string section, line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    const std::string at = file + ":" + std::to_string(n) + ": ";
+    const std::string text = trimmed(std::string_view(line).substr(0, line.find(';')));
+    if (text.empty()) continue;
+    if (text.front() == '[') {
+      if (text.back() != ']') return error = at + "'" + text + "' is not a [section] line", false;
+      section = trimmed(std::string_view(text).substr(1, text.size() - 2));
+      if (section != "port" && !single_seen.insert(section).second)
+        return error = at + "a second [" + section + "] section", false;
+      keys.clear();
+      continue;
+    }
+    const size_t eq = text.find('=');
+    if (eq == std::string::npos) return error = at + "'" + text + "' is not KEY = VALUE", false;
+    const std::string key = trimmed(std::string_view(text).substr(0, eq));
+    const std::string value = trimmed(std::string_view(text).substr(eq + 1));
+    if (section.empty()) return error = at + key + " is outside any [section]", false;
+    if (key.empty()) return error = at + "'" + text + "' has no key", false;
+    if (value.empty()) return error = at + "[" + section + "] " + key + " has no value", false;
+    if (key.size() >= CFG_NAME_LEN || value.size() >= CFG_VALUE_LEN)
+      return error = at + "[" + section + "] " + key + ": longer than " +
+                     std::to_string(key.size() >= CFG_NAME_LEN ? CFG_NAME_LEN - 1 : CFG_VALUE_LEN - 1) +
+                     " characters",
+             false;
+    // cc_param is the one key given once per parameter.
+    if (key != "cc_param" && !keys.insert(key).second)
+      return error = at + "[" + section + "] " + key + " is given twice", false;
+  }
+  if (in.bad()) return error = "cannot read the configuration file " + file, false;
+  return true;
+}
+
+}  // namespace
+
 bool load_config(const std::string& file, Settings& s, std::string& error) {
+  if (!check_config_text(file, error)) return false;
   std::unique_ptr<rte_cfgfile, int (*)(rte_cfgfile*)> cfg(rte_cfgfile_load(file.c_str(), 0), rte_cfgfile_close);
   if (!cfg) return error = "cannot read the configuration file " + file, false;
   if (!only_known_keys(cfg.get(), error)) return error = file + ": " + error, false;

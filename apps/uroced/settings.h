@@ -103,5 +103,8 @@ inline constexpr uint32_t kMaxIdleSleepUs = 50000;
 
 // An arena holds its header page and at least a few rings.
 inline constexpr uint64_t kMinArenaBytes = 64 << 10;
+// Each client's arena is made and populated at HELLO: a mistyped size must
+// not cost the host its memory once per client.
+inline constexpr uint64_t kMaxArenaBytes = uint64_t(4) << 30;
 
 }  // namespace uroced

@@ -691,6 +691,18 @@ PY
     bad '[port]\ncc = cubic\n' "cubic"
     bad '[port]\ncc = dcqcn\ncc_param = rpg_nonsense=1\n' "rpg_nonsense"
     bad "[port]\ncc_config = $work/none.conf\n" "$work/none.conf"
+    # What DPDK's rte_cfgfile would skip, cut or misread: refused with the line.
+    bad '[daemon]\nlog_level debug\n' "bad.conf:2: 'log_level debug' is not KEY = VALUE"
+    bad '[limits]\nmax_qp =\n' "bad.conf:2: [limits] max_qp has no value"
+    bad 'max_qp = 8\n[limits]\n' "bad.conf:1: max_qp is outside any [section]"
+    bad '[limits]\nmax_qp = 8\nmax_qp = 9\n' "bad.conf:3: [limits] max_qp is given twice"
+    bad '[limits]\nmax_qp = 8\n[daemon]\n[limits]\nmax_cq = 9\n' "bad.conf:4: a second [limits] section"
+    bad "[daemon]\neal = $(printf 'x%.0s' $(seq 300))\n" "bad.conf:2: [daemon] eal: longer than 255 characters"
+    bad '[port] dev = x\n' "bad.conf:1: '[port] dev = x' is not a [section] line"
+    bad '[limits]\narena_bytes = 107374182400\n' "arena_bytes = 107374182400 is above the maximum of 4294967296"
+    timeout 10 "$uroced" --config "$work" --dev net_ring0 --ip 10.0.0.1 --socket "$sock" >"$work/out" 2>&1
+    [ $? = 2 ] && grep -q "cannot read the configuration file $work: not a regular file" "$work/out" ||
+      { cat "$work/out"; fail "a directory as --config was not refused"; }
     "$uroced" --config "$work/missing.conf" >"$work/out" 2>&1 && fail "a missing config file was accepted"
     grep -q "cannot read the configuration file" "$work/out" || fail "no message for a missing config file"
     printf '[limits]\nmax_qp = many\n' >"$work/bad.conf"
