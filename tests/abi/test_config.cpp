@@ -132,7 +132,21 @@ TEST_CASE("vlan and pcp: the file's keys, the variables, what the device is give
   d.daemon = "/run/uroce/uroced.sock";
   d.vlan = 5;
   CHECK_FALSE(uroce::abi::validate_device(d, err));
-  CHECK(err == "device uroce0: a daemon socket (UROCE_DAEMON or daemon=) takes no dev, ip, mac, vlan or pcp");
+  CHECK(err == "device uroce0: a daemon socket (UROCE_DAEMON or daemon=) takes no dev, ip, mac, mtu, vlan or pcp");
+  // The MTU is the daemon's port's too: one given beside the socket is refused.
+  setenv("UROCE_DAEMON", "/run/uroce/uroced.sock", 1);
+  setenv("UROCE_MTU", "9000", 1);
+  CHECK_FALSE(uroce::abi::load_settings(s, err));
+  CHECK(err.find("takes no dev, ip, mac, mtu, vlan or pcp") != std::string::npos);
+  clear_env();
+  // A configuration file that is a directory or a device: refused, not read as empty.
+  setenv("UROCE_CONFIG", "/tmp", 1);
+  CHECK_FALSE(uroce::abi::load_settings(s, err));
+  CHECK(err == "UROCE_CONFIG: cannot read /tmp: not a regular file");
+  setenv("UROCE_CONFIG", "/dev/zero", 1);
+  CHECK_FALSE(uroce::abi::load_settings(s, err));
+  CHECK(err == "UROCE_CONFIG: cannot read /dev/zero: not a regular file");
+  clear_env();
 }
 
 TEST_CASE("the variables describe uroce0 and win over the file", "[abi-config]") {
@@ -180,7 +194,7 @@ TEST_CASE("a daemon socket instead of a port", "[abi-config]") {
   DeviceSettings both = s.devices[0];
   both.dev = "net_null0";
   CHECK_FALSE(uroce::abi::validate_device(both, err));
-  CHECK(err == "device uroce1: a daemon socket (UROCE_DAEMON or daemon=) takes no dev, ip, mac, vlan or pcp");
+  CHECK(err == "device uroce1: a daemon socket (UROCE_DAEMON or daemon=) takes no dev, ip, mac, mtu, vlan or pcp");
 
   // UROCE_DAEMON replaces the file's port for uroce0, like the other variables.
   const std::string path = "abi_config_daemon.ini";
@@ -198,7 +212,7 @@ TEST_CASE("a daemon socket instead of a port", "[abi-config]") {
   // A port of its own beside it is a contradiction, refused.
   setenv("UROCE_DEV", "net_null0", 1);
   CHECK_FALSE(uroce::abi::load_settings(s, err));
-  CHECK(err.find("takes no dev, ip, mac, vlan or pcp") != std::string::npos);
+  CHECK(err.find("takes no dev, ip, mac, mtu, vlan or pcp") != std::string::npos);
   std::remove(path.c_str());
   clear_env();
 }

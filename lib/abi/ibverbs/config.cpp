@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include <infiniband/verbs.h>
+#include <sys/stat.h>
 
 #include <charconv>
 #include <cstdlib>
@@ -74,6 +75,7 @@ bool set_device_key(DeviceSettings& d, const std::string& key, const std::string
   else if (key == "daemon") d.daemon = value;
   else if (key == "mtu") {
     if (!parse_mtu(value, d.mtu)) return error = "mtu '" + value + "' is not in 68..9600", false;
+    d.mtu_given = true;
   } else if (key == "vlan") {
     return set_vlan("vlan", value, d.vlan, error);
   } else if (key == "pcp") {
@@ -153,8 +155,8 @@ bool validate_device(const DeviceSettings& d, std::string& error) {
   if (!d.daemon.empty()) {
     // The daemon's port, address and MAC: settings of a port of its own
     // would be silently ignored.
-    if (!d.dev.empty() || !d.ip.empty() || !d.mac.empty() || d.vlan >= 0 || d.pcp >= 0)
-      return error = who + "a daemon socket (UROCE_DAEMON or daemon=) takes no dev, ip, mac, vlan or pcp", false;
+    if (!d.dev.empty() || !d.ip.empty() || !d.mac.empty() || d.mtu_given || d.vlan >= 0 || d.pcp >= 0)
+      return error = who + "a daemon socket (UROCE_DAEMON or daemon=) takes no dev, ip, mac, mtu, vlan or pcp", false;
     return true;
   }
   if (d.dev.empty()) return error = who + "no port (UROCE_DEV or dev=)", false;
@@ -174,6 +176,11 @@ bool load_settings(Settings& out, std::string& error) {
   out = Settings{};
   const std::string file = env("UROCE_CONFIG");
   if (!file.empty()) {
+    // A directory opens and reads as empty; /dev/zero never ends.
+    struct stat st {};
+    if (stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+      return error = "UROCE_CONFIG: cannot read " + file + (stat(file.c_str(), &st) == 0 ? ": not a regular file" : ""),
+             false;
     std::ifstream in(file);
     if (!in) return error = "UROCE_CONFIG: cannot read " + file, false;
     std::stringstream text;
@@ -197,6 +204,7 @@ bool load_settings(Settings& out, std::string& error) {
     if (!ip.empty()) d.ip = ip;
     if (!mac.empty()) d.mac = mac;
     if (!mtu.empty() && !parse_mtu(mtu, d.mtu)) return error = "UROCE_MTU '" + mtu + "' is not in 68..9600", false;
+    if (!mtu.empty()) d.mtu_given = true;
     if (!vlan.empty() && !set_vlan("UROCE_VLAN", vlan, d.vlan, error)) return false;
     if (!pcp.empty() && !set_pcp("UROCE_PCP", pcp, d.pcp, error)) return false;
   }

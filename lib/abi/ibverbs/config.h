@@ -32,6 +32,7 @@ struct DeviceSettings {
   std::string ip;
   std::string mac;
   uint16_t mtu = 1500;
+  bool mtu_given = false;  // a daemon's device takes the daemon's
   int vlan = -1, pcp = -1;  // -1: not given (DeviceConfig::vlan_id)
   std::string daemon;  // uroced's socket: no port of its own
 };
