@@ -28,7 +28,10 @@ bool PcapReader::next(CapturedFrame& frame) {
   if (rc == 1) {
     frame.bytes = {data, hdr->caplen};
     frame.wire_len = hdr->len;
-    frame.ts_usec = int64_t(hdr->ts.tv_sec) * 1000000 + hdr->ts.tv_usec;
+    // In unsigned arithmetic: a pcapng timestamp can put any 64-bit count
+    // of seconds here, past what microseconds in an int64_t hold (modulo
+    // 2^64 then, where signed overflow would be undefined).
+    frame.ts_usec = int64_t(uint64_t(hdr->ts.tv_sec) * 1000000u + uint64_t(hdr->ts.tv_usec));
     return true;
   }
   if (rc == PCAP_ERROR) error_ = pcap_geterr(pcap_);
