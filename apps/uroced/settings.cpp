@@ -266,6 +266,8 @@ bool check_settings(const Settings& s, std::string& error) {
            false;
   if (!check_vlan(all_ports(s)[0], "[port] ", error)) return false;
   if (!check_more_ports(s, error)) return false;
+  if (s.engine_cpu < -1)
+    return error = "engine_cpu = " + std::to_string(s.engine_cpu) + " is not a CPU (-1: not pinned)", false;
   if (s.limits.arena_bytes < kMinArenaBytes)
     return error = "[limits] arena_bytes = " + std::to_string(s.limits.arena_bytes) + " is below the minimum of " +
                    std::to_string(kMinArenaBytes),

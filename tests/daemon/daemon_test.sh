@@ -699,6 +699,7 @@ PY
     bad '[limits]\nmax_qp = 8\n[daemon]\n[limits]\nmax_cq = 9\n' "bad.conf:4: a second [limits] section"
     bad "[daemon]\neal = $(printf 'x%.0s' $(seq 300))\n" "bad.conf:2: [daemon] eal: longer than 255 characters"
     bad '[port] dev = x\n' "bad.conf:1: '[port] dev = x' is not a [section] line"
+    bad '[daemon]\nengine_cpu = -5\n' "engine_cpu = -5 is not a CPU (-1: not pinned)"
     bad '[limits]\narena_bytes = 107374182400\n' "arena_bytes = 107374182400 is above the maximum of 4294967296"
     timeout 10 "$uroced" --config "$work" --dev net_ring0 --ip 10.0.0.1 --socket "$sock" >"$work/out" 2>&1
     [ $? = 2 ] && grep -q "cannot read the configuration file $work: not a regular file" "$work/out" ||
