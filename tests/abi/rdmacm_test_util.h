@@ -49,13 +49,27 @@ inline rdma_cm_event* expect(rdma_event_channel* ch, rdma_cm_event_type type) {
   return e;
 }
 
-// Makes a small RC QP on the resolved `id` and sends the REQ.
-inline void qp_and_connect(rdma_cm_id* id) {
+// A small RC QP on `id`, its CQs made by rdma_create_qp.
+inline void small_rc_qp(rdma_cm_id* id) {
   ibv_qp_init_attr qa{};
   qa.qp_type = IBV_QPT_RC;
   qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
   qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
   if (rdma_create_qp(id, nullptr, &qa) != 0) die("rdma_create_qp");
+}
+
+// A listener on `local`, its events on `ch`.
+inline rdma_cm_id* listen_at(rdma_event_channel* ch, sockaddr_in local) {
+  rdma_cm_id* listener = nullptr;
+  if (rdma_create_id(ch, &listener, nullptr, RDMA_PS_TCP) != 0) die("rdma_create_id");
+  if (rdma_bind_addr(listener, reinterpret_cast<sockaddr*>(&local)) != 0) die("rdma_bind_addr");
+  if (rdma_listen(listener, 1) != 0) die("rdma_listen");
+  return listener;
+}
+
+// Makes a small RC QP on the resolved `id` and sends the REQ.
+inline void qp_and_connect(rdma_cm_id* id) {
+  small_rc_qp(id);
   rdma_conn_param p{};
   if (rdma_connect(id, &p) != 0) die("rdma_connect");
 }

@@ -15,11 +15,8 @@ int main() {
   rdma_event_channel* lch = rdma_create_event_channel();
   rdma_event_channel* ach = rdma_create_event_channel();
   if (!lch || !ach) die("rdma_create_event_channel");
-  rdma_cm_id* listener = nullptr;
-  if (rdma_create_id(lch, &listener, nullptr, RDMA_PS_TCP) != 0) die("rdma_create_id");
-  sockaddr_in local = addr("10.0.0.1", 7991);
-  if (rdma_bind_addr(listener, reinterpret_cast<sockaddr*>(&local)) != 0) die("rdma_bind_addr");
-  if (rdma_listen(listener, 1) != 0) die("rdma_listen");
+  const sockaddr_in local = addr("10.0.0.1", 7991);
+  rdma_cm_id* listener = listen_at(lch, local);
 
   rdma_cm_id* active = nullptr;
   if (rdma_create_id(ach, &active, nullptr, RDMA_PS_TCP) != 0) die("rdma_create_id(active)");

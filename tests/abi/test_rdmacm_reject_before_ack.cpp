@@ -24,11 +24,8 @@ int main() {
   rdma_event_channel* lch = rdma_create_event_channel();
   rdma_event_channel* ach = rdma_create_event_channel();
   if (!lch || !ach) die("rdma_create_event_channel");
-  rdma_cm_id* listener = nullptr;
-  if (rdma_create_id(lch, &listener, nullptr, RDMA_PS_TCP) != 0) die("rdma_create_id");
   sockaddr_in local = addr("10.0.0.1", 7992);
-  if (rdma_bind_addr(listener, reinterpret_cast<sockaddr*>(&local)) != 0) die("rdma_bind_addr");
-  if (rdma_listen(listener, 1) != 0) die("rdma_listen");
+  rdma_cm_id* listener = listen_at(lch, local);
 
   rdma_cm_id* active = nullptr;
   if (rdma_create_id(ach, &active, nullptr, RDMA_PS_TCP) != 0) die("rdma_create_id(active)");
@@ -86,11 +83,7 @@ int main() {
   req = expect(lch, RDMA_CM_EVENT_CONNECT_REQUEST);
   rdma_cm_id* passive = req->id;
   rdma_ack_cm_event(req);
-  ibv_qp_init_attr qa{};
-  qa.qp_type = IBV_QPT_RC;
-  qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
-  qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
-  if (rdma_create_qp(passive, nullptr, &qa) != 0) die("rdma_create_qp(passive)");
+  small_rc_qp(passive);
   rdma_conn_param p{};
   if (rdma_accept(passive, &p) != 0) die("rdma_accept");
   rdma_ack_cm_event(expect(ach, RDMA_CM_EVENT_ESTABLISHED));
